@@ -1,0 +1,19 @@
+"""The root of every error Glove raises on purpose.
+
+Each package family keeps its own ``errors`` module whose classes derive from
+:class:`GloveError`, so a caller can catch everything Glove means to raise in one clause
+and still tell a sandbox refusal from a journal failure::
+
+    GloveError
+    ├── actors.errors.ActorError          (ActorDead, Busy, DeadlineExceeded, ChildFailed)
+    ├── protocol.errors.ProtocolError     (FrameTooLarge, TruncatedFrame, MalformedFrame)
+    ├── control.errors.ControlError       (PeerRejected, DaemonAlreadyRunning, DaemonUnavailable)
+    ├── container.errors.SandboxError     (setup, limits, profiles)
+    ├── journal.errors.JournalError       (codec, chain, recovery, writer)
+    ├── policy.errors.PolicyError         (policy file and evaluation)
+    └── mcp.errors.McpError               (framing, upstream transport, kernel)
+"""
+
+
+class GloveError(Exception):
+    """Base class of every error Glove raises deliberately."""
