@@ -1,0 +1,55 @@
+"""Glove's actor runtime: bounded mailboxes, deadline-carrying messages, supervision.
+
+See DESIGN.md §2 for the rules and ``docs/decisions/0001-asyncio-actors.md`` for why this
+is built on asyncio rather than pykka.
+"""
+
+from glove.actors._actor import DEFAULT_MAILBOX_SIZE, DEFAULT_TIMEOUT_S, Actor, ActorState
+from glove.actors._deadline import current_deadline
+from glove.actors._envelope import Deferred, Envelope
+from glove.actors._running import running
+from glove.actors._snapshot import (
+    LoopLag,
+    LoopLagMonitor,
+    NodeSnapshot,
+    TreeSnapshot,
+    render_tree,
+    snapshot,
+)
+from glove.actors._supervisor import ChildSpec, ExitRecord, Restart, Strategy, Supervisor
+from glove.actors.errors import (
+    ActorDead,
+    ActorError,
+    Busy,
+    ChildFailed,
+    DeadlineExceeded,
+    DeadlineOverrun,
+)
+
+__all__ = [
+    "DEFAULT_MAILBOX_SIZE",
+    "DEFAULT_TIMEOUT_S",
+    "Actor",
+    "ActorDead",
+    "ActorError",
+    "ActorState",
+    "Busy",
+    "ChildFailed",
+    "ChildSpec",
+    "DeadlineExceeded",
+    "DeadlineOverrun",
+    "Deferred",
+    "Envelope",
+    "ExitRecord",
+    "LoopLag",
+    "LoopLagMonitor",
+    "NodeSnapshot",
+    "Restart",
+    "Strategy",
+    "Supervisor",
+    "TreeSnapshot",
+    "current_deadline",
+    "render_tree",
+    "running",
+    "snapshot",
+]

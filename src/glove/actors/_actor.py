@@ -1,0 +1,309 @@
+"""The actor: private state, a bounded mailbox, one message at a time.
+
+Rules (DESIGN.md §2):
+
+* A message carries an absolute deadline. A message whose deadline has passed when it
+  reaches the head of the mailbox is dropped, never executed; a message whose asker has
+  already given up is dropped too.
+* Any exception out of a handler crashes the actor: the current asker gets the exception,
+  every queued asker gets :class:`ActorDead`, the supervisor gets the exit reason (the
+  exception the actor's task ends with). There is no retry and no "return the error and
+  carry on".
+* A handler that runs past its message's deadline is cancelled and the actor crashes with
+  :class:`DeadlineOverrun`: a half-applied handler leaves state nobody can trust.
+* Mailboxes are bounded: ``tell``/``ask`` raise :class:`Busy` at once when full, ``send`` and
+  ``ask(wait=True)`` wait for space until the deadline (backpressure).
+* Blocking work goes to the actor's own single-thread executor (``run_blocking``); background
+  tasks belong to the actor (``spawn_task``) and crash it when they fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Final, Literal, TypeVar
+
+from glove.actors._deadline import (
+    effective_deadline,
+    fresh_context,
+    reset_deadline,
+    set_deadline,
+)
+from glove.actors._envelope import Envelope
+from glove.actors.errors import ActorDead, Busy, DeadlineExceeded, DeadlineOverrun
+
+T = TypeVar("T")
+
+DEFAULT_MAILBOX_SIZE: Final = 256
+DEFAULT_TIMEOUT_S: Final = 5.0
+
+ActorState = Literal["new", "starting", "running", "stopping", "stopped", "crashed"]
+_DEAD_STATES: Final = frozenset({"stopping", "stopped", "crashed"})
+
+
+class Actor:
+    """Base class of every actor. Subclasses override :meth:`handle` and the hooks.
+
+    The actor's life is the coroutine :meth:`run`, normally started by a
+    :class:`~glove.actors.Supervisor` or by :func:`~glove.actors.running`.
+    """
+
+    def __init__(self, name: str, *, mailbox_size: int = DEFAULT_MAILBOX_SIZE) -> None:
+        if mailbox_size <= 0:
+            raise ValueError("an actor's mailbox must be bounded: mailbox_size > 0")
+        self.name = name
+        self.state: ActorState = "new"
+        self.exit_reason: BaseException | None = None
+        self.started = asyncio.Event()
+        self.handled = 0
+        self.dropped_stale = 0
+        self._mailbox: asyncio.Queue[Envelope] = asyncio.Queue(mailbox_size)
+        self._capacity = mailbox_size
+        self._busy: tuple[str, float] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._main: asyncio.Task[None] | None = None
+        self._crash: BaseException | None = None
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        """Acquire what the actor owns (fds, processes). An exception here crashes it."""
+
+    async def on_stop(self) -> None:
+        """Release what the actor owns. Always runs, after a crash too; keep it short."""
+
+    async def handle(self, msg: object) -> object:
+        """Handle one message and return the reply (or a :class:`Deferred`).
+
+        Raises:
+            Exception: any exception crashes the actor.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not handle {type(msg).__name__}")
+
+    def force_kill(self) -> None:
+        """Last resort when teardown overran its grace: kill what the actor owns, now.
+
+        Called synchronously by the supervisor; the default does nothing. Actors that own
+        processes override it (``SIGKILL`` the process group, ``cgroup.kill``).
+        """
+
+    # -- sending -----------------------------------------------------------------------------
+
+    def tell(self, msg: object, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        """Queue ``msg`` without waiting for a reply.
+
+        Raises:
+            Busy: the mailbox is full.
+            ActorDead: the actor has stopped or crashed.
+        """
+        self._put_nowait(Envelope(msg, effective_deadline(timeout)))
+
+    async def send(self, msg: object, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        """Queue ``msg``, waiting for mailbox space until the deadline (backpressure).
+
+        Raises:
+            DeadlineExceeded: no space freed up before the deadline.
+            ActorDead: the actor has stopped or crashed.
+        """
+        env = Envelope(msg, effective_deadline(timeout))
+        await self._put_wait(env)
+
+    async def ask(
+        self, msg: object, *, timeout: float = DEFAULT_TIMEOUT_S, wait: bool = False
+    ) -> Any:
+        """Send ``msg`` and await the reply under an absolute deadline.
+
+        The deadline is ``now + timeout``, capped by the deadline of the message the caller
+        is itself handling, if any.
+
+        Raises:
+            Busy: the mailbox is full and ``wait`` is false.
+            DeadlineExceeded: no reply before the deadline (the message, if still queued,
+                will be dropped, never executed).
+            ActorDead: the actor died before handling the message.
+            Exception: whatever the handler raised (the actor crashed).
+        """
+        loop = asyncio.get_running_loop()
+        env = Envelope(msg, effective_deadline(timeout), loop.create_future())
+        assert env.reply is not None
+        if wait:
+            await self._put_wait(env)
+        else:
+            self._put_nowait(env)
+        try:
+            async with asyncio.timeout_at(env.deadline):
+                return await env.reply
+        except TimeoutError as exc:
+            if env.reply.done() and not env.reply.cancelled():
+                # The reply itself was a TimeoutError raised by the handler.
+                raise
+            raise DeadlineExceeded(self.name, env.msg_type) from exc
+
+    def _check_alive(self) -> None:
+        if self.state in _DEAD_STATES:
+            raise ActorDead(self.name, self.state)
+
+    def _put_nowait(self, env: Envelope) -> None:
+        self._check_alive()
+        try:
+            self._mailbox.put_nowait(env)
+        except asyncio.QueueFull:
+            raise Busy(self.name, self._capacity) from None
+
+    async def _put_wait(self, env: Envelope) -> None:
+        self._check_alive()
+        try:
+            async with asyncio.timeout_at(env.deadline):
+                await self._mailbox.put(env)
+        except TimeoutError as exc:
+            raise DeadlineExceeded(self.name, env.msg_type) from exc
+        if self.state in _DEAD_STATES:
+            # Died while we waited for space: nobody will ever drain the mailbox again.
+            env.fail(ActorDead(self.name, self.state))
+
+    # -- owned resources ------------------------------------------------------------------------
+
+    async def run_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run blocking ``fn`` in this actor's own single-thread executor.
+
+        Calls are serialized in submission order. An exception propagates to the caller;
+        raised out of a handler it crashes the actor like any other.
+        """
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+
+    def spawn_task(self, coro: Coroutine[Any, Any, T], *, name: str) -> asyncio.Task[T]:
+        """Start a background task owned by this actor.
+
+        The task runs without any inherited message deadline, is cancelled when the actor
+        stops, and crashes the actor if it raises.
+        """
+        task = asyncio.get_running_loop().create_task(
+            coro, name=f"{self.name}/{name}", context=fresh_context()
+        )
+        self._tasks.add(task)
+        task.add_done_callback(self._owned_task_done)
+        return task
+
+    def _owned_task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            self.crash(exc)
+
+    def crash(self, exc: BaseException) -> None:
+        """Crash the actor with ``exc`` as its exit reason (safe from callbacks)."""
+        if self._crash is None and self.state not in _DEAD_STATES:
+            self._crash = exc
+            if self._main is not None and not self._main.done():
+                self._main.cancel()
+
+    def stop(self) -> None:
+        """Ask the actor to stop normally (cancels its run loop; ``on_stop`` runs)."""
+        if self._main is not None and not self._main.done():
+            self._main.cancel()
+
+    # -- introspection --------------------------------------------------------------------------
+
+    @property
+    def mailbox_depth(self) -> int:
+        """Messages waiting in the mailbox."""
+        return self._mailbox.qsize()
+
+    @property
+    def mailbox_capacity(self) -> int:
+        """The mailbox bound."""
+        return self._capacity
+
+    @property
+    def busy(self) -> tuple[str, float] | None:
+        """``(message type name, loop time it started)`` while a handler runs, else None."""
+        return self._busy
+
+    # -- the run loop -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """The actor's life: start, handle messages one at a time, stop.
+
+        Raises:
+            Exception: the crash reason, for the supervisor.
+        """
+        self._main = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        try:
+            self.state = "starting"
+            await self.on_start()
+            self.state = "running"
+            self.started.set()
+            while True:
+                env = await self._mailbox.get()
+                if env.abandoned:
+                    continue
+                if loop.time() >= env.deadline:
+                    self.dropped_stale += 1
+                    env.fail(DeadlineExceeded(self.name, env.msg_type))
+                    continue
+                result = await self._dispatch(env, loop)
+                self.handled += 1
+                env.resolve(result)
+        except asyncio.CancelledError as exc:
+            reason = self._crash
+            if reason is None:
+                self.state = "stopping"
+                raise
+            self.exit_reason = reason
+            self.state = "crashed"
+            raise reason from exc
+        except BaseException as exc:
+            self.exit_reason = exc
+            self.state = "crashed"
+            raise
+        finally:
+            await self._teardown()
+
+    async def _dispatch(self, env: Envelope, loop: asyncio.AbstractEventLoop) -> object:
+        self._busy = (env.msg_type, loop.time())
+        token = set_deadline(env.deadline)
+        try:
+            timeout = asyncio.timeout_at(env.deadline)
+            try:
+                async with timeout:
+                    return await self.handle(env.msg)
+            except TimeoutError as exc:
+                if timeout.expired():
+                    raise DeadlineOverrun(self.name, env.msg_type) from exc
+                raise
+        except asyncio.CancelledError:
+            env.fail(self._crash or ActorDead(self.name, "stopped while handling it"))
+            raise
+        except Exception as exc:
+            env.fail(exc)
+            raise
+        finally:
+            reset_deadline(token)
+            self._busy = None
+
+    async def _teardown(self) -> None:
+        if self.state not in ("crashed", "stopping"):
+            self.state = "stopping"
+        crashed = self.state == "crashed"
+        while not self._mailbox.empty():
+            self._mailbox.get_nowait().fail(ActorDead(self.name, self.state))
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:
+            await self.on_stop()
+        finally:
+            if self._executor is not None:
+                self._executor.shutdown(wait=False, cancel_futures=True)
+                self._executor = None
+            self.state = "crashed" if crashed else "stopped"
