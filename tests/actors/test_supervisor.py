@@ -1,0 +1,143 @@
+"""Supervision: strategies, intensity, escalation, ordered and bounded teardown."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from glove.actors import ChildFailed, ChildSpec, Supervisor, running
+from tests.actors._helpers import Boom, Record, Worker, until
+
+
+def _session(log: list[str], names: tuple[str, ...]) -> Supervisor:
+    return Supervisor(
+        "s1",
+        [ChildSpec(n, lambda n=n: Worker(n, log)) for n in names],  # type: ignore[misc]
+        strategy="one_for_all",
+        intensity=0,
+    )
+
+
+async def test_session_tree_one_strike_tears_down_in_reverse_order() -> None:
+    """One failure in a one_for_all, intensity-0 session stops all, latest started first."""
+    log: list[str] = []
+    sess = _session(log, ("journal", "sandbox", "drain", "mcp"))
+    task = asyncio.ensure_future(sess.run())
+    await sess.started.wait()
+    sess.child("drain").tell(Boom())
+    with pytest.raises(ChildFailed) as info:
+        async with asyncio.timeout(2):
+            await task
+    assert info.value.path == "s1/drain"
+    assert isinstance(info.value.cause, ValueError)
+    assert log == ["drain", "mcp", "sandbox", "journal"]
+    assert sess.state == "crashed"
+
+
+async def test_one_for_one_registry_survives_a_temporary_childs_failure() -> None:
+    """A session failing inside the registry is recorded and removed, not restarted."""
+    reg = Supervisor("sessions", [], strategy="one_for_one", intensity=3)
+    async with running(reg):
+        log: list[str] = []
+        s1 = reg.start_child(ChildSpec("s1", lambda: _session(log, ("drain",)), "temporary"))
+        s2 = reg.start_child(ChildSpec("s2", lambda: _session(log, ("drain",)), "temporary"))
+        assert isinstance(s1, Supervisor)
+        assert isinstance(s2, Supervisor)
+        await s1.started.wait()
+        s1.child("drain").tell(Boom())
+        await until(lambda: [n for n, _, _ in reg.children()] == ["s2"])
+        assert reg.state == "running"
+        assert reg.restarts["s1"] == 0
+        assert reg.exits[-1].child == "s1"
+        assert "ChildFailed" in (reg.exits[-1].reason or "")
+        await s2.started.wait()
+        assert await s2.child("drain").ask(Record("alive")) == "alive"
+
+
+async def test_one_for_one_restarts_until_intensity_then_escalates() -> None:
+    """A permanent child is restarted with fresh state until intensity is exceeded."""
+    sup = Supervisor("sup", [ChildSpec("w", Worker)], strategy="one_for_one", intensity=2)
+    task = asyncio.ensure_future(sup.run())
+    await sup.started.wait()
+    first = sup.child("w")
+    await first.ask(Record("state"))
+    for expected in (1, 2):
+        sup.child("w").tell(Boom())
+        await until(lambda e=expected: sup.restarts["w"] == e)  # type: ignore[misc]
+    fresh = sup.child("w")
+    assert fresh is not first
+    assert isinstance(fresh, Worker)
+    assert fresh.applied == []
+    fresh.tell(Boom())
+    with pytest.raises(ChildFailed, match="sup/w"):
+        async with asyncio.timeout(2):
+            await task
+
+
+async def test_rest_for_one_restarts_only_later_siblings() -> None:
+    """rest_for_one restarts the failed child and those after it, keeps those before."""
+    sup = Supervisor(
+        "root",
+        [ChildSpec(n, lambda n=n: Worker(n)) for n in ("journal", "policy", "control")],  # type: ignore[misc]
+        strategy="rest_for_one",
+        intensity=1,
+    )
+    async with running(sup):
+        before = {n: node for n, node, _ in sup.children()}
+        sup.child("policy").tell(Boom())
+        await until(lambda: sup.restarts["control"] == 1)
+        after = {n: node for n, node, _ in sup.children()}
+        assert after["journal"] is before["journal"]
+        assert after["policy"] is not before["policy"]
+        assert after["control"] is not before["control"]
+        assert sup.restarts["journal"] == 0
+
+
+async def test_intensity_zero_escalates_to_the_parent() -> None:
+    """A child supervisor past its intensity fails, and its parent sees ChildFailed."""
+    parent = Supervisor(
+        "gloved",
+        [ChildSpec("inner", lambda: Supervisor("inner", [ChildSpec("w", Worker)]))],
+        strategy="one_for_one",
+        intensity=0,
+    )
+    task = asyncio.ensure_future(parent.run())
+    await parent.started.wait()
+    inner = parent.child("inner")
+    assert isinstance(inner, Supervisor)
+    await inner.started.wait()
+    inner.child("w").tell(Boom())
+    with pytest.raises(ChildFailed) as info:
+        async with asyncio.timeout(2):
+            await task
+    assert info.value.path == "gloved/inner"
+    assert isinstance(info.value.cause, ChildFailed)
+
+
+async def test_stuck_child_teardown_is_bounded_by_its_grace() -> None:
+    """A child that ignores cancellation holds teardown for its grace only, then is skipped."""
+    log: list[str] = []
+    sup = Supervisor(
+        "s",
+        [
+            ChildSpec("first", lambda: Worker("first", log)),
+            ChildSpec(
+                "stuck",
+                lambda: Worker("stuck", log, stop_delay=0.6),
+                shutdown_grace=0.1,
+            ),
+        ],
+    )
+    task = asyncio.ensure_future(sup.run())
+    await sup.started.wait()
+    stuck_node = sup.child("stuck")
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert loop.time() - start < 0.5
+    assert log == ["first"]
+    assert any("stuck after" in (e.reason or "") for e in sup.exits)
+    await until(lambda: stuck_node.state == "stopped", timeout=3.0)
