@@ -1,0 +1,288 @@
+"""The activity log: structured JSONL records appended durably by their own actor.
+
+Each :meth:`AuditLog.append` is an ask: the actor encodes the record as one JSON line with a
+sequence number and a UTC timestamp, writes it with one ``write(2)`` on an append-only
+descriptor, calls ``fdatasync`` and only then replies. A caller that audits "before
+forwarding" therefore really has the record on disk before it forwards anything.
+
+Failure is fail-closed and typed (:mod:`glove.audit.errors`):
+
+* a write that fails (ENOSPC, EIO, a short write) is cut back to the last complete line and
+  the asker gets :class:`AuditWriteFailed`; the log keeps running, so appends resume when
+  space returns;
+* an ``fdatasync`` that fails is never retried (fsyncgate): the asker gets
+  :class:`AuditWriteFailed` and the actor crashes, so its supervisor sees it and every later
+  append gets :class:`AuditUnavailable`.
+
+Bounded: at ``max_bytes`` the file rotates to ``PATH.1`` (older ones shift up to
+``PATH.<keep_files>``, the oldest is deleted); the sequence continues across files.
+
+**Not tamper-evident.** Like the spec says of the general JSONL activity log, this file is
+not protected against a process of the same user that can rewrite it; tamper evidence lives
+in the HMAC-chained receipt journal (:mod:`glove.journal`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from glove.actors import Actor, ActorDead, Busy, Deferred
+from glove.audit.errors import (
+    AuditError,
+    AuditRecordInvalid,
+    AuditUnavailable,
+    AuditWriteFailed,
+)
+from glove.journal._storage import LockHeld, PosixStorage, Storage
+
+MAX_AUDIT_RECORD_BYTES: Final = 64 * 1024
+"""Largest encoded activity record (one JSON line, newline included)."""
+DEFAULT_MAX_AUDIT_BYTES: Final = 64 * 1024 * 1024
+"""Default size at which the active log file rotates."""
+DEFAULT_KEEP_FILES: Final = 4
+"""Default number of rotated files kept (``PATH.1`` .. ``PATH.4``)."""
+AUDIT_APPEND_TIMEOUT_S: Final = 5.0
+"""Default deadline of one append, write and fdatasync included."""
+RESERVED_KEYS: Final = frozenset({"seq", "ts"})
+"""Keys the log sets itself; a record may not carry them."""
+
+_log = logging.getLogger(__name__)
+
+
+class _SyncFailed(AuditWriteFailed):
+    """fdatasync (or a rotation step) failed: the log's state is unknown; crash, never retry."""
+
+
+class _Append(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One encoded record body (JSON object without the log's own keys)."""
+
+    fields: bytes
+
+
+class AuditAck(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a durable append returns: the record's sequence number and timestamp."""
+
+    seq: int
+    ts: str
+
+
+def _utc_timestamp(t_ns: int) -> str:
+    moment = dt.datetime.fromtimestamp(t_ns / 1e9, tz=dt.UTC)
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+class AuditLog(Actor):
+    """The activity-log actor; start it under a supervisor or with ``running()``.
+
+    Not protected against a same-user process: see the module docstring.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        name: str = "audit",
+        max_bytes: int = DEFAULT_MAX_AUDIT_BYTES,
+        keep_files: int = DEFAULT_KEEP_FILES,
+        storage: Storage | None = None,
+        clock: Callable[[], int] = time.time_ns,
+        mailbox_size: int = 256,
+    ) -> None:
+        super().__init__(name, mailbox_size=mailbox_size)
+        if max_bytes < MAX_AUDIT_RECORD_BYTES:
+            raise ValueError(f"max_bytes must be at least {MAX_AUDIT_RECORD_BYTES}")
+        if keep_files < 1:
+            raise ValueError("keep_files must be at least 1")
+        self.path = str(path)
+        self._max_bytes = max_bytes
+        self._keep = keep_files
+        self._storage: Storage = storage if storage is not None else PosixStorage()
+        self._clock = clock
+        self._fd = -1
+        self._size = 0
+        self._seq = 0
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """Sequence number of the last durable record (0 for an empty log)."""
+        return self._seq
+
+    async def append(
+        self, record: Mapping[str, object], *, timeout: float = AUDIT_APPEND_TIMEOUT_S
+    ) -> AuditAck:
+        """Append ``record`` durably; return once it is written and fdatasync'ed.
+
+        Raises:
+            AuditRecordInvalid: not JSON-encodable, over MAX_AUDIT_RECORD_BYTES, or it sets
+                a reserved key (``seq``, ``ts``).
+            AuditWriteFailed: the write or the fdatasync failed; nothing is acknowledged.
+            AuditUnavailable: the log is not running, is full, or missed the deadline.
+        """
+        clash = RESERVED_KEYS.intersection(record)
+        if clash:
+            raise AuditRecordInvalid(f"record sets reserved key(s) {sorted(clash)}")
+        try:
+            fields = msgspec.json.encode(dict(record))
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise AuditRecordInvalid(f"record is not JSON-encodable: {exc}") from exc
+        if not fields.startswith(b"{"):
+            raise AuditRecordInvalid("record must encode as a JSON object")
+        if len(fields) > MAX_AUDIT_RECORD_BYTES - 64:
+            raise AuditRecordInvalid(
+                f"record of {len(fields)} bytes is over the {MAX_AUDIT_RECORD_BYTES}-byte limit"
+            )
+        try:
+            ack: AuditAck = await self.ask(_Append(fields), timeout=timeout)
+        except AuditError:
+            raise
+        except (ActorDead, Busy, TimeoutError) as exc:
+            raise AuditUnavailable(f"audit log {self.path} is unavailable: {exc}") from exc
+        return ack
+
+    # -- actor hooks --------------------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        """Open and lock the log, cut a torn last line, resume the sequence.
+
+        Raises:
+            AuditUnavailable: another writer holds the log.
+            AuditWriteFailed: the file cannot be opened or its last record read.
+        """
+        await self.run_blocking(self._open_blocking)
+
+    async def on_stop(self) -> None:
+        """Close the descriptor (every acknowledged record is already durable)."""
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            await self.run_blocking(self._storage.close, fd)
+
+    async def handle(self, msg: object) -> object:
+        """Write one record: one write, then fdatasync, then the reply."""
+        if not isinstance(msg, _Append):
+            raise TypeError(f"audit log got unexpected message {type(msg).__name__}")
+        try:
+            return await self.run_blocking(self._append_blocking, msg.fields)
+        except _SyncFailed:
+            raise  # never retry a failed fsync: crash, the supervisor decides
+        except AuditWriteFailed as exc:
+            future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+            future.set_exception(exc)
+            return Deferred(future)
+
+    # -- blocking side (the actor's executor) -------------------------------------------------
+
+    def _open_blocking(self) -> None:
+        storage = self._storage
+        parent = str(Path(self.path).parent)
+        created = not storage.exists(self.path)
+        try:
+            storage.makedirs(parent)
+            fd = storage.open_append(self.path, create=True)
+        except OSError as exc:
+            raise AuditWriteFailed(f"cannot open audit log {self.path}: {exc}") from exc
+        try:
+            storage.lock(fd)
+        except LockHeld as exc:
+            storage.close(fd)
+            raise AuditUnavailable(f"audit log {self.path} is held by another writer") from exc
+        self._fd = fd
+        try:
+            if created:
+                storage.fsync_dir(parent)
+            self._size = self._resume(fd)
+        except OSError as exc:
+            raise AuditWriteFailed(f"cannot resume audit log {self.path}: {exc}") from exc
+
+    def _resume(self, fd: int) -> int:
+        storage = self._storage
+        data = storage.read_file(self.path)
+        end = data.rfind(b"\n") + 1
+        if end != len(data):
+            # A line without its newline was never acknowledged (we ack after fdatasync of
+            # the whole line): cut it, keep the bytes in the log's own warning.
+            _log.warning(
+                "audit log %s: cutting a torn last line of %d bytes", self.path, len(data) - end
+            )
+            storage.ftruncate(fd, end)
+            storage.fdatasync(fd)
+        last = data[:end]
+        if not last:
+            rotated = f"{self.path}.1"
+            last = storage.read_file(rotated) if storage.exists(rotated) else b""
+        self._seq = _last_seq(last, self.path)
+        return end
+
+    def _append_blocking(self, fields: bytes) -> AuditAck:
+        seq = self._seq + 1
+        ts = _utc_timestamp(self._clock())
+        head = b'{"seq":%d,"ts":"%s"' % (seq, ts.encode())
+        line = head + (b"," + fields[1:] if fields != b"{}" else b"}") + b"\n"
+        if self._size + len(line) > self._max_bytes:
+            self._rotate()
+        storage = self._storage
+        try:
+            written = storage.write(self._fd, line)
+        except OSError as exc:
+            self._cut_back()
+            raise AuditWriteFailed(f"write failed: {exc}") from exc
+        if written != len(line):
+            self._cut_back()
+            raise AuditWriteFailed(f"short write of {written}/{len(line)} bytes (disk full?)")
+        try:
+            storage.fdatasync(self._fd)
+        except OSError as exc:
+            raise _SyncFailed(f"fdatasync failed, not retried: {exc}") from exc
+        self._size += len(line)
+        self._seq = seq
+        return AuditAck(seq, ts)
+
+    def _cut_back(self) -> None:
+        try:
+            self._storage.ftruncate(self._fd, self._size)
+            self._storage.fdatasync(self._fd)
+        except OSError as exc:
+            raise _SyncFailed(f"cutting back after a failed write failed: {exc}") from exc
+
+    def _rotate(self) -> None:
+        storage = self._storage
+        try:
+            storage.close(self._fd)
+            self._fd = -1
+            oldest = f"{self.path}.{self._keep}"
+            if storage.exists(oldest):
+                storage.unlink(oldest)
+            for index in range(self._keep - 1, 0, -1):
+                src = f"{self.path}.{index}"
+                if storage.exists(src):
+                    storage.rename(src, f"{self.path}.{index + 1}")
+            storage.rename(self.path, f"{self.path}.1")
+            fd = storage.open_append(self.path, create=True)
+            storage.lock(fd)
+            self._fd = fd
+            storage.fsync_dir(str(Path(self.path).parent))
+        except OSError as exc:
+            raise _SyncFailed(f"rotation failed: {exc}") from exc
+        self._size = 0
+
+
+def _last_seq(data: bytes, path: str) -> int:
+    if not data:
+        return 0
+    line = data[data.rstrip(b"\n").rfind(b"\n") + 1 :]
+    try:
+        seq = msgspec.json.decode(line, type=dict[str, object]).get("seq")
+    except msgspec.DecodeError as exc:
+        raise AuditWriteFailed(f"audit log {path}: last record is not JSON") from exc
+    if not isinstance(seq, int) or seq < 0:
+        raise AuditWriteFailed(f"audit log {path}: last record has no sequence number")
+    return seq
