@@ -59,13 +59,13 @@ class Actor:
         self.started = asyncio.Event()
         self.handled = 0
         self.dropped_stale = 0
-        self._mailbox: asyncio.Queue[Envelope] = asyncio.Queue(mailbox_size)
-        self._capacity = mailbox_size
-        self._busy: tuple[str, float] | None = None
-        self._executor: ThreadPoolExecutor | None = None
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._main: asyncio.Task[None] | None = None
-        self._crash: BaseException | None = None
+        self._actor_mailbox: asyncio.Queue[Envelope] = asyncio.Queue(mailbox_size)
+        self._actor_capacity = mailbox_size
+        self._actor_busy: tuple[str, float] | None = None
+        self._actor_executor: ThreadPoolExecutor | None = None
+        self._actor_tasks: set[asyncio.Task[Any]] = set()
+        self._actor_main: asyncio.Task[None] | None = None
+        self._actor_crash: BaseException | None = None
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -99,7 +99,7 @@ class Actor:
             Busy: the mailbox is full.
             ActorDead: the actor has stopped or crashed.
         """
-        self._put_nowait(Envelope(msg, effective_deadline(timeout)))
+        self._actor_put_nowait(Envelope(msg, effective_deadline(timeout)))
 
     async def send(self, msg: object, *, timeout: float = DEFAULT_TIMEOUT_S) -> None:
         """Queue ``msg``, waiting for mailbox space until the deadline (backpressure).
@@ -109,7 +109,7 @@ class Actor:
             ActorDead: the actor has stopped or crashed.
         """
         env = Envelope(msg, effective_deadline(timeout))
-        await self._put_wait(env)
+        await self._actor_put_wait(env)
 
     async def ask(
         self, msg: object, *, timeout: float = DEFAULT_TIMEOUT_S, wait: bool = False
@@ -130,9 +130,9 @@ class Actor:
         env = Envelope(msg, effective_deadline(timeout), loop.create_future())
         assert env.reply is not None
         if wait:
-            await self._put_wait(env)
+            await self._actor_put_wait(env)
         else:
-            self._put_nowait(env)
+            self._actor_put_nowait(env)
         try:
             async with asyncio.timeout_at(env.deadline):
                 return await env.reply
@@ -142,22 +142,22 @@ class Actor:
                 raise
             raise DeadlineExceeded(self.name, env.msg_type) from exc
 
-    def _check_alive(self) -> None:
+    def _actor_check_alive(self) -> None:
         if self.state in _DEAD_STATES:
             raise ActorDead(self.name, self.state)
 
-    def _put_nowait(self, env: Envelope) -> None:
-        self._check_alive()
+    def _actor_put_nowait(self, env: Envelope) -> None:
+        self._actor_check_alive()
         try:
-            self._mailbox.put_nowait(env)
+            self._actor_mailbox.put_nowait(env)
         except asyncio.QueueFull:
-            raise Busy(self.name, self._capacity) from None
+            raise Busy(self.name, self._actor_capacity) from None
 
-    async def _put_wait(self, env: Envelope) -> None:
-        self._check_alive()
+    async def _actor_put_wait(self, env: Envelope) -> None:
+        self._actor_check_alive()
         try:
             async with asyncio.timeout_at(env.deadline):
-                await self._mailbox.put(env)
+                await self._actor_mailbox.put(env)
         except TimeoutError as exc:
             raise DeadlineExceeded(self.name, env.msg_type) from exc
         if self.state in _DEAD_STATES:
@@ -172,10 +172,12 @@ class Actor:
         Calls are serialized in submission order. An exception propagates to the caller;
         raised out of a handler it crashes the actor like any other.
         """
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
+        if self._actor_executor is None:
+            self._actor_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, functools.partial(fn, *args, **kwargs))
+        return await loop.run_in_executor(
+            self._actor_executor, functools.partial(fn, *args, **kwargs)
+        )
 
     def spawn_task(self, coro: Coroutine[Any, Any, T], *, name: str) -> asyncio.Task[T]:
         """Start a background task owned by this actor.
@@ -186,12 +188,12 @@ class Actor:
         task = asyncio.get_running_loop().create_task(
             coro, name=f"{self.name}/{name}", context=fresh_context()
         )
-        self._tasks.add(task)
-        task.add_done_callback(self._owned_task_done)
+        self._actor_tasks.add(task)
+        task.add_done_callback(self._actor_owned_task_done)
         return task
 
-    def _owned_task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
+    def _actor_owned_task_done(self, task: asyncio.Task[Any]) -> None:
+        self._actor_tasks.discard(task)
         if task.cancelled():
             return
         exc = task.exception()
@@ -200,32 +202,32 @@ class Actor:
 
     def crash(self, exc: BaseException) -> None:
         """Crash the actor with ``exc`` as its exit reason (safe from callbacks)."""
-        if self._crash is None and self.state not in _DEAD_STATES:
-            self._crash = exc
-            if self._main is not None and not self._main.done():
-                self._main.cancel()
+        if self._actor_crash is None and self.state not in _DEAD_STATES:
+            self._actor_crash = exc
+            if self._actor_main is not None and not self._actor_main.done():
+                self._actor_main.cancel()
 
     def stop(self) -> None:
         """Ask the actor to stop normally (cancels its run loop; ``on_stop`` runs)."""
-        if self._main is not None and not self._main.done():
-            self._main.cancel()
+        if self._actor_main is not None and not self._actor_main.done():
+            self._actor_main.cancel()
 
     # -- introspection --------------------------------------------------------------------------
 
     @property
     def mailbox_depth(self) -> int:
         """Messages waiting in the mailbox."""
-        return self._mailbox.qsize()
+        return self._actor_mailbox.qsize()
 
     @property
     def mailbox_capacity(self) -> int:
         """The mailbox bound."""
-        return self._capacity
+        return self._actor_capacity
 
     @property
     def busy(self) -> tuple[str, float] | None:
         """``(message type name, loop time it started)`` while a handler runs, else None."""
-        return self._busy
+        return self._actor_busy
 
     # -- the run loop -------------------------------------------------------------------------
 
@@ -235,7 +237,7 @@ class Actor:
         Raises:
             Exception: the crash reason, for the supervisor.
         """
-        self._main = asyncio.current_task()
+        self._actor_main = asyncio.current_task()
         loop = asyncio.get_running_loop()
         try:
             self.state = "starting"
@@ -243,18 +245,18 @@ class Actor:
             self.state = "running"
             self.started.set()
             while True:
-                env = await self._mailbox.get()
+                env = await self._actor_mailbox.get()
                 if env.abandoned:
                     continue
                 if loop.time() >= env.deadline:
                     self.dropped_stale += 1
                     env.fail(DeadlineExceeded(self.name, env.msg_type))
                     continue
-                result = await self._dispatch(env, loop)
+                result = await self._actor_dispatch(env, loop)
                 self.handled += 1
                 env.resolve(result)
         except asyncio.CancelledError as exc:
-            reason = self._crash
+            reason = self._actor_crash
             if reason is None:
                 self.state = "stopping"
                 raise
@@ -266,10 +268,10 @@ class Actor:
             self.state = "crashed"
             raise
         finally:
-            await self._teardown()
+            await self._actor_teardown()
 
-    async def _dispatch(self, env: Envelope, loop: asyncio.AbstractEventLoop) -> object:
-        self._busy = (env.msg_type, loop.time())
+    async def _actor_dispatch(self, env: Envelope, loop: asyncio.AbstractEventLoop) -> object:
+        self._actor_busy = (env.msg_type, loop.time())
         token = set_deadline(env.deadline)
         try:
             timeout = asyncio.timeout_at(env.deadline)
@@ -281,29 +283,29 @@ class Actor:
                     raise DeadlineOverrun(self.name, env.msg_type) from exc
                 raise
         except asyncio.CancelledError:
-            env.fail(self._crash or ActorDead(self.name, "stopped while handling it"))
+            env.fail(self._actor_crash or ActorDead(self.name, "stopped while handling it"))
             raise
         except Exception as exc:
             env.fail(exc)
             raise
         finally:
             reset_deadline(token)
-            self._busy = None
+            self._actor_busy = None
 
-    async def _teardown(self) -> None:
+    async def _actor_teardown(self) -> None:
         if self.state not in ("crashed", "stopping"):
             self.state = "stopping"
         crashed = self.state == "crashed"
-        while not self._mailbox.empty():
-            self._mailbox.get_nowait().fail(ActorDead(self.name, self.state))
-        for task in list(self._tasks):
+        while not self._actor_mailbox.empty():
+            self._actor_mailbox.get_nowait().fail(ActorDead(self.name, self.state))
+        for task in list(self._actor_tasks):
             task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._actor_tasks:
+            await asyncio.gather(*self._actor_tasks, return_exceptions=True)
         try:
             await self.on_stop()
         finally:
-            if self._executor is not None:
-                self._executor.shutdown(wait=False, cancel_futures=True)
-                self._executor = None
+            if self._actor_executor is not None:
+                self._actor_executor.shutdown(wait=False, cancel_futures=True)
+                self._actor_executor = None
             self.state = "crashed" if crashed else "stopped"

@@ -89,7 +89,7 @@ class Supervisor:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self._recent: list[float] = []
         self._events: asyncio.Queue[tuple[str, asyncio.Task[None]]] = asyncio.Queue()
-        self._main: asyncio.Task[None] | None = None
+        self._sup_main: asyncio.Task[None] | None = None
         for spec in children or []:
             self._add_spec(spec)
 
@@ -152,8 +152,8 @@ class Supervisor:
 
     def stop(self) -> None:
         """Ask the supervisor to stop: its children are torn down in reverse start order."""
-        if self._main is not None and not self._main.done():
-            self._main.cancel()
+        if self._sup_main is not None and not self._sup_main.done():
+            self._sup_main.cancel()
 
     def force_kill(self) -> None:
         """Force-kill every live descendant (teardown overran its grace)."""
@@ -167,7 +167,7 @@ class Supervisor:
         Raises:
             ChildFailed: restart intensity was exceeded.
         """
-        self._main = asyncio.current_task()
+        self._sup_main = asyncio.current_task()
         self.state = "running"
         try:
             for name in list(self._order):
