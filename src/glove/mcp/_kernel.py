@@ -1,0 +1,311 @@
+"""The kernel: the extension registry and the dispatch of tool calls.
+
+Each upstream is an *extension* named by its configured id; its tools are exposed as
+``<id>__<tool>`` with names kept to ``[A-Za-z0-9_-]`` and at most 64 characters. A
+character outside that alphabet becomes ``-``; a tool whose exposed name would be longer
+is not exposed. Two tools that map to one exposed name are a startup error
+(:class:`~glove.mcp.errors.ToolNameError`); when a running upstream's new list collides,
+the colliding tools stay hidden instead.
+
+:class:`ToolRegistry` is pure. :class:`Mediator` adds the policy and the audit: every
+decision is appended to the audit log **before** the call is forwarded or the refusal
+returned, and a failed append refuses the call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+import msgspec
+
+from glove.mcp._messages import ToolInfo
+from glove.mcp.errors import (
+    AUDIT_FAILED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    POLICY_DENIED,
+    UPSTREAM_FAILED,
+    UPSTREAM_TIMEOUT,
+    ToolNameError,
+)
+
+_log = logging.getLogger(__name__)
+
+SEPARATOR: Final = "__"
+MAX_EXPOSED_NAME_CHARS: Final = 64
+_NOT_NAME_CHAR: Final = re.compile(r"[^A-Za-z0-9_-]")
+_ENCODER: Final = msgspec.json.Encoder(order="sorted")
+
+
+def expose_name(upstream_id: str, tool: str) -> str | None:
+    """Return the exposed name of ``tool`` of ``upstream_id``, or ``None`` if too long."""
+    name = f"{upstream_id}{SEPARATOR}{_NOT_NAME_CHAR.sub('-', tool)}"
+    if not tool or len(name) > MAX_EXPOSED_NAME_CHARS:
+        return None
+    return name
+
+
+class ExposedTool(msgspec.Struct, frozen=True):
+    """A tool as the agent sees it, and where it really lives."""
+
+    name: str
+    upstream_id: str
+    info: ToolInfo
+
+    def listing(self) -> dict[str, Any]:
+        """The tool definition to list to the agent: the upstream's, renamed."""
+        return {**self.info.raw, "name": self.name}
+
+
+class ToolRegistry:
+    """Exposed names to upstream tools, rebuilt whenever an upstream's list changes."""
+
+    def __init__(self) -> None:
+        self._by_upstream: dict[str, list[ExposedTool]] = {}
+        self._by_name: dict[str, ExposedTool] = {}
+
+    def set_upstream(self, upstream_id: str, tools: Sequence[ToolInfo], *, strict: bool) -> None:
+        """Replace the tools of ``upstream_id``.
+
+        Raises:
+            ToolNameError: ``strict`` and two tools map to one exposed name.
+        """
+        others = {
+            name: tool for name, tool in self._by_name.items() if tool.upstream_id != upstream_id
+        }
+        exposed: list[ExposedTool] = []
+        for info in tools:
+            name = expose_name(upstream_id, info.name)
+            if name is None:
+                _log.warning(
+                    "upstream %s: tool %r not exposed: its name would exceed %d characters",
+                    upstream_id,
+                    info.name[:80],
+                    MAX_EXPOSED_NAME_CHARS,
+                )
+                continue
+            if name in others:
+                message = (
+                    f"upstream {upstream_id!r}: tool {info.name!r} and tool "
+                    f"{others[name].info.name!r} of {others[name].upstream_id!r} are both "
+                    f"exposed as {name!r}"
+                )
+                if strict:
+                    raise ToolNameError(message)
+                _log.warning("%s; hiding it", message)
+                continue
+            tool = ExposedTool(name, upstream_id, info)
+            others[name] = tool
+            exposed.append(tool)
+        self._by_upstream[upstream_id] = exposed
+        self._by_name = others
+
+    def lookup(self, name: str) -> ExposedTool | None:
+        """Return the tool exposed as ``name``, if any."""
+        return self._by_name.get(name)
+
+    def tools(self) -> list[ExposedTool]:
+        """Every exposed tool, grouped by upstream in configuration order."""
+        return [tool for tools in self._by_upstream.values() for tool in tools]
+
+
+class PolicyDecision(Protocol):
+    """What :mod:`glove.policy` decides (its ``Decision``)."""
+
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def rule(self) -> str | None: ...
+    @property
+    def inspected(self) -> Mapping[str, object]: ...
+
+
+class PolicyEngine(Protocol):
+    """The policy contract (:class:`glove.policy.Policy`)."""
+
+    @property
+    def digest(self) -> str: ...
+    def check_tool(self, name: str, definition: Any) -> PolicyDecision: ...
+    def check_call(self, name: str, arguments: Any, definition: Any) -> PolicyDecision: ...
+
+
+class AuditSink(Protocol):
+    """Where decisions go: :class:`glove.audit.AuditLog` (append returns once durable)."""
+
+    async def append(self, record: Mapping[str, object]) -> object: ...
+
+
+ProgressSink = Callable[[dict[str, Any]], None]
+CallUpstream = Callable[
+    [ExposedTool, dict[str, Any] | None, int | str | None, ProgressSink | None],
+    Awaitable[msgspec.Raw],
+]
+"""Forward a call of the upstream's own tool; returns the raw JSON result."""
+
+
+class Refusal(Exception):
+    """A request refused with a JSON-RPC error (the endpoint writes it)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def arguments_digest(arguments: object) -> str:
+    """The SHA-256 of the canonical JSON of the arguments (keys sorted)."""
+    try:
+        encoded = _ENCODER.encode(arguments)
+    except (TypeError, ValueError):
+        encoded = b"<unencodable>"
+    return "sha256:" + hashlib.sha256(encoded).hexdigest()
+
+
+class Mediator:
+    """Resolve, decide, audit and forward: the request flow of the architecture.
+
+    ``definition_of`` turns an upstream tool into the policy's ``ToolDefinition``.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        policy: PolicyEngine,
+        audit: AuditSink,
+        forward: CallUpstream,
+        definition_of: Callable[[ToolInfo], Any],
+        *,
+        audit_errors: tuple[type[BaseException], ...],
+        upstream_errors: tuple[type[BaseException], ...],
+        timeout_errors: tuple[type[BaseException], ...],
+    ) -> None:
+        self.registry = registry
+        self.policy = policy
+        self._audit = audit
+        self._forward = forward
+        self._definition_of = definition_of
+        self._audit_errors = audit_errors
+        self._upstream_errors = upstream_errors
+        self._timeout_errors = timeout_errors
+
+    def visible_tools(self) -> list[dict[str, Any]]:
+        """The tool definitions the policy lets the agent see, renamed."""
+        return [
+            tool.listing()
+            for tool in self.registry.tools()
+            if self.policy.check_tool(tool.name, self._definition_of(tool.info)).allowed
+        ]
+
+    async def record(self, record: dict[str, object]) -> None:
+        """Append one audit record durably.
+
+        Raises:
+            Refusal: the append failed (code AUDIT_FAILED); the request must be refused.
+        """
+        record.setdefault("policy", self.policy.digest)
+        try:
+            await self._audit.append(record)
+        except self._audit_errors as exc:
+            _log.error("audit append failed, refusing the request: %s", exc)
+            raise Refusal(AUDIT_FAILED, "the audit log is unavailable; request refused") from exc
+
+    async def malformed(self, request_id: object, code: int, why: str) -> None:
+        """Audit a malformed frame or request (the caller then answers with ``code``).
+
+        Raises:
+            Refusal: the append failed.
+        """
+        await self.record(
+            {
+                "kind": "mcp.request",
+                "decision": "malformed",
+                "request_id": request_id,
+                "code": code,
+                "reason": why[:512],
+            }
+        )
+
+    async def call_tool(
+        self,
+        request_id: int | str,
+        params: dict[str, Any] | None,
+        progress: Callable[[dict[str, Any]], None] | None,
+    ) -> msgspec.Raw:
+        """Run one ``tools/call``: resolve, check, audit, forward.
+
+        Raises:
+            Refusal: the call was malformed, unknown, denied, not durably audited, or the
+                upstream failed it; the exception carries the JSON-RPC error to return.
+        """
+        params = params or {}
+        name = params.get("name")
+        arguments = params.get("arguments")
+        if not isinstance(name, str) or not (arguments is None or isinstance(arguments, dict)):
+            await self.malformed(request_id, INVALID_PARAMS, "tools/call needs a name and object")
+            raise Refusal(INVALID_PARAMS, "tools/call needs a string name and object arguments")
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if not isinstance(token, int | str):
+            token = None
+        record: dict[str, object] = {
+            "kind": "mcp.call",
+            "request_id": request_id,
+            "tool": name[:128],
+            "args_sha256": arguments_digest(arguments if arguments is not None else {}),
+        }
+        tool = self.registry.lookup(name)
+        if tool is None:
+            record.update(decision="unknown_tool", reason="no upstream exposes this tool")
+            await self.record(record)
+            raise Refusal(INVALID_PARAMS, f"Unknown tool: {name[:128]}")
+        definition = self._definition_of(tool.info)
+        record.update(upstream=tool.upstream_id, upstream_tool=tool.info.name)
+        listed = self.policy.check_tool(name, definition)
+        decision = (
+            listed if not listed.allowed else self.policy.check_call(name, arguments, definition)
+        )
+        record.update(
+            decision="allow" if decision.allowed else "deny",
+            reason=decision.reason,
+            rule=decision.rule,
+            inspected=dict(decision.inspected),
+        )
+        await self.record(record)
+        if not listed.allowed:
+            # A tool the policy hides looks exactly like a tool that does not exist.
+            raise Refusal(INVALID_PARAMS, f"Unknown tool: {name[:128]}")
+        if not decision.allowed:
+            raise Refusal(POLICY_DENIED, "tool call denied by policy", {"rule": decision.rule})
+        try:
+            return await self._forward(tool, arguments, token, progress if token else None)
+        except self._upstream_errors + self._timeout_errors as exc:
+            timed_out = isinstance(exc, self._timeout_errors)
+            code = getattr(exc, "code", None)
+            await self.record(
+                {
+                    "kind": "mcp.call",
+                    "decision": "upstream_error",
+                    "request_id": request_id,
+                    "tool": name,
+                    "upstream": tool.upstream_id,
+                    "reason": str(exc)[:512],
+                }
+            )
+            if isinstance(code, int) and not timed_out:
+                # The upstream's own JSON-RPC error travels back as it was.
+                raise Refusal(code, getattr(exc, "remote_message", str(exc))) from exc
+            if timed_out:
+                raise Refusal(UPSTREAM_TIMEOUT, f"upstream {tool.upstream_id!r} timed out") from exc
+            raise Refusal(UPSTREAM_FAILED, str(exc)) from exc
+        except Refusal:
+            raise
+        except Exception as exc:
+            _log.exception("internal error forwarding %s", name)
+            raise Refusal(INTERNAL_ERROR, "internal error") from exc

@@ -1,0 +1,232 @@
+"""Compose the mediator: policy, audit log, upstream actors, kernel and agent endpoint.
+
+The pieces run under one supervisor, ``one_for_all`` with intensity 0, the session rule
+of the architecture: one strike (an upstream that dies, an audit log whose fdatasync
+failed) tears the whole mediation down. Every call still pending then gets an error
+answer before the agent's stream closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+
+from glove.actors import ActorDead, Busy, ChildSpec, DeadlineExceeded, Supervisor
+from glove.mcp._config import McpConfig
+from glove.mcp._endpoint import AgentEndpoint, ToolsChanged
+from glove.mcp._kernel import ExposedTool, Mediator, ToolRegistry
+from glove.mcp._messages import ToolInfo
+from glove.mcp._upstream import CallTool, UpstreamActor
+from glove.mcp.errors import McpError, UpstreamError
+
+_log = logging.getLogger(__name__)
+
+STARTUP_MARGIN_S: Final = 5.0
+READ_LIMIT_BYTES: Final = 256 * 1024
+
+
+class Mediation:
+    """A running mediation session; build it with :func:`start_mediation`."""
+
+    def __init__(self, supervisor: Supervisor, task: asyncio.Task[None]) -> None:
+        self.supervisor = supervisor
+        self._task = task
+        self.endpoint: AgentEndpoint | None = None
+
+    @property
+    def upstreams(self) -> dict[str, UpstreamActor]:
+        """The live upstream actors by configured id."""
+        return {
+            node.upstream_id: node
+            for _, node, _ in self.supervisor.children()
+            if isinstance(node, UpstreamActor)
+        }
+
+    async def wait(self) -> BaseException | None:
+        """Wait until the agent hangs up or the session fails; return the failure, if any."""
+        assert self.endpoint is not None
+        closed = asyncio.ensure_future(self.endpoint.closed.wait())
+        try:
+            await asyncio.wait({closed, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            closed.cancel()
+        return await self.stop()
+
+    async def stop(self) -> BaseException | None:
+        """Tear everything down; return the supervisor's failure, if it failed."""
+        self.supervisor.stop()
+        await asyncio.wait({self._task})
+        if self._task.cancelled():
+            return None
+        exc = self._task.exception()
+        return exc.__cause__ or exc if exc is not None else None
+
+
+def _definition_factory() -> Callable[[ToolInfo], Any]:
+    from glove.policy import ToolDefinition
+
+    def definition_of(info: ToolInfo) -> Any:
+        return ToolDefinition(info.name, info.description, info.input_schema)
+
+    return definition_of
+
+
+async def start_mediation(
+    config: McpConfig,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    audit_factory: Callable[[str], Any] | None = None,
+) -> Mediation:
+    """Start the upstreams and the audit log, build the registry, then serve the agent.
+
+    ``audit_factory(path)`` builds the audit actor (default :class:`glove.audit.AuditLog`);
+    tests inject failing storage through it.
+
+    Raises:
+        GloveError: the policy file is invalid (``PolicyFileError``), an upstream failed to
+            start, or two tools collide (``ToolNameError``); nothing is left running.
+    """
+    from glove.audit import AuditError, AuditLog
+    from glove.policy import load_policy
+
+    policy = load_policy(config.policy)
+    endpoint_box: list[AgentEndpoint] = []
+
+    def tools_changed(upstream_id: str) -> None:
+        node = supervisor.child(f"mcp-{upstream_id}")
+        assert isinstance(node, UpstreamActor)
+        registry.set_upstream(upstream_id, node.tools, strict=False)
+        if endpoint_box:
+            endpoint_box[0].tell(ToolsChanged())
+
+    make_audit = audit_factory or AuditLog
+    specs = [ChildSpec("audit", lambda: make_audit(config.audit))]
+    for upstream_id, upstream in config.upstreams.items():
+        specs.append(
+            ChildSpec(
+                f"mcp-{upstream_id}",
+                lambda i=upstream_id, u=upstream: UpstreamActor(  # type: ignore[misc]
+                    i, u, on_tools_changed=tools_changed
+                ),
+            )
+        )
+    supervisor = Supervisor("mcp", specs, strategy="one_for_all", intensity=0)
+    task = asyncio.get_running_loop().create_task(supervisor.run(), name="mcp-supervisor")
+    mediation = Mediation(supervisor, task)
+    registry = ToolRegistry()
+    try:
+        await _wait_started(mediation, config)
+        for upstream_id in config.upstreams:
+            node = supervisor.child(f"mcp-{upstream_id}")
+            assert isinstance(node, UpstreamActor)
+            registry.set_upstream(upstream_id, node.tools, strict=True)
+    except BaseException:
+        await mediation.stop()
+        raise
+    audit = supervisor.child("audit")
+    timeouts = {key: value.call_timeout_s for key, value in config.upstreams.items()}
+
+    async def forward(
+        tool: ExposedTool,
+        arguments: dict[str, Any] | None,
+        token: int | str | None,
+        progress: Callable[[dict[str, Any]], None] | None,
+    ) -> msgspec.Raw:
+        node = supervisor.child(f"mcp-{tool.upstream_id}")
+        result: msgspec.Raw = await node.ask(  # type: ignore[union-attr]
+            CallTool(tool.info.name, arguments, token, progress),
+            timeout=timeouts[tool.upstream_id],
+        )
+        return result
+
+    mediator = Mediator(
+        registry,
+        policy,
+        audit,  # type: ignore[arg-type]
+        forward,
+        _definition_factory(),
+        audit_errors=(AuditError, ActorDead, Busy, DeadlineExceeded),
+        upstream_errors=(UpstreamError, ActorDead, Busy, KeyError),
+        timeout_errors=(DeadlineExceeded,),
+    )
+    endpoint = AgentEndpoint(reader, writer, mediator)
+    endpoint_box.append(endpoint)
+    mediation.endpoint = endpoint
+    supervisor.start_child(ChildSpec("endpoint", lambda: endpoint, restart="temporary"))
+    return mediation
+
+
+async def _wait_started(mediation: Mediation, config: McpConfig) -> None:
+    supervisor = mediation.supervisor
+    await supervisor.started.wait()
+    limit = max(u.startup_timeout_s for u in config.upstreams.values()) + STARTUP_MARGIN_S
+    nodes = [node for _, node, _ in supervisor.children()]
+    waits = [asyncio.ensure_future(node.started.wait()) for node in nodes]
+    supervisor_task = mediation._task
+    try:
+        async with asyncio.timeout(limit):
+            while not all(w.done() for w in waits):
+                await asyncio.wait({*waits, supervisor_task}, return_when=asyncio.FIRST_COMPLETED)
+                if supervisor_task.done():
+                    break
+    finally:
+        for w in waits:
+            w.cancel()
+    if supervisor_task.done() or not all(node.started.is_set() for node in nodes):
+        failure = next((n.exit_reason for n in nodes if n.exit_reason is not None), None)
+        if isinstance(failure, McpError | Exception):
+            raise failure
+        raise McpError("the mediation failed to start")
+
+
+async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Wrap this process's stdin and stdout as asyncio streams for the agent.
+
+    File descriptor 1 is then pointed at stderr, so nothing printed by accident can
+    corrupt the protocol stream.
+    """
+    return await fd_streams(os.dup(0), _steal_stdout())
+
+
+def _steal_stdout() -> int:
+    out = os.dup(1)
+    os.dup2(2, 1)
+    return out
+
+
+async def fd_streams(
+    read_fd: int, write_fd: int
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Wrap two owned descriptors (pipes, a socket, or one socket twice) as streams."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=READ_LIMIT_BYTES)
+    read_file = os.fdopen(read_fd, "rb", buffering=0)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_file)
+    write_file = os.fdopen(write_fd, "wb", buffering=0)
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), write_file
+    )
+    writer = asyncio.StreamWriter(transport, protocol, reader, loop)
+    return reader, writer
+
+
+async def serve(
+    config: McpConfig, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> int:
+    """Serve one agent until it hangs up (0) or the session fails (1, reason on stderr).
+
+    Raises:
+        GloveError: startup failed (invalid policy, upstream, tool name collision).
+    """
+    mediation = await start_mediation(config, reader, writer)
+    failure = await mediation.wait()
+    if failure is not None:
+        _log.error("glove mcp: the session failed: %s", failure)
+        return 1
+    return 0

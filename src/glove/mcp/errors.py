@@ -1,0 +1,110 @@
+"""Errors of MCP mediation.
+
+Every error carries who caused it: the agent (malformed input), an upstream server
+(transport, protocol), the configuration, or Glove's own audit trail::
+
+    GloveError
+    └── McpError
+        ├── FramingError             a frame broke the newline-delimited JSON-RPC rules
+        │   ├── FrameTooLarge        a line exceeded its bound (code -32600)
+        │   └── MalformedMessage     not JSON (-32700) or not a JSON-RPC 2.0 message (-32600)
+        ├── McpConfigError           the mediator configuration file is invalid
+        ├── ToolNameError            a tool name cannot be exposed, or two exposed names collide
+        ├── UpstreamError            an upstream server failed the call
+        │   ├── UpstreamTransportError   it died, hung, closed its pipe or wrote garbage
+        │   ├── UpstreamCallFailed       it answered the request with a JSON-RPC error
+        │   ├── UpstreamTimeout          the caller's deadline passed (also a TimeoutError)
+        │   └── UpstreamProtocolError    it answered with something the protocol forbids
+        └── AuditRefused             the audit append failed, so the request was refused
+"""
+
+from __future__ import annotations
+
+from glove.errors import GloveError
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+# Codes Glove allocates itself sit outside the JSON-RPC reserved range (-32768..-32000),
+# as the 2026-07-28 error-code policy asks, so a client cannot mistake them for a peer's.
+POLICY_DENIED = -33001
+UPSTREAM_FAILED = -33002
+UPSTREAM_TIMEOUT = -33003
+AUDIT_FAILED = -33004
+OVERLOADED = -33005
+
+
+class McpError(GloveError):
+    """Base class of MCP mediation errors."""
+
+
+class FramingError(McpError):
+    """A frame broke the newline-delimited JSON-RPC rules.
+
+    ``code`` is the JSON-RPC error code to answer with; ``request_id`` is the id of the
+    offending request when it could be read, else ``None``.
+    """
+
+    code = INVALID_REQUEST
+
+    def __init__(self, message: str, *, request_id: int | str | None = None) -> None:
+        super().__init__(message)
+        self.request_id = request_id
+
+
+class FrameTooLarge(FramingError):
+    """A line exceeded the frame bound before its newline arrived."""
+
+
+class MalformedMessage(FramingError):
+    """A frame was not JSON or not a JSON-RPC 2.0 message (batches included)."""
+
+    def __init__(
+        self, message: str, *, code: int = INVALID_REQUEST, request_id: int | str | None = None
+    ) -> None:
+        super().__init__(message, request_id=request_id)
+        self.code = code
+
+
+class McpConfigError(McpError):
+    """The mediator configuration is invalid; the message names the file and the key."""
+
+
+class ToolNameError(McpError):
+    """A tool cannot be exposed under a valid name, or two exposed names collide."""
+
+
+class UpstreamError(McpError):
+    """An upstream server failed a call; ``upstream`` is its configured id."""
+
+    def __init__(self, upstream: str, message: str) -> None:
+        super().__init__(f"upstream {upstream!r}: {message}")
+        self.upstream = upstream
+
+
+class UpstreamTransportError(UpstreamError):
+    """The upstream died, closed its pipe, wrote garbage or an oversized frame."""
+
+
+class UpstreamCallFailed(UpstreamError):
+    """The upstream answered the request with a JSON-RPC error (passed on to the agent)."""
+
+    def __init__(self, upstream: str, code: int, message: str) -> None:
+        super().__init__(upstream, f"error {code}: {message}")
+        self.code = code
+        self.remote_message = message
+
+
+class UpstreamTimeout(UpstreamError, TimeoutError):
+    """The caller's deadline passed before the upstream answered; the call was cancelled."""
+
+
+class UpstreamProtocolError(UpstreamError):
+    """The upstream answered with something the protocol forbids (bad handshake, bad result)."""
+
+
+class AuditRefused(McpError):
+    """The audit record could not be made durable, so the request was refused."""
