@@ -1,0 +1,329 @@
+"""``glove doctor``: what this machine offers the sandbox, in words an operator can act on.
+
+Each check probes the real kernel (a forked child tries the operation) rather than trusting
+version numbers, and says what to do when the answer is no. Required checks gate the exit
+status; the others report a weaker mechanism the sandbox will fall back to, or a risk it
+mitigates.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import platform
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, Literal
+
+import msgspec
+
+Status = Literal["ok", "warn", "fail"]
+
+CLONE_NEWUSER: Final = 0x10000000
+CLONE_NEWNS: Final = 0x00020000
+SYS_PIDFD_OPEN: Final = 434
+SYS_CLONE3: Final = 435
+SYS_LANDLOCK_CREATE_RULESET: Final = 444
+LANDLOCK_CREATE_RULESET_VERSION: Final = 1
+PR_GET_SECCOMP: Final = 21
+CGROUP_ROOT: Final = Path("/sys/fs/cgroup")
+V2_CONTROLLERS_WANTED: Final = ("cpu", "memory", "pids")
+
+
+class Check(msgspec.Struct, frozen=True):
+    """One doctor finding."""
+
+    name: str
+    status: Status
+    required: bool
+    summary: str
+    detail: str = ""
+    fix: str = ""
+
+
+class Report(msgspec.Struct, frozen=True):
+    """Everything doctor found; ``ok`` is true when every required check passed."""
+
+    ok: bool
+    kernel: str
+    uid: int
+    checks: list[Check]
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _in_child(probe: Callable[[], int]) -> int:
+    """Run ``probe`` in a forked child and return its result (0 success, else an errno).
+
+    The probe may change the child's namespaces; the doctor's own process is untouched.
+    """
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child
+        code = 255
+        try:
+            code = probe()
+        finally:
+            os._exit(code & 0xFF)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _unshare(flags: int) -> int:
+    libc = _libc()
+    if libc.unshare(flags) != 0:
+        return ctypes.get_errno()
+    return 0
+
+
+def _probe_userns_mount() -> int:
+    err = _unshare(CLONE_NEWUSER | CLONE_NEWNS)
+    if err:
+        return err
+    libc = _libc()
+    if libc.mount(b"none", b"/", None, 0x40000 | 0x4000, None) != 0:  # MS_PRIVATE|MS_REC
+        return ctypes.get_errno()
+    if libc.mount(b"glove-probe", b"/tmp", b"tmpfs", 0, b"size=64k") != 0:
+        return ctypes.get_errno()
+    return 0
+
+
+def check_user_namespaces() -> Check:
+    """Can this user create a user namespace (and mount a tmpfs inside one)?"""
+    blockers: list[str] = []
+    max_ns = _read("/proc/sys/user/max_user_namespaces")
+    if max_ns == "0":
+        blockers.append("sysctl user.max_user_namespaces = 0")
+    if _read("/proc/sys/kernel/unprivileged_userns_clone") == "0":
+        blockers.append("sysctl kernel.unprivileged_userns_clone = 0 (Debian/Ubuntu switch)")
+    if _read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == "1":
+        blockers.append(
+            "AppArmor restricts unprivileged user namespaces "
+            "(kernel.apparmor_restrict_unprivileged_userns = 1)"
+        )
+    err = _in_child(_probe_userns_mount)
+    if err == 0:
+        return Check(
+            "user_namespaces",
+            "ok",
+            required=True,
+            summary="user namespaces available; tmpfs mounts work inside one",
+            detail=f"user.max_user_namespaces = {max_ns}",
+        )
+    return Check(
+        "user_namespaces",
+        "fail",
+        required=True,
+        summary=f"cannot create a user+mount namespace: {os.strerror(err)}",
+        detail="; ".join(blockers) or "no known sysctl explains it (seccomp or LSM policy?)",
+        fix="set user.max_user_namespaces > 0, kernel.unprivileged_userns_clone = 1, and on "
+        "Ubuntu kernel.apparmor_restrict_unprivileged_userns = 0 (or an AppArmor profile "
+        "granting userns to glove)",
+    )
+
+
+def check_seccomp() -> Check:
+    """Kernel seccomp filter mode, the system libseccomp and its Python binding."""
+    status = _read("/proc/self/status") or ""
+    kernel_ok = any(line.startswith("Seccomp:") for line in status.splitlines())
+    try:
+        _libc_mode = _libc().prctl(PR_GET_SECCOMP, 0, 0, 0, 0)
+    except OSError:  # pragma: no cover - prctl always exists on Linux
+        _libc_mode = -1
+    lib = ctypes.util.find_library("seccomp")
+    version = ""
+    if lib:
+        seccomp = ctypes.CDLL(lib)
+        seccomp.seccomp_version.restype = ctypes.POINTER(ctypes.c_uint * 3)
+        v = seccomp.seccomp_version().contents
+        version = f"{v[0]}.{v[1]}.{v[2]}"
+    try:
+        import pyseccomp  # noqa: F401 - presence check only
+    except (ImportError, OSError) as exc:
+        binding = f"missing ({exc})"
+    else:
+        binding = "importable"
+    if kernel_ok and lib and binding == "importable":
+        return Check(
+            "seccomp",
+            "ok",
+            required=True,
+            summary=f"seccomp filters supported; libseccomp {version}; pyseccomp {binding}",
+        )
+    return Check(
+        "seccomp",
+        "fail",
+        required=True,
+        summary="seccomp filtering is not usable",
+        detail=f"kernel seccomp: {kernel_ok}; libseccomp: {lib or 'not found'} {version}; "
+        f"pyseccomp: {binding}",
+        fix="install libseccomp2 (apt-get install libseccomp2) and the pyseccomp package; "
+        "use a kernel built with CONFIG_SECCOMP_FILTER",
+    )
+
+
+def check_landlock() -> Check:
+    """The Landlock ABI version, if the kernel has Landlock enabled."""
+    libc = _libc()
+    abi = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    if abi > 0:
+        return Check("landlock", "ok", required=False, summary=f"Landlock ABI {abi}")
+    err = ctypes.get_errno()
+    lsm = _read("/sys/kernel/security/lsm") or "unknown"
+    return Check(
+        "landlock",
+        "warn",
+        required=False,
+        summary=f"Landlock unavailable: {os.strerror(err)}",
+        detail=f"active LSMs: {lsm}. Glove's perimeter rests on mount namespaces and does not "
+        "need Landlock; it would be a second layer.",
+        fix="boot with lsm=...,landlock to add it",
+    )
+
+
+def _own_cgroup_v2_path() -> str | None:
+    text = _read("/proc/self/cgroup") or ""
+    for line in text.splitlines():
+        if line.startswith("0::"):
+            return line[3:]
+    return None
+
+
+def check_cgroups() -> Check:
+    """cgroup v2 vs v1, and which controllers this user may use for limits."""
+    uid = os.getuid()
+    if (CGROUP_ROOT / "cgroup.controllers").exists():
+        v2_root, layout = CGROUP_ROOT, "cgroup v2 (unified)"
+    elif (CGROUP_ROOT / "unified" / "cgroup.controllers").exists():
+        v2_root, layout = CGROUP_ROOT / "unified", "hybrid: cgroup v1 with a v2 tree at unified/"
+    else:
+        v2_root, layout = None, "cgroup v1 only"
+    delegated: list[str] = []
+    v2_detail = "no v2 hierarchy"
+    if v2_root is not None:
+        own = _own_cgroup_v2_path() or "/"
+        cg = v2_root / own.lstrip("/")
+        available = (_read(str(cg / "cgroup.controllers")) or "").split()
+        writable = cg.is_dir() and cg.stat().st_uid == uid and os.access(cg, os.W_OK)
+        delegated = [c for c in available if c in V2_CONTROLLERS_WANTED] if writable else []
+        v2_detail = (
+            f"own v2 cgroup {own}: controllers available [{' '.join(available) or 'none'}], "
+            f"{'owned and writable' if writable else 'not delegated to uid ' + str(uid)}"
+        )
+    v1_writable = [
+        c
+        for c in ("memory", "pids", "cpu")
+        if (CGROUP_ROOT / c).is_dir() and not (CGROUP_ROOT / c / "cgroup.controllers").exists()
+        if os.access(CGROUP_ROOT / c, os.W_OK)
+    ]
+    detail = f"{layout}; {v2_detail}; v1 controllers writable: {' '.join(v1_writable) or 'none'}"
+    if all(c in delegated for c in V2_CONTROLLERS_WANTED):
+        return Check("cgroups", "ok", False, "cgroup v2 cpu, memory, pids delegated", detail=detail)
+    if v1_writable:
+        return Check(
+            "cgroups",
+            "warn",
+            required=False,
+            summary=f"cgroup v2 controllers not delegated; cgroup v1 writable "
+            f"({' '.join(v1_writable)}) and used for limits",
+            detail=detail,
+            fix="for v2: run under systemd with Delegate=cpu memory pids, "
+            "or `systemd-run --user -p Delegate=yes`",
+        )
+    return Check(
+        "cgroups",
+        "warn",
+        required=False,
+        summary="no cgroup controllers usable: memory, CPU and PID limits fall back to rlimits",
+        detail=detail,
+        fix="delegate cpu, memory and pids to this user (systemd Delegate=yes); until then "
+        "pass --accept-weaker to use rlimits",
+    )
+
+
+def check_tiocsti() -> Check:
+    """Whether the kernel still allows TIOCSTI terminal injection."""
+    value = _read("/proc/sys/dev/tty/legacy_tiocsti")
+    if value == "0":
+        return Check("legacy_tiocsti", "ok", False, "legacy TIOCSTI disabled by the kernel")
+    return Check(
+        "legacy_tiocsti",
+        "warn",
+        required=False,
+        summary="legacy TIOCSTI enabled: a process on a terminal can inject keystrokes"
+        if value == "1"
+        else "kernel predates dev.tty.legacy_tiocsti: TIOCSTI injection possible",
+        detail="glove denies TIOCSTI and TIOCLINUX with seccomp and gives each sandbox its own "
+        "session and pty, so contained processes cannot use it; other processes can",
+        fix="sysctl -w dev.tty.legacy_tiocsti=0 (and persist it in /etc/sysctl.d/)",
+    )
+
+
+def check_fuse() -> Check:
+    """Whether /dev/fuse exists (for future FUSE-backed projections)."""
+    try:
+        st = Path("/dev/fuse").stat()
+    except OSError as exc:
+        return Check(
+            "fuse",
+            "warn",
+            False,
+            f"/dev/fuse unavailable: {exc.strerror}",
+            detail="not needed by the current sandbox",
+            fix="modprobe fuse",
+        )
+    if not stat.S_ISCHR(st.st_mode):
+        return Check("fuse", "warn", False, "/dev/fuse is not a character device")
+    return Check("fuse", "ok", False, "/dev/fuse present")
+
+
+def check_pidfd_clone3() -> Check:
+    """pidfd_open and clone3, used to launch and reap sandboxes without pid races."""
+    libc = _libc()
+    fd = libc.syscall(SYS_PIDFD_OPEN, os.getpid(), 0)
+    pidfd_ok = fd >= 0
+    if pidfd_ok:
+        os.close(fd)
+    # clone3 with a zero size is always EINVAL where the syscall exists, ENOSYS where not.
+    libc.syscall(SYS_CLONE3, None, 0)
+    clone3_ok = ctypes.get_errno() == errno.EINVAL
+    if pidfd_ok and clone3_ok:
+        return Check("pidfd_clone3", "ok", False, "pidfd_open and clone3 available")
+    return Check(
+        "pidfd_clone3",
+        "warn",
+        required=False,
+        summary=f"pidfd_open {'ok' if pidfd_ok else 'missing'}, "
+        f"clone3 {'ok' if clone3_ok else 'missing'}",
+        detail="glove falls back to fork + unshare + fork and pid-based waiting",
+        fix="a kernel >= 5.3 provides both",
+    )
+
+
+CHECKS: Final[tuple[Callable[[], Check], ...]] = (
+    check_user_namespaces,
+    check_seccomp,
+    check_landlock,
+    check_cgroups,
+    check_tiocsti,
+    check_fuse,
+    check_pidfd_clone3,
+)
+
+
+def run_checks() -> Report:
+    """Run every check and return the report."""
+    checks = [check() for check in CHECKS]
+    ok = all(c.status != "fail" for c in checks if c.required)
+    return Report(ok=ok, kernel=platform.release(), uid=os.getuid(), checks=checks)
