@@ -1,0 +1,26 @@
+"""MCP tool policy: deny by default, allow rules per tool, argument rules, pins.
+
+A pure, sans-IO engine; only :func:`load_policy` reads a file. See ``docs/policy.md`` for
+the file format and the contract with the MCP mediator::
+
+    policy = load_policy("policy.toml")
+    policy.check_tool("fs__read_text_file", definition).allowed
+    policy.check_call("fs__read_text_file", {"path": "/srv/work/a"}, definition)
+"""
+
+from glove.policy._engine import Decision, Policy, parse_policy
+from glove.policy._load import load_policy
+from glove.policy._pin import ToolDefinition, canonical_json, definition_digests
+from glove.policy.errors import PolicyError, PolicyFileError
+
+__all__ = [
+    "Decision",
+    "Policy",
+    "PolicyError",
+    "PolicyFileError",
+    "ToolDefinition",
+    "canonical_json",
+    "definition_digests",
+    "load_policy",
+    "parse_policy",
+]

@@ -1,0 +1,368 @@
+"""Turn policy text into compiled rules, or a :class:`PolicyFileError` naming the bad key.
+
+Two passes. msgspec decodes the TOML strictly into the Structs of :mod:`._model` (unknown
+keys, wrong types and missing keys are caught there, and its ``$.tools[2].args[0]`` error
+locations are rewritten into ``tools[2].args[0].opp``). Then each rule is checked for
+meaning: pointer syntax, which keys belong to which operator, bounds, regex syntax, pins.
+"""
+
+import hashlib
+import math
+import re
+from collections.abc import Callable, Mapping
+
+import msgspec
+
+from glove.policy._model import ArgRuleSpec, PolicyFileSpec, ToolRuleSpec
+from glove.policy._names import (
+    MAX_GLOB_CHARS,
+    MAX_TOOL_NAME_CHARS,
+    is_glob,
+    is_valid_glob,
+    is_valid_tool_name,
+)
+from glove.policy._paths import DotDot, PathRejected, normalize_root
+from glove.policy._pointer import PointerSyntaxError, parse_pointer
+from glove.policy._regex import RegexSyntaxError, SafeRegex
+from glove.policy._rules import (
+    ArgRule,
+    Test,
+    ToolRule,
+    make_eq,
+    make_in,
+    make_length,
+    make_path,
+    make_prefix,
+    make_range,
+    make_regex,
+    make_type,
+)
+from glove.policy.errors import PolicyFileError
+
+__all__ = [
+    "MAX_ARG_RULES_PER_TOOL",
+    "MAX_IN_VALUES",
+    "MAX_POLICY_FILE_BYTES",
+    "MAX_TOOL_RULES",
+    "POLICY_VERSION",
+    "CompiledPolicy",
+    "compile_policy",
+]
+
+POLICY_VERSION = 1
+"""The only policy file format version."""
+MAX_POLICY_FILE_BYTES = 1024 * 1024
+"""Largest policy file accepted, in bytes."""
+MAX_TOOL_RULES = 1024
+"""Most ``[[tools]]`` rules in one policy."""
+MAX_ARG_RULES_PER_TOOL = 64
+"""Most ``[[tools.args]]`` rules under one tool rule."""
+MAX_IN_VALUES = 1024
+"""Most entries in the ``values`` of an ``in`` rule."""
+MAX_RULE_ID_CHARS = 64
+"""Longest rule ``id``, in characters."""
+MAX_JSON_VALUE_DEPTH = 32
+"""Deepest nesting allowed in an ``eq``/``in`` value from the policy file."""
+
+_MSGSPEC_LOCATION = re.compile(r"^(?P<problem>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_MSGSPEC_FIELD = re.compile(r"^Object (?:contains unknown|missing required) field `(?P<f>[^`]*)`")
+_RULE_ID = re.compile(r"[A-Za-z0-9_.-]{1,%d}" % MAX_RULE_ID_CHARS)  # noqa: UP031 - a regex
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+# The keys each operator takes, beyond pointer/op/optional/each/audit.
+_OP_KEYS: dict[str, frozenset[str]] = {
+    "eq": frozenset({"value"}),
+    "in": frozenset({"values"}),
+    "prefix": frozenset({"value"}),
+    "regex": frozenset({"pattern"}),
+    "length": frozenset({"min", "max"}),
+    "range": frozenset({"min", "max"}),
+    "path": frozenset({"roots", "base", "dotdot"}),
+    "type": frozenset({"types"}),
+}
+_ALL_OP_KEYS = tuple(sorted(frozenset().union(*_OP_KEYS.values())))
+
+
+CompiledPolicy = tuple[dict[str, ToolRule], tuple[ToolRule, ...], str]
+"""Exact-name rules by name, glob rules in file order, and the SHA-256 of the text."""
+
+
+class _Invalid(Exception):
+    """A meaning error at a key path; turned into PolicyFileError at the top."""
+
+    def __init__(self, key_path: str, problem: str) -> None:
+        super().__init__(problem)
+        self.key_path = key_path
+        self.problem = problem
+
+
+def _translate_msgspec(source: str, exc: msgspec.MsgspecError) -> PolicyFileError:
+    """Rewrite a msgspec error location ``$.tools[2].args[0]`` into ``tools[2].args[0].x``."""
+    message = str(exc)
+    found = _MSGSPEC_LOCATION.match(message)
+    problem = found.group("problem") if found else message
+    path = (found.group("path") or "") if found else ""
+    path = path.removeprefix(".")
+    field = _MSGSPEC_FIELD.match(problem)
+    if field is not None:
+        path = f"{path}.{field.group('f')}" if path else field.group("f")
+        problem = "unknown key" if "unknown" in problem else "missing required key"
+    elif isinstance(exc, msgspec.ValidationError):
+        problem = problem[:1].lower() + problem[1:]
+    else:
+        problem = f"not valid TOML: {problem}"
+    return PolicyFileError(source, path, problem)
+
+
+def _is_set(value: object) -> bool:
+    return value is not msgspec.UNSET
+
+
+def _check_json_value(value: object, key_path: str, depth: int = 0) -> None:
+    """Refuse TOML values JSON cannot hold (dates, times, non-finite floats)."""
+    if depth > MAX_JSON_VALUE_DEPTH:
+        raise _Invalid(key_path, f"nested deeper than {MAX_JSON_VALUE_DEPTH}")
+    if isinstance(value, str | bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _Invalid(key_path, "a non-finite number is not a JSON value")
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_json_value(item, f"{key_path}[{index}]", depth + 1)
+        return
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_json_value(item, f"{key_path}.{key}", depth + 1)
+        return
+    raise _Invalid(key_path, f"a TOML {type(value).__name__} is not a JSON value")
+
+
+def _bound(spec: ArgRuleSpec, label: str, *, integral: bool) -> tuple[float | None, float | None]:
+    """The ``min``/``max`` of a length or range rule, checked."""
+    low = spec.min if _is_set(spec.min) else None
+    high = spec.max if _is_set(spec.max) else None
+    if low is None and high is None:
+        raise _Invalid(f"{label}.min", f"op '{spec.op}' needs 'min', 'max' or both")
+    for key, bound in (("min", low), ("max", high)):
+        if bound is None:
+            continue
+        assert isinstance(bound, int | float)
+        if integral and (not isinstance(bound, int) or bound < 0):
+            raise _Invalid(f"{label}.{key}", "must be a non-negative integer")
+        if isinstance(bound, float) and not math.isfinite(bound):
+            raise _Invalid(f"{label}.{key}", "must be a finite number")
+    assert not isinstance(low, msgspec.UnsetType)
+    assert not isinstance(high, msgspec.UnsetType)
+    if low is not None and high is not None and low > high:
+        raise _Invalid(f"{label}.max", "is below 'min'")
+    return low, high
+
+
+def _path_test(spec: ArgRuleSpec, label: str) -> Test:
+    roots_spec = spec.roots if _is_set(spec.roots) else None
+    if not roots_spec:
+        raise _Invalid(f"{label}.roots", "op 'path' needs at least one root")
+    roots: list[str] = []
+    for index, root in enumerate(roots_spec):
+        try:
+            roots.append(normalize_root(root))
+        except PathRejected as exc:
+            raise _Invalid(f"{label}.roots[{index}]", str(exc)) from exc
+    base: str | None = None
+    if isinstance(spec.base, str):
+        try:
+            base = normalize_root(spec.base)
+        except PathRejected as exc:
+            raise _Invalid(f"{label}.base", str(exc)) from exc
+    dotdot = DotDot(spec.dotdot) if isinstance(spec.dotdot, str) else DotDot.NORMALIZE
+    return make_path(tuple(roots), base, dotdot)
+
+
+def _eq_or_prefix_test(spec: ArgRuleSpec, label: str) -> Test:
+    if not _is_set(spec.value):
+        raise _Invalid(f"{label}.value", f"op '{spec.op}' needs 'value'")
+    _check_json_value(spec.value, f"{label}.value")
+    if spec.op == "eq":
+        return make_eq(spec.value)
+    if not isinstance(spec.value, str):
+        raise _Invalid(f"{label}.value", "op 'prefix' needs a string")
+    return make_prefix(spec.value)
+
+
+def _in_test(spec: ArgRuleSpec, label: str) -> Test:
+    if not isinstance(spec.values, list) or not spec.values:
+        raise _Invalid(f"{label}.values", "op 'in' needs a non-empty list")
+    if len(spec.values) > MAX_IN_VALUES:
+        raise _Invalid(f"{label}.values", f"more than {MAX_IN_VALUES} entries")
+    _check_json_value(spec.values, f"{label}.values")
+    return make_in(list(spec.values))
+
+
+def _regex_test(spec: ArgRuleSpec, label: str) -> Test:
+    if not isinstance(spec.pattern, str):
+        raise _Invalid(f"{label}.pattern", "op 'regex' needs 'pattern'")
+    try:
+        return make_regex(SafeRegex(spec.pattern))
+    except RegexSyntaxError as exc:
+        raise _Invalid(f"{label}.pattern", str(exc)) from exc
+
+
+def _length_test(spec: ArgRuleSpec, label: str) -> Test:
+    low, high = _bound(spec, label, integral=True)
+    return make_length(None if low is None else int(low), None if high is None else int(high))
+
+
+def _range_test(spec: ArgRuleSpec, label: str) -> Test:
+    return make_range(*_bound(spec, label, integral=False))
+
+
+def _type_test(spec: ArgRuleSpec, label: str) -> Test:
+    if not isinstance(spec.types, list) or not spec.types:
+        raise _Invalid(f"{label}.types", "op 'type' needs a non-empty list")
+    return make_type(frozenset(spec.types))
+
+
+_OP_BUILDERS: dict[str, Callable[[ArgRuleSpec, str], Test]] = {
+    "eq": _eq_or_prefix_test,
+    "in": _in_test,
+    "prefix": _eq_or_prefix_test,
+    "regex": _regex_test,
+    "length": _length_test,
+    "range": _range_test,
+    "path": _path_test,
+    "type": _type_test,
+}
+
+
+def _op_test(spec: ArgRuleSpec, label: str) -> Test:
+    """Build the test of one argument rule after checking its operator's keys."""
+    for key in _ALL_OP_KEYS:
+        if key not in _OP_KEYS[spec.op] and _is_set(getattr(spec, key)):
+            raise _Invalid(f"{label}.{key}", f"not a key of op '{spec.op}'")
+    return _OP_BUILDERS[spec.op](spec, label)
+
+
+def _arg_rule(spec: ArgRuleSpec, label: str, shown: str) -> ArgRule:
+    try:
+        tokens = parse_pointer(spec.pointer)
+    except PointerSyntaxError as exc:
+        raise _Invalid(f"{label}.pointer", f"not a JSON pointer: {exc}") from exc
+    return ArgRule(
+        label=shown,
+        pointer=spec.pointer,
+        tokens=tokens,
+        op=spec.op,
+        optional=spec.optional,
+        each=spec.each,
+        audit=spec.audit,
+        test=_op_test(spec, label),
+    )
+
+
+def _pin(value: str | msgspec.UnsetType, key_path: str) -> str | None:
+    if isinstance(value, msgspec.UnsetType):
+        return None
+    if _SHA256_HEX.fullmatch(value) is None:
+        raise _Invalid(key_path, "must be 64 lowercase hex digits (a SHA-256)")
+    return value
+
+
+def _tool_rule(spec: ToolRuleSpec, index: int) -> ToolRule:
+    where = f"tools[{index}]"
+    if not is_valid_glob(spec.name) or (
+        not is_glob(spec.name) and not is_valid_tool_name(spec.name)
+    ):
+        raise _Invalid(
+            f"{where}.name",
+            f"must be a tool name ([A-Za-z0-9_-], at most {MAX_TOOL_NAME_CHARS} characters) "
+            f"or a glob adding * and ? (at most {MAX_GLOB_CHARS})",
+        )
+    label = where
+    if isinstance(spec.id, str):
+        if _RULE_ID.fullmatch(spec.id) is None:
+            raise _Invalid(f"{where}.id", f"must be 1-{MAX_RULE_ID_CHARS} of [A-Za-z0-9_.-]")
+        label = spec.id
+    glob = is_glob(spec.name)
+    description_pin = _pin(spec.description_sha256, f"{where}.description_sha256")
+    schema_pin = _pin(spec.schema_sha256, f"{where}.schema_sha256")
+    if glob and (description_pin or schema_pin):
+        raise _Invalid(f"{where}.name", "pins are only allowed on exact tool names")
+    if spec.effect == "deny":
+        for key, used in (
+            ("args", bool(spec.args)),
+            ("description_sha256", description_pin is not None),
+            ("schema_sha256", schema_pin is not None),
+            ("strict_args", spec.strict_args),
+        ):
+            if used:
+                raise _Invalid(f"{where}.{key}", "a deny rule takes no arguments rules or pins")
+    if len(spec.args) > MAX_ARG_RULES_PER_TOOL:
+        raise _Invalid(f"{where}.args", f"more than {MAX_ARG_RULES_PER_TOOL} argument rules")
+    args = tuple(
+        _arg_rule(arg, f"{where}.args[{number}]", f"{label}.args[{number}]")
+        for number, arg in enumerate(spec.args)
+    )
+    return ToolRule(
+        label=label,
+        name=spec.name,
+        is_glob=glob,
+        allow=spec.effect == "allow",
+        description_sha256=description_pin,
+        schema_sha256=schema_pin,
+        strict_args=spec.strict_args,
+        named_args=frozenset(arg.tokens[0] for arg in args if arg.tokens),
+        args=args,
+    )
+
+
+def _index_rules(spec: PolicyFileSpec) -> tuple[dict[str, ToolRule], list[ToolRule]]:
+    """Compile every rule; index exact names, keep globs in order; refuse duplicates."""
+    if spec.version != POLICY_VERSION:
+        raise _Invalid("version", f"unsupported version {spec.version} (expected 1)")
+    if len(spec.tools) > MAX_TOOL_RULES:
+        raise _Invalid("tools", f"more than {MAX_TOOL_RULES} rules")
+    exact: dict[str, ToolRule] = {}
+    where_exact: dict[str, int] = {}
+    globs: list[ToolRule] = []
+    labels: dict[str, int] = {}
+    for index, tool_spec in enumerate(spec.tools):
+        rule = _tool_rule(tool_spec, index)
+        if rule.label in labels:
+            raise _Invalid(f"tools[{index}].id", f"duplicate id (also tools[{labels[rule.label]}])")
+        labels[rule.label] = index
+        if rule.is_glob:
+            globs.append(rule)
+        elif rule.name in exact:
+            also = where_exact[rule.name]
+            raise _Invalid(
+                f"tools[{index}].name", f"a second rule for {rule.name!r} (also tools[{also}])"
+            )
+        else:
+            exact[rule.name] = rule
+            where_exact[rule.name] = index
+    return exact, globs
+
+
+def compile_policy(text: str | bytes, source: str) -> CompiledPolicy:
+    """Decode and check policy text; return its rules and digest.
+
+    Raises:
+        PolicyFileError: the text is too large, not UTF-8 TOML, or not a valid policy; the
+            error names the key path at fault.
+    """
+    data = text.encode() if isinstance(text, str) else bytes(text)
+    if len(data) > MAX_POLICY_FILE_BYTES:
+        raise PolicyFileError(source, "", f"larger than {MAX_POLICY_FILE_BYTES} bytes")
+    try:
+        spec = msgspec.toml.decode(data, type=PolicyFileSpec)
+    except UnicodeDecodeError as exc:
+        raise PolicyFileError(source, "", "not UTF-8") from exc
+    except msgspec.MsgspecError as exc:
+        raise _translate_msgspec(source, exc) from exc
+    try:
+        exact, globs = _index_rules(spec)
+    except _Invalid as exc:
+        raise PolicyFileError(source, exc.key_path, exc.problem) from exc
+    return exact, tuple(globs), hashlib.sha256(data).hexdigest()
