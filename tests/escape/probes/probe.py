@@ -1,0 +1,793 @@
+"""Attacks run INSIDE the sandbox by the escape suite, one related group per subcommand.
+
+Usage: ``python3 -I -S probe.py SUBCOMMAND [JSON-ARGUMENT]``. The probe uses the standard
+library only (it runs on the system interpreter that the sandbox binds read-only), makes
+each attempt for real, and prints one line ``GLOVE-PROBE:{json}`` describing what happened.
+The host-side tests decide what counts as an escape; the probe never decides.
+
+Results of a single attempt are ``{"ok": value}`` or ``{"errno": "ENAME"}``; attempts that
+may kill the process (seccomp) run in a forked child and may report ``{"signal": N}``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import json
+import os
+import signal
+import socket
+import struct
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+MARK = "GLOVE-PROBE:"
+MIB = 1024 * 1024
+
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+
+
+def emit(obj: object) -> None:
+    """Print the probe's single result line and flush it."""
+    sys.stdout.write(MARK + json.dumps(obj, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def err_name(exc: OSError) -> str:
+    """Return the symbolic errno of an OSError."""
+    return errno.errorcode.get(exc.errno or 0, f"E{exc.errno}")
+
+
+def attempt(fn: Callable[[], object]) -> dict[str, Any]:
+    """Run one attempt and describe its outcome."""
+    try:
+        value = fn()
+    except OSError as exc:
+        return {"errno": err_name(exc)}
+    except Exception as exc:  # a probe reports, never crashes
+        return {"exc": f"{type(exc).__name__}: {exc}"}
+    if isinstance(value, bytes):
+        value = value[:64].decode("latin-1")
+    return {"ok": value}
+
+
+def raw(nr: int, *args: int | bytes | None) -> int:
+    """Call syscall ``nr`` with integer or pointer arguments; raise OSError on failure."""
+    conv: list[object] = []
+    for a in args:
+        if a is None or isinstance(a, bytes):
+            conv.append(ctypes.c_char_p(a))
+        else:
+            conv.append(ctypes.c_long(a))
+    ctypes.set_errno(0)
+    r = libc.syscall(ctypes.c_long(nr), *conv)
+    if r == -1:
+        e = ctypes.get_errno()
+        raise OSError(e, os.strerror(e))
+    return int(r)
+
+
+def in_child(fn: Callable[[], object]) -> dict[str, Any]:
+    """Run ``fn`` in a forked child so a seccomp kill (SIGSYS) is seen, not suffered."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            out = attempt(fn)
+            os.write(w, json.dumps(out).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = b""
+    while chunk := os.read(r, 4096):
+        data += chunk
+    os.close(r)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return {"signal": os.WTERMSIG(status)}
+    return json.loads(data) if data else {"lost": True}
+
+
+def write_file(path: str, data: bytes) -> int:
+    """Open ``path`` for writing (no create) and write ``data``."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        return os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def create_file(path: str) -> str:
+    """Create and remove a file at ``path``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    os.unlink(path)
+    return "created"
+
+
+def read_file(path: str, n: int = 64) -> bytes:
+    """Read up to ``n`` bytes of ``path``."""
+    with open(path, "rb") as f:
+        return f.read(n)
+
+
+def proc_status() -> dict[str, str]:
+    """Parse /proc/self/status into a dict."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            k, _, v = line.partition(":")
+            out[k] = v.strip()
+    return out
+
+
+def mountinfo() -> list[dict[str, Any]]:
+    """Parse /proc/self/mountinfo: mount point, per-mount options, fs type, super options."""
+    mounts = []
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            left, _, right = line.partition(" - ")
+            fields = left.split()
+            rfields = right.split()
+            mounts.append(
+                {
+                    "mountpoint": fields[4].replace("\\040", " "),
+                    "opts": fields[5].split(","),
+                    "fstype": rfields[0],
+                    "source": rfields[1] if len(rfields) > 1 else "",
+                    "super": rfields[2].split(",") if len(rfields) > 2 else [],
+                }
+            )
+    return mounts
+
+
+# -- subcommands ---------------------------------------------------------------------------
+
+
+def cmd_pids(arg: dict[str, Any]) -> object:
+    """Which processes are visible, and whether any host process carrying a marker is."""
+    marker = arg.get("marker", "")
+    pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+    seen_marker = []
+    for p in pids:
+        try:
+            cmdline = read_file(f"/proc/{p}/cmdline", 4096)
+        except OSError:
+            continue
+        if marker and marker.encode() in cmdline:
+            seen_marker.append(p)
+    return {
+        "pids": pids,
+        "self": os.getpid(),
+        "ppid": os.getppid(),
+        "marker_pids": seen_marker,
+        "kill_host_pid": attempt(lambda: os.kill(int(arg["host_pid"]), 0))
+        if "host_pid" in arg
+        else None,
+        "pid1_cmdline": attempt(lambda: read_file("/proc/1/cmdline", 256)),
+    }
+
+
+def cmd_ns(arg: dict[str, Any]) -> object:
+    """The namespace identities of this process."""
+    out = {}
+    for name in ("user", "pid", "mnt", "net", "ipc", "uts", "cgroup"):
+        out[name] = attempt(lambda name=name: os.readlink(f"/proc/self/ns/{name}"))
+    return out
+
+
+def cmd_hostname(arg: dict[str, Any]) -> object:
+    """Hostname inside, and an attempt to change it."""
+    new = b"glove-escape-pwned"
+
+    def sethostname() -> int:
+        r = libc.sethostname(ctypes.c_char_p(new), ctypes.c_size_t(len(new)))
+        if r != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        return r
+
+    return {
+        "hostname": socket.gethostname(),
+        "sethostname": attempt(sethostname),
+        "after": socket.gethostname(),
+    }
+
+
+def cmd_ipc(arg: dict[str, Any]) -> object:
+    """Look for the host's SysV and POSIX IPC objects by key and name."""
+    ipc_key = int(arg["key"])
+
+    def sysv(nr: int, *rest: int) -> Callable[[], int]:
+        return lambda: raw(nr, ipc_key, *rest)
+
+    rt = ctypes.CDLL("librt.so.1", use_errno=True)
+
+    def mq_open() -> int:
+        fd = rt.mq_open(ctypes.c_char_p(arg["mq"].encode()), os.O_RDONLY)
+        if fd < 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        return int(fd)
+
+    sysv_ipc = {}
+    for name in ("msg", "sem", "shm"):
+        try:
+            with open(f"/proc/sysvipc/{name}") as f:
+                sysv_ipc[name] = len(f.readlines()) - 1
+        except OSError as exc:
+            sysv_ipc[name] = err_name(exc)
+    return {
+        "shmget": attempt(sysv(29, 0, 0)),  # shmget(key, 0, 0)
+        "msgget": attempt(sysv(68, 0)),  # msgget(key, 0)
+        "semget": attempt(sysv(64, 0, 0)),  # semget(key, 0, 0)
+        "posix_shm": attempt(lambda: read_file("/dev/shm/" + arg["shm"])),
+        "mq_open": attempt(mq_open),
+        "sysvipc_counts": sysv_ipc,
+    }
+
+
+def _sleeper(marker: str, mode: str) -> None:
+    """Become a long sleeper whose argv carries ``marker`` (after double-fork/setsid)."""
+    if mode == "stopped":
+        os.kill(os.getpid(), signal.SIGSTOP)
+    os.execv("/bin/sleep", [f"{marker}-{mode}", "1000"])
+
+
+def cmd_spawn(arg: dict[str, Any]) -> object:
+    """Leave behind setsid'd, double-forked and stopped descendants, then wait or exit."""
+    marker = arg["marker"]
+    for mode in ("setsid", "daemon", "stopped", "plain"):
+        pid = os.fork()
+        if pid == 0:
+            if mode in ("setsid", "daemon"):
+                os.setsid()
+            if mode == "daemon" and os.fork() != 0:
+                os._exit(0)  # the grandchild is orphaned and reparented
+            for fd in (0, 1, 2):  # never hold the output pipe open
+                os.dup2(os.open("/dev/null", os.O_RDWR), fd)
+            _sleeper(marker, mode)
+        if mode == "daemon":
+            os.waitpid(pid, 0)
+    if "ready" in arg:
+        with open(arg["ready"], "w") as f:
+            f.write(str(os.getpid()))
+    if arg.get("then") == "sleep":
+        time.sleep(float(arg.get("sleep", 1000)))
+    return {"spawned": 4}
+
+
+def cmd_userns(arg: dict[str, Any]) -> object:
+    """Try to make a nested user namespace three ways."""
+    clone_newuser = 0x10000000
+    import subprocess
+
+    def unshare_cmd() -> int:
+        p = subprocess.run(
+            ["/usr/bin/unshare", "-U", "/bin/true"],
+            capture_output=True,
+            check=False,
+            timeout=10,
+        )
+        return p.returncode
+
+    return {
+        "unshare_newuser": in_child(lambda: raw(272, clone_newuser)),
+        "unshare_cmd_rc": attempt(unshare_cmd),
+        "max_user_namespaces": attempt(
+            lambda: read_file("/proc/sys/user/max_user_namespaces").decode().strip()
+        ),
+        "raise_max_user_namespaces": attempt(
+            lambda: write_file("/proc/sys/user/max_user_namespaces", b"1000\n")
+        ),
+    }
+
+
+def cmd_read(arg: dict[str, Any]) -> object:
+    """Read each path (file contents or directory listing)."""
+    out = {}
+    for path in arg["paths"]:
+
+        def read_any(path: str = path) -> object:
+            if os.path.isdir(path):
+                return sorted(os.listdir(path))[:50]
+            return read_file(path)
+
+        out[path] = attempt(read_any)
+    return out
+
+
+def cmd_write(arg: dict[str, Any]) -> object:
+    """Try to create a file in each listed directory and in every mount point."""
+    out: dict[str, Any] = {"paths": {}, "mounts": {}}
+    for path in arg.get("paths", []):
+        out["paths"][path] = attempt(lambda path=path: create_file(path))
+    if arg.get("all_mounts"):
+        for m in mountinfo():
+            mp = m["mountpoint"]
+            if not os.path.isdir(mp):
+                continue
+            target = os.path.join(mp, f".glove-escape-{os.getpid()}")
+            out["mounts"][mp] = attempt(lambda target=target: create_file(target))
+    return out
+
+
+def cmd_mountinfo(arg: dict[str, Any]) -> object:
+    """The mount table as the sandbox sees it."""
+    return {"mounts": mountinfo()}
+
+
+def _fill_one(path: str, limit: int) -> dict[str, Any]:
+    """Write to ``path`` until the filesystem refuses or ``limit`` bytes are written."""
+    chunk = b"\xa5" * MIB
+    written = 0
+    error = None
+    try:
+        st = os.statvfs(os.path.dirname(path))
+    except OSError as exc:
+        return {"errno": err_name(exc), "written": 0}
+    try:
+        with open(path, "wb", buffering=0) as f:
+            while written < limit:
+                written += f.write(chunk)
+    except OSError as exc:
+        error = err_name(exc)
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+    return {"written": written, "errno": error, "fs_bytes": st.f_blocks * st.f_frsize}
+
+
+def cmd_fill(arg: dict[str, Any]) -> object:
+    """Fill each listed file's filesystem in turn (each file is removed afterwards)."""
+    return {path: _fill_one(path, int(arg["max"])) for path in arg["paths"]}
+
+
+def cmd_links(arg: dict[str, Any]) -> object:
+    """Follow planted symlinks, plant new ones, and hardlink files from outside."""
+    out: dict[str, Any] = {"follow": {}, "plant": {}, "hardlink": {}}
+    for link in arg.get("follow", []):
+        out["follow"][link] = attempt(lambda link=link: read_file(link))
+    for target in arg.get("plant", []):
+        name = os.path.join(arg["dir"], "planted-" + target.strip("/").replace("/", "_"))
+
+        def plant(target: str = target, name: str = name) -> bytes:
+            os.symlink(target, name)
+            return read_file(name)
+
+        out["plant"][target] = attempt(plant)
+    for src in arg.get("hardlink", []):
+        dst = os.path.join(arg["dir"], "hard-" + src.strip("/").replace("/", "_"))
+        out["hardlink"][src] = attempt(lambda src=src, dst=dst: os.link(src, dst) or "linked")
+    return out
+
+
+def cmd_dev(arg: dict[str, Any]) -> object:
+    """List /dev, try mknod in every writable place, and use the harmless devices."""
+    out: dict[str, Any] = {"dev": attempt(lambda: sorted(os.listdir("/dev")))}
+    mk = {}
+    for d in arg.get("dirs", ["/tmp", "/dev", "/dev/shm"]):
+        for kind, mode, dev in (
+            ("char_mem", 0o20600, os.makedev(1, 1)),
+            ("char_null", 0o20666, os.makedev(1, 3)),
+            ("block_sda", 0o60600, os.makedev(8, 0)),
+        ):
+            path = os.path.join(d, f"glove-{kind}")
+
+            def do(path: str = path, mode: int = mode, dev: int = dev) -> str:
+                os.mknod(path, mode, dev)
+                os.unlink(path)
+                return "created"
+
+            mk[path] = attempt(do)
+    out["mknod"] = mk
+    out["dev_null_write"] = attempt(lambda: write_file("/dev/null", b"x"))
+    out["dev_urandom_read"] = attempt(lambda: len(read_file("/dev/urandom", 16)))
+    out["dev_zero_read"] = attempt(lambda: read_file("/dev/zero", 4) == b"\0\0\0\0")
+    return out
+
+
+def cmd_procsys(arg: dict[str, Any]) -> object:
+    """Dangerous /proc and /sys surfaces."""
+    proc_writes = [
+        "/proc/sysrq-trigger",
+        "/proc/sys/kernel/core_pattern",
+        "/proc/sys/kernel/modprobe",
+        "/proc/sys/vm/drop_caches",
+        "/proc/sys/kernel/hostname",
+        "/proc/sys/fs/binfmt_misc/register",
+    ]
+    out: dict[str, Any] = {
+        "kcore": attempt(lambda: read_file("/proc/kcore", 16)),
+        "kmem": attempt(lambda: read_file("/dev/kmem", 16)),
+        "kmsg": attempt(lambda: read_file("/proc/kmsg", 16)),
+        "sys_exists": os.path.exists("/sys"),
+        "sys_listing": attempt(lambda: sorted(os.listdir("/sys"))),
+        "writes": {},
+    }
+    # Never write a harmful value: an empty write or "0\n" is what is attempted; a
+    # successful open for writing is already the escape.
+    for path in proc_writes:
+        out["writes"][path] = attempt(lambda path=path: os.close(os.open(path, os.O_WRONLY)))
+    sys_writes = [
+        "/sys/kernel/uevent_helper",
+        "/sys/power/state",
+        "/sys/fs/cgroup/cgroup.procs",
+        "/sys/class/net/lo/mtu",
+    ]
+    for path in sys_writes:
+        out["writes"][path] = attempt(lambda path=path: os.close(os.open(path, os.O_WRONLY)))
+    out["sys_mkdir_cgroup"] = attempt(lambda: os.mkdir("/sys/fs/cgroup/glove-escape"))
+    return out
+
+
+def cmd_sockets(arg: dict[str, Any]) -> object:
+    """Connect to host unix sockets by path and by abstract name."""
+    out: dict[str, Any] = {"paths": {}, "abstract": {}}
+
+    def connect(addr: str | bytes) -> str:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.settimeout(2)
+            s.connect(addr)
+            return "connected"
+        finally:
+            s.close()
+
+    for p in arg.get("paths", []):
+        out["paths"][p] = attempt(lambda p=p: connect(p))
+    for name in arg.get("abstract", []):
+        out["abstract"][name] = attempt(lambda name=name: connect(b"\0" + name.encode()))
+    return out
+
+
+def cmd_privs(arg: dict[str, Any]) -> object:
+    """Capabilities, no_new_privs, seccomp mode, ids and group changes."""
+    st = proc_status()
+    keys = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")
+    out: dict[str, Any] = {k: st.get(k) for k in keys}
+    out["Seccomp_filters"] = st.get("Seccomp_filters")
+    out["uid"] = os.getuid()
+    out["gid"] = os.getgid()
+    out["groups"] = os.getgroups()
+    out["setgroups"] = attempt(lambda: os.setgroups([]))
+    out["setuid0"] = attempt(lambda: os.setuid(0))
+    out["uid_map"] = attempt(lambda: read_file("/proc/self/uid_map", 4096).decode())
+    out["gid_map"] = attempt(lambda: read_file("/proc/self/gid_map", 4096).decode())
+    out["setgroups_file"] = attempt(lambda: read_file("/proc/self/setgroups").decode().strip())
+    out["write_uid_map"] = attempt(lambda: write_file("/proc/self/uid_map", b"0 0 1\n"))
+    return out
+
+
+def cmd_run(arg: dict[str, Any]) -> object:
+    """Run a program and report its exit code and output (setuid and tool checks)."""
+    import subprocess
+
+    out = {}
+    for key, argv in arg["argvs"].items():
+        try:
+            p = subprocess.run(argv, capture_output=True, check=False, timeout=20)
+            out[key] = {
+                "rc": p.returncode,
+                "stdout": p.stdout.decode(errors="replace")[-2000:],
+                "stderr": p.stderr.decode(errors="replace")[-500:],
+            }
+        except OSError as exc:
+            out[key] = {"errno": err_name(exc)}
+    return out
+
+
+# x86_64 syscall numbers and harmless argument choices. Each choice makes an unfiltered
+# kernel answer something other than EPERM where the kernel allows it (EFAULT, EBADF,
+# EINVAL or success), so a passing check proves the filter, not the kernel, said no.
+AT_FDCWD = -100
+SYSCALLS: dict[str, Callable[[], object]] = {
+    "getpid": lambda: raw(39),
+    "ptrace_traceme": lambda: raw(101, 0, 0, 0, 0),
+    "process_vm_readv": lambda: raw(310, os.getpid(), 0, 0, 0, 0, 0),
+    "process_vm_writev": lambda: raw(311, os.getpid(), 0, 0, 0, 0, 0),
+    "keyctl": lambda: raw(250, 0, -2, 0),  # KEYCTL_GET_KEYRING_ID, KEY_SPEC_PROCESS_KEYRING
+    "add_key": lambda: raw(248, 0, 0, 0, 0, 0),
+    "request_key": lambda: raw(249, 0, 0, 0, 0),
+    "mount": lambda: raw(165, 0, 1, 0, 0, 0),  # target pointer 1 -> EFAULT
+    "umount2": lambda: raw(166, 1, 0),
+    "pivot_root": lambda: raw(155, 1, 1),
+    "fsopen": lambda: raw(430, b"tmpfs", 0),
+    "fsconfig": lambda: raw(431, -1, 0, 0, 0, 0),
+    "fsmount": lambda: raw(432, -1, 0, 0),
+    "fspick": lambda: raw(433, AT_FDCWD, b"/", 0),
+    "open_tree": lambda: raw(428, AT_FDCWD, b"/", 0),  # O_PATH-like: succeeds unfiltered
+    "move_mount": lambda: raw(429, -1, b"", -1, b"", 0),
+    "mount_setattr": lambda: raw(442, -1, b"", 0, 0, 0),
+    "unshare_newuser": lambda: raw(272, 0x10000000),
+    "unshare_newns": lambda: raw(272, 0x00020000),
+    "unshare_newnet": lambda: raw(272, 0x40000000),
+    "setns": lambda: raw(308, -1, 0),
+    "clone3": lambda: raw(435, 0, 0),  # size 0 -> EINVAL unfiltered; ENOSYS wanted
+    "bpf": lambda: raw(321, 0x7FFF, 0, 0),
+    "perf_event_open": lambda: raw(298, 0, 0, -1, -1, 0),
+    "userfaultfd": lambda: raw(323, 1 | 0x4000),  # UFFD_USER_MODE_ONLY | bogus -> EINVAL
+    "kexec_load": lambda: raw(246, 0, 0, 0, 0),
+    "kexec_file_load": lambda: raw(320, -1, -1, 0, 0, 0),
+    "init_module": lambda: raw(175, 0, 0, 0),
+    "finit_module": lambda: raw(313, -1, 0, 0),
+    "delete_module": lambda: raw(176, 0, 0),
+    "open_by_handle_at": lambda: raw(304, -1, 0, 0),
+    "io_uring_setup": lambda: raw(425, 1, 0),
+    "io_uring_enter": lambda: raw(426, -1, 0, 0, 0, 0, 0),
+    "io_uring_register": lambda: raw(427, -1, 0, 0, 0),
+    "ioctl_TIOCSTI": lambda: raw(16, -1, 0x5412, 0),
+    "ioctl_TIOCLINUX": lambda: raw(16, -1, 0x541C, 0),
+    "ioctl_TIOCGWINSZ": lambda: raw(16, -1, 0x5413, 0),
+    "socket_packet_raw": lambda: raw(41, 17, 3, 0),  # AF_PACKET, SOCK_RAW
+    "socket_packet_dgram": lambda: raw(41, 17, 2, 0),  # AF_PACKET, SOCK_DGRAM
+    "socket_inet_raw": lambda: raw(41, 2, 3, 255),  # AF_INET, SOCK_RAW, IPPROTO_RAW
+    "socket_inet6_raw": lambda: raw(41, 10, 3, 255),
+    "socket_inet_packet": lambda: raw(41, 2, 10, 0),  # obsolete SOCK_PACKET
+    "socket_netlink_route": lambda: raw(41, 16, 3, 0),  # AF_NETLINK, SOCK_RAW, ROUTE
+    "socket_netlink_dgram": lambda: raw(41, 16, 2, 0),
+    "socket_netlink_uevent": lambda: raw(41, 16, 3, 15),  # NETLINK_KOBJECT_UEVENT
+    "socket_inet_stream": lambda: raw(41, 2, 1, 0),
+    "socket_unix_stream": lambda: raw(41, 1, 1, 0),
+}
+
+
+def cmd_seccomp(arg: dict[str, Any]) -> object:
+    """Make every listed syscall, each in its own forked child."""
+    names = arg.get("names") or list(SYSCALLS)
+    return {name: in_child(SYSCALLS[name]) for name in names}
+
+
+def cmd_fds(arg: dict[str, Any]) -> object:
+    """List open fds and try to use the numbers the host had open."""
+    fds = {}
+    for name in os.listdir("/proc/self/fd"):
+        fds[name] = attempt(lambda name=name: os.readlink(f"/proc/self/fd/{name}"))
+    probes = {}
+    for n in arg.get("numbers", []):
+        probes[str(n)] = attempt(lambda n=n: os.fstat(int(n)).st_ino)
+        rel = arg.get("relative")
+        if rel:
+            probes[f"{n}/{rel}"] = attempt(
+                lambda n=n, rel=rel: read_file(f"/proc/self/fd/{n}/{rel}")
+            )
+            probes[f"openat:{n}/{rel}"] = attempt(
+                lambda n=n, rel=rel: os.read(os.open(rel, os.O_RDONLY, dir_fd=int(n)), 64)
+            )
+    return {"fds": fds, "probes": probes}
+
+
+def cmd_net(arg: dict[str, Any]) -> object:
+    """Interfaces, routes, outbound connects, DNS, and loopback use."""
+    out: dict[str, Any] = {"ifaces": [n for _, n in socket.if_nameindex()]}
+    with open("/proc/net/route") as f:
+        out["routes_v4"] = [line.split()[:3] for line in f.readlines()[1:]]
+    try:
+        with open("/proc/net/ipv6_route") as f:
+            out["routes_v6"] = [
+                line.split()
+                for line in f
+                if line.split()[9] != "lo"  # local-table loopback entries are expected
+            ]
+    except OSError as exc:
+        out["routes_v6"] = err_name(exc)
+
+    def tcp(host: str, port: int, fam: int = socket.AF_INET) -> str:
+        s = socket.socket(fam, socket.SOCK_STREAM)
+        s.settimeout(3)
+        try:
+            s.connect((host, port))
+            return "connected"
+        finally:
+            s.close()
+
+    def udp(host: str, port: int) -> int:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            return s.sendto(b"\0" * 12, (host, port))
+        finally:
+            s.close()
+
+    out["tcp_1.1.1.1:80"] = attempt(lambda: tcp("1.1.1.1", 80))
+    out["tcp_gateway"] = attempt(lambda: tcp("10.0.2.2", 80))
+    out["udp_8.8.8.8:53"] = attempt(lambda: udp("8.8.8.8", 53))
+    out["tcp6"] = attempt(lambda: tcp("2606:4700:4700::1111", 80, socket.AF_INET6))
+    out["dns"] = attempt(lambda: socket.getaddrinfo("example.com", 80)[0][4][0])
+    if "host_port" in arg:
+        out["tcp_host_loopback"] = attempt(lambda: tcp("127.0.0.1", int(arg["host_port"])))
+
+    def loopback_echo() -> str:
+        srv = socket.socket()
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(1)
+        c = socket.create_connection(srv.getsockname(), timeout=3)
+        conn, _ = srv.accept()
+        c.sendall(b"ping")
+        data = conn.recv(4)
+        for s in (c, conn, srv):
+            s.close()
+        return data.decode()
+
+    out["loopback"] = attempt(loopback_echo)
+    return out
+
+
+def cmd_env(arg: dict[str, Any]) -> object:
+    """The environment as the sandboxed program receives it."""
+    return {"env": dict(os.environ)}
+
+
+def cmd_tty(arg: dict[str, Any]) -> object:
+    """Push characters into every terminal within reach with TIOCSTI and TIOCLINUX."""
+    import fcntl
+    import termios
+
+    out: dict[str, Any] = {
+        "isatty": [os.isatty(fd) for fd in (0, 1, 2)],
+        "sid_is_self": os.getsid(0) == os.getpid(),
+    }
+    payload = arg.get("payload", "X")
+    fds = {"0": 0, "1": 1, "2": 2}
+    try:
+        fds["/dev/tty"] = os.open("/dev/tty", os.O_RDWR)
+    except OSError as exc:
+        out["open_dev_tty"] = err_name(exc)
+    for name, fd in fds.items():
+
+        def sti(fd: int = fd) -> str:
+            for ch in payload.encode():
+                fcntl.ioctl(fd, termios.TIOCSTI, bytes([ch]))
+            return "injected"
+
+        out[f"TIOCSTI:{name}"] = attempt(sti)
+        # TIOCLINUX subcode 6 (get selection mode) is harmless; EPERM/EINVAL/ENOTTY all deny.
+        out[f"TIOCLINUX:{name}"] = attempt(
+            lambda fd=fd: fcntl.ioctl(fd, 0x541C, struct.pack("b", 6))
+        )
+        out[f"TIOCSTI_hi:{name}"] = attempt(
+            lambda fd=fd: raw(16, fd, 0x5412 | (1 << 32), bytes(payload[:1].encode()))
+        )
+    return out
+
+
+def cmd_exit(arg: dict[str, Any]) -> object:
+    """Exit with a code or die by a signal."""
+    if "signal" in arg:
+        sys.stdout.flush()
+        os.kill(os.getpid(), int(arg["signal"]))
+        time.sleep(5)
+    os._exit(int(arg.get("code", 0)))
+
+
+def cmd_cpu(arg: dict[str, Any]) -> object:
+    """Burn CPU until killed or ``max`` seconds of CPU have been used."""
+    limit = float(arg.get("max", 60))
+    while time.process_time() < limit:
+        for _ in range(100000):
+            pass
+    return {"cpu": time.process_time()}
+
+
+def cmd_mem(arg: dict[str, Any]) -> object:
+    """Allocate and touch ``bytes`` of memory; report whether it worked."""
+    size = int(arg["bytes"])
+    try:
+        buf = bytearray(size)
+        for i in range(0, size, 4096):
+            buf[i] = 1
+    except MemoryError:
+        return {"allocated": False, "error": "MemoryError"}
+    return {"allocated": True, "bytes": len(buf)}
+
+
+def cmd_pids_limit(arg: dict[str, Any]) -> object:
+    """Fork up to ``max`` sleeping children and count how many the kernel allowed."""
+    limit = int(arg["max"])
+    children = []
+    error = None
+    for _ in range(limit):
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            error = err_name(exc)
+            break
+        if pid == 0:
+            time.sleep(30)
+            os._exit(0)
+        children.append(pid)
+    for pid in children:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return {"forked": len(children), "errno": error}
+
+
+def cmd_forkbomb(arg: dict[str, Any]) -> object:
+    """A bounded fork bomb: every process forks ``width`` children to ``depth`` levels."""
+    width = int(arg.get("width", 6))
+    depth = int(arg.get("depth", 5))
+    level = 0
+    while level < depth:
+        made = 0
+        while made < width:
+            try:
+                pid = os.fork()
+            except OSError:
+                time.sleep(0.01)
+                continue
+            made += 1
+            if pid == 0:
+                level += 1
+                break
+        else:
+            break
+    while True:  # everyone spins, keeping the pids and a CPU busy
+        time.sleep(0.05)
+
+
+def cmd_output(arg: dict[str, Any]) -> object:
+    """Write ``bytes`` to stdout, optionally leaving an orphan that holds the pipe open."""
+    if arg.get("orphan"):
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() != 0:
+                os._exit(0)
+            os.execv("/bin/sleep", [arg.get("marker", "glove-orphan"), "1000"])
+        os.wait()
+    total = int(arg.get("bytes", 0))
+    chunk = b"o" * 65536
+    out = sys.stdout.buffer
+    written = 0
+    try:
+        while written < total:
+            n = min(len(chunk), total - written)
+            out.write(chunk[:n])
+            written += n
+        out.flush()
+    except BrokenPipeError:
+        os._exit(0)
+    os._exit(0)
+
+
+COMMANDS: dict[str, Callable[[dict[str, Any]], object]] = {
+    "cpu": cmd_cpu,
+    "dev": cmd_dev,
+    "env": cmd_env,
+    "exit": cmd_exit,
+    "fds": cmd_fds,
+    "fill": cmd_fill,
+    "forkbomb": cmd_forkbomb,
+    "hostname": cmd_hostname,
+    "ipc": cmd_ipc,
+    "links": cmd_links,
+    "mem": cmd_mem,
+    "mountinfo": cmd_mountinfo,
+    "net": cmd_net,
+    "ns": cmd_ns,
+    "output": cmd_output,
+    "pids": cmd_pids,
+    "pids-limit": cmd_pids_limit,
+    "privs": cmd_privs,
+    "procsys": cmd_procsys,
+    "read": cmd_read,
+    "run": cmd_run,
+    "seccomp": cmd_seccomp,
+    "sockets": cmd_sockets,
+    "spawn": cmd_spawn,
+    "tty": cmd_tty,
+    "userns": cmd_userns,
+    "write": cmd_write,
+}
+
+
+def main() -> None:
+    """Dispatch the subcommand named in argv[1] with the JSON argument in argv[2]."""
+    arg = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+    emit(COMMANDS[sys.argv[1]](arg))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,305 @@
+"""Escape attempts against the filesystem perimeter: reads, writes, mounts, links, devices."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.escape._harness import Sandbox
+
+MIB = 1024 * 1024
+SECRET = "glove-host-secret"
+# Mount points a sandboxed command may write to: the workspace and the scratch tmpfs.
+WRITABLE_MOUNTS = {"/workspace", "/tmp", "/dev/shm", "/", "/dev"}
+# Device-node binds and devpts legitimately lack nodev (their nodes must open).
+DEVICE_MOUNTS = {
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/pts",
+    "/dev/ptmx",
+    "/dev/console",
+}
+ALLOWED_DEV = DEVICE_MOUNTS | {
+    "/dev/shm",
+    "/dev/stdin",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/fd",
+    "/dev/core",
+    "/dev/mqueue",
+}
+SYSTEM_PREFIXES = ("/usr", "/bin", "/sbin", "/lib", "/etc", "/opt")
+FORBIDDEN_MOUNTS = ("/home", "/root", "/var", "/run", "/mnt", "/media", "/srv", "/boot", "/work")
+
+
+@pytest.fixture
+def host_secret() -> Iterator[Path]:
+    """A world-readable secret file in the host's /tmp, outside every bind."""
+    d = Path(tempfile.mkdtemp(prefix="glove-escape-secret-"))
+    d.chmod(0o755)
+    f = d / "secret.txt"
+    f.write_text(SECRET)
+    f.chmod(0o644)
+    yield f
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _denied_or_empty(result: dict[str, object]) -> bool:
+    """An attempt failed, or listed a directory that holds nothing."""
+    return "ok" not in result or result["ok"] in ([], "")
+
+
+def test_paths_outside_the_binds_are_unreadable(sb: Sandbox, host_secret: Path) -> None:
+    """/root, /home, /etc/shadow, the host's /tmp and this repo cannot be read from inside."""
+    control = sb.host_probe("read", {"paths": [str(host_secret)]})
+    assert control[str(host_secret)] == {"ok": SECRET}, f"control: {control}"
+    paths = [
+        "/root",
+        "/home",
+        f"/home/{sb.user.name}",
+        "/etc/shadow",
+        "/etc/gshadow",
+        "/etc/sudoers",
+        "/etc/ssh",
+        str(host_secret),
+        str(host_secret.parent),
+        str(Path(__file__).resolve().parent),
+        "/var/tmp/glove-unpriv",
+        "/proc/1/root/etc/shadow",
+        "/proc/kcore",
+    ]
+    report = sb.probe("read", {"paths": [*paths, "/workspace/probe.py"]})
+    assert "ok" in report["/workspace/probe.py"], "control: the workspace must be readable"
+    leaks = {p: report[p] for p in paths if not _denied_or_empty(report[p])}
+    assert leaks == {}, f"readable from inside: {leaks}"
+
+
+def test_read_only_mounts_refuse_writes(sb: Sandbox) -> None:
+    """Every mount except the workspace and scratch tmpfs refuses file creation."""
+    report = sb.probe(
+        "write",
+        {
+            "all_mounts": True,
+            "paths": ["/usr/glove-x", "/etc/glove-x", "/bin/glove-x", "/workspace/glove-x"],
+        },
+    )
+    assert report["paths"]["/workspace/glove-x"] == {"ok": "created"}, "control: workspace rw"
+    for p in ("/usr/glove-x", "/etc/glove-x", "/bin/glove-x"):
+        assert "errno" in report["paths"][p], f"{p} writable: {report['paths'][p]}"
+    written = {
+        mp: r
+        for mp, r in report["mounts"].items()
+        if "ok" in r and mp not in WRITABLE_MOUNTS and not mp.startswith("/workspace")
+    }
+    assert written == {}, f"writable mounts: {written}"
+
+
+@pytest.fixture
+def bind_with_submount(sb: Sandbox) -> Iterator[Path]:
+    """A host directory owned by the user with a world-writable tmpfs mounted inside it."""
+    src = sb.base / "data"
+    (src / "sub").mkdir(parents=True)
+    sb.give(src)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m,mode=1777", "glove-escape", str(src / "sub")],
+        check=True,
+        timeout=10,
+    )
+    try:
+        yield src
+    finally:
+        subprocess.run(["umount", "-l", str(src / "sub")], check=False, timeout=10)
+
+
+def test_read_only_bind_submounts_stay_read_only(sb: Sandbox, bind_with_submount: Path) -> None:
+    """A ro bind is read-only recursively: writing its submount fails; the host can write."""
+    control = sb.host(["/usr/bin/touch", str(bind_with_submount / "sub" / "control")])
+    assert control.returncode == 0, f"control: host write failed: {control.stderr!r}"
+    report = sb.probe(
+        "write",
+        {"paths": ["/data/x", "/data/sub/x"]},
+        flags=["--bind", f"{bind_with_submount}:/data:ro"],
+    )
+    assert report["paths"]["/data/x"].get("errno") in {"EROFS", "EACCES"}, report
+    assert report["paths"]["/data/sub/x"].get("errno") in {"EROFS", "EACCES"}, report
+    assert not (bind_with_submount / "sub" / "x").exists()
+
+
+def test_read_only_workspace_and_its_submounts(sb: Sandbox) -> None:
+    """--workspace-mode ro refuses writes to the workspace and to a submount inside it."""
+    sub = sb.ws / "mnt"
+    sub.mkdir()
+    sb.give(sub)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m,mode=1777", "glove-escape", str(sub)],
+        check=True,
+        timeout=10,
+    )
+    try:
+        report = sb.probe(
+            "write",
+            {"paths": ["/workspace/x", "/workspace/mnt/x"]},
+            flags=["--workspace-mode", "ro"],
+        )
+    finally:
+        subprocess.run(["umount", "-l", str(sub)], check=False, timeout=10)
+    assert report["paths"]["/workspace/x"].get("errno") in {"EROFS", "EACCES"}, report
+    assert report["paths"]["/workspace/mnt/x"].get("errno") in {"EROFS", "EACCES"}, report
+
+
+def test_mount_flags(sb: Sandbox) -> None:
+    """Mounts are nosuid, nodev (but device nodes), system dirs ro, no other host dirs."""
+    mounts = sb.probe("mountinfo")["mounts"]
+    points = {m["mountpoint"] for m in mounts}
+    assert "/workspace" in points, f"control: the workspace bind is missing: {points}"
+    for m in mounts:
+        mp, opts = m["mountpoint"], m["opts"]
+        assert "nosuid" in opts, f"{mp} lacks nosuid: {m}"
+        if mp not in DEVICE_MOUNTS:
+            assert "nodev" in opts, f"{mp} lacks nodev: {m}"
+        if mp.startswith(SYSTEM_PREFIXES):
+            assert "ro" in opts, f"system mount {mp} is writable: {m}"
+        if m["fstype"] in {"proc", "sysfs"}:
+            assert "noexec" in opts, f"{mp} lacks noexec: {m}"
+        assert not mp.startswith(FORBIDDEN_MOUNTS), f"host path {mp} is mounted: {m}"
+    assert not any(m["fstype"] == "sysfs" and "ro" not in m["opts"] for m in mounts)
+
+
+def test_tmpfs_size_caps_writes(sb: Sandbox) -> None:
+    """With --disk 8M, /tmp, /dev/shm and / (when writable) stop at ENOSPC near 8 MiB."""
+    cap = 8 * MIB
+    report = sb.probe(
+        "fill",
+        {"paths": ["/tmp/fill", "/dev/shm/fill", "/fill"], "max": 64 * MIB},
+        flags=["--disk", "8M"],
+    )
+    assert report["/tmp/fill"]["written"] > 0, "control: /tmp must be writable"
+    for path, r in report.items():
+        if r["written"] == 0 and r["errno"] in {"EROFS", "EACCES"}:
+            continue  # a read-only root is fine too
+        assert r["errno"] in {"ENOSPC", "EFBIG", "EDQUOT"}, f"{path}: {r}"
+        assert r["written"] <= cap + MIB, f"{path} took {r['written']} bytes past {cap}"
+
+
+def test_default_tmp_is_size_limited(sb: Sandbox) -> None:
+    """Without --disk, /tmp still carries an explicit size below the kernel's default."""
+    report = sb.probe("fill", {"paths": ["/tmp/fill"], "max": MIB})
+    mem_total = int(Path("/proc/meminfo").read_text().split()[1]) * 1024
+    assert report["/tmp/fill"]["written"] == MIB, "control: /tmp must be writable"
+    assert report["/tmp/fill"]["fs_bytes"] < mem_total // 2, report
+
+
+def test_symlink_and_hardlink_tricks(sb: Sandbox, host_secret: Path) -> None:
+    """Links planted in the workspace or inside never reach host files; hardlinks fail."""
+    (sb.ws / "shadow-link").symlink_to("/etc/shadow")
+    (sb.ws / "secret-link").symlink_to(host_secret)
+    (sb.ws / "root-link").symlink_to("/root")
+    for name in ("shadow-link", "secret-link", "root-link"):
+        os.lchown(sb.ws / name, sb.user.uid, sb.user.gid)
+    report = sb.probe(
+        "links",
+        {
+            "dir": "/workspace",
+            "follow": [
+                "/workspace/shadow-link",
+                "/workspace/secret-link",
+                "/workspace/root-link/.bashrc",
+            ],
+            "plant": ["/etc/shadow", str(host_secret), "/proc/1/root/etc/shadow"],
+            "hardlink": ["/usr/bin/true", "/etc/passwd", str(host_secret), "/workspace/probe.py"],
+        },
+    )
+    assert report["hardlink"]["/workspace/probe.py"] == {"ok": "linked"}, "control: same mount"
+    assert all("ok" not in r for r in report["follow"].values()), report["follow"]
+    assert all("ok" not in r for r in report["plant"].values()), report["plant"]
+    cross = {k: v for k, v in report["hardlink"].items() if k != "/workspace/probe.py"}
+    assert all("ok" not in r for r in cross.values()), cross
+    assert not any(p.name.startswith("hard-usr") for p in sb.ws.iterdir())
+    assert host_secret.read_text() == SECRET
+
+
+def test_symlinked_bind_source_is_not_followed(sb: Sandbox, host_secret: Path) -> None:
+    """A --bind whose source is a symlink is refused or does not expose the link's target."""
+    link = sb.base / "innocent"
+    link.symlink_to(host_secret.parent)
+    os.lchown(link, sb.user.uid, sb.user.gid)
+    res = sb.run(sb.probe_cmd("read", {"paths": ["/data/secret.txt"]}), ["--bind", f"{link}:/data"])
+    if res.returncode == 125:
+        assert res.status is not None
+        assert res.status["outcome"] == "setup_error"
+        return
+    report = res.probe()
+    assert "ok" not in report["/data/secret.txt"], f"symlinked bind source followed: {report}"
+
+
+def test_device_nodes(sb: Sandbox) -> None:
+    """Only the minimal /dev exists, mknod fails everywhere, the harmless devices work."""
+    report = sb.probe("dev", {"dirs": ["/tmp", "/dev", "/dev/shm", "/workspace"]})
+    assert report["dev_null_write"] == {"ok": 1}
+    assert report["dev_urandom_read"] == {"ok": 16}
+    assert report["dev_zero_read"] == {"ok": True}
+    extra = {f"/dev/{n}" for n in report["dev"]["ok"]} - ALLOWED_DEV
+    assert extra == set(), f"unexpected /dev entries: {extra}"
+    made = {p: r for p, r in report["mknod"].items() if "ok" in r}
+    assert made == {}, f"mknod succeeded: {made}"
+
+
+def test_proc_and_sys_surfaces(sb: Sandbox) -> None:
+    """/proc/kcore, /proc/sysrq-trigger, core_pattern and /sys cannot be read or written."""
+    report = sb.probe("procsys")
+    assert "ok" not in report["kcore"], report["kcore"]
+    assert "ok" not in report["kmsg"], report["kmsg"]
+    opened = {p: r for p, r in report["writes"].items() if "ok" in r}
+    assert opened == {}, f"opened for writing: {opened}"
+    assert "ok" not in report["sys_mkdir_cgroup"]
+
+
+@pytest.fixture
+def host_listeners(sb: Sandbox) -> Iterator[dict[str, str]]:
+    """A host unix socket on a path and two abstract ones (one named like X11's)."""
+    path = str(sb.base / "host.sock")
+    names = {"abstract": sb.marker("abs"), "x11": f"/tmp/.X11-unix/X{sb.tag}"}
+    socks = []
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.bind(path)
+    os.chmod(path, 0o777)
+    socks.append(s)
+    for name in names.values():
+        a = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        a.bind(b"\0" + name.encode())
+        socks.append(a)
+    for x in socks:
+        x.listen(8)
+    yield {"path": path, **names}
+    for x in socks:
+        x.close()
+
+
+def test_dangerous_host_sockets_unreachable(sb: Sandbox, host_listeners: dict[str, str]) -> None:
+    """docker/systemd/dbus paths, host unix sockets and abstract sockets cannot be reached."""
+    abstract = [host_listeners["abstract"], host_listeners["x11"]]
+    paths = [
+        "/var/run/docker.sock",
+        "/run/docker.sock",
+        "/run/systemd/private",
+        "/run/dbus/system_bus_socket",
+        "/var/run/dbus/system_bus_socket",
+        "/tmp/.X11-unix/X0",
+        host_listeners["path"],
+    ]
+    control = sb.host_probe("sockets", {"abstract": abstract})
+    assert all(r == {"ok": "connected"} for r in control["abstract"].values()), control
+    report = sb.probe("sockets", {"paths": paths, "abstract": abstract})
+    reached = {k: v for part in report.values() for k, v in part.items() if "ok" in v}
+    assert reached == {}, f"host sockets reachable: {reached}"

@@ -1,0 +1,196 @@
+"""Escape attempts through what the launcher hands down: fds, environment, the terminal."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import termios
+import time
+import tty
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.escape._harness import INSIDE_PYTHON, PROBE_MARK, ExecResult, Sandbox, kill_tree
+
+SECRET = "glove-inherited-secret"
+FILE_FD = 40
+DIR_FD = 41
+HOST_SECRETS = {
+    "GLOVE_ESCAPE_SECRET": "s3cr3t-value",
+    "AWS_SECRET_ACCESS_KEY": "aws-secret",
+    "GITHUB_TOKEN": "ghp_secret",
+    "SSH_AUTH_SOCK": "/tmp/ssh-agent.sock",
+}
+
+
+@pytest.fixture
+def inherited_fds() -> Iterator[tuple[int, int]]:
+    """A file fd and a directory fd on a host secret, inheritable, at fixed numbers."""
+    d = Path(tempfile.mkdtemp(prefix="glove-escape-fd-"))
+    d.chmod(0o755)
+    (d / "secret.txt").write_text(SECRET)
+    (d / "secret.txt").chmod(0o644)
+    f = os.open(d / "secret.txt", os.O_RDONLY)
+    dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    os.dup2(f, FILE_FD)
+    os.dup2(dfd, DIR_FD)
+    os.close(f)
+    os.close(dfd)
+    yield FILE_FD, DIR_FD
+    os.close(FILE_FD)
+    os.close(DIR_FD)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_inherited_fds_do_not_reach_the_sandbox(
+    sb: Sandbox, inherited_fds: tuple[int, int]
+) -> None:
+    """Only 0/1/2 cross into the sandbox; an inherited directory fd cannot open host files."""
+    arg = {"numbers": list(inherited_fds), "relative": "secret.txt"}
+    control = sb.host_probe("fds", arg, pass_fds=inherited_fds)
+    assert control["probes"][f"{DIR_FD}/secret.txt"] == {"ok": SECRET}, f"control: {control}"
+    res = sb.run(sb.probe_cmd("fds", arg), pass_fds=inherited_fds)
+    assert res.returncode == 0, res.describe()
+    report = res.probe()
+    assert set(report["fds"]) - {"0", "1", "2", "3"} == set(), report["fds"]
+    leaked = {k: v for k, v in report["probes"].items() if "ok" in v}
+    assert leaked == {}, f"inherited fds usable inside: {leaked}"
+    targets = [v.get("ok", "") for v in report["fds"].values()]
+    assert not any("glove-escape-fd-" in t for t in targets), targets
+
+
+def test_environment_is_scrubbed(sb: Sandbox) -> None:
+    """Host secrets in the environment are absent inside; --env passes what is asked."""
+    control = sb.host_probe("env", env=HOST_SECRETS)
+    assert control["env"].get("GLOVE_ESCAPE_SECRET") == "s3cr3t-value", "control: env passes"
+    report = sb.probe(
+        "env",
+        flags=["--env", "GLOVE_PASSED=yes", "--env", "SECOND=a=b"],
+        env=HOST_SECRETS,
+    )
+    env = report["env"]
+    leaked = {k for k in HOST_SECRETS if k in env}
+    assert leaked == set(), f"host secrets leaked: {leaked}"
+    assert not any(v in env.values() for v in HOST_SECRETS.values())
+    assert env.get("GLOVE_PASSED") == "yes"
+    assert env.get("SECOND") == "a=b"
+
+
+def _drain(fd: int, wait_s: float = 0.3) -> bytes:
+    """Read whatever is pending on a non-blocking fd within ``wait_s``."""
+    data = b""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            time.sleep(0.02)
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def _run_on_tty(sb: Sandbox, argv: list[str], slave: int, timeout: float = 60) -> ExecResult:
+    """Run ``argv`` with the pty ``slave`` as stdin and controlling terminal (setsid -c)."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        ["setsid", "--ctty", *argv],
+        cwd=sb.ws,
+        env=sb.host_env({"TERM": "xterm"}),
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        return sb.finish(proc, started, timeout)
+    finally:
+        kill_tree(proc.pid)
+
+
+def _legacy_tiocsti() -> bool:
+    """Whether this kernel still lets an unprivileged process use TIOCSTI on its own tty."""
+    try:
+        return Path("/proc/sys/dev/tty/legacy_tiocsti").read_text().strip() == "1"
+    except OSError:
+        return True
+
+
+def test_tiocsti_cannot_inject_into_the_host_terminal(sb: Sandbox) -> None:
+    """Run from a terminal, the sandbox cannot push input into it (setsid + seccomp)."""
+    master, slave = os.openpty()
+    try:
+        tty.setraw(slave)
+        os.set_blocking(slave, False)
+        arg = {"payload": f"#{sb.tag}\n"}
+        probe = [INSIDE_PYTHON, "-I", "-S", str(sb.ws / "probe.py"), "tty", json.dumps(arg)]
+        control = _run_on_tty(sb, sb.user.argv(probe), slave).probe()
+        if _legacy_tiocsti():
+            assert control["TIOCSTI:0"] == {"ok": "injected"}, f"control: {control}"
+            assert sb.tag.encode() in _drain(slave), "control: injected bytes reach the tty"
+        res = _run_on_tty(sb, sb.glove_argv([], sb.probe_cmd("tty", arg), True), slave)
+        assert res.returncode == 0, res.describe()
+        report = res.probe()
+        assert "open_dev_tty" in report, "/dev/tty opened: the host terminal still controls"
+        injected = {k: v for k, v in report.items() if k.startswith("TIOCSTI") and "ok" in v}
+        assert injected == {}, injected
+        assert sb.tag.encode() not in _drain(slave), "sandbox injected into the host terminal"
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def _pty_probe(sb: Sandbox, master: int, slave: int, arg: dict[str, str]) -> dict[str, Any]:
+    """Run the tty probe under ``glove exec --pty`` from the host pty; return its report."""
+    os.set_blocking(master, False)
+    argv = sb.glove_argv(["--pty"], sb.probe_cmd("tty", arg), True)
+    proc = subprocess.Popen(
+        ["setsid", "--ctty", *argv],
+        cwd=sb.ws,
+        env=sb.host_env({"TERM": "xterm"}),
+        stdin=slave,
+        stdout=slave,
+        stderr=subprocess.PIPE,
+    )
+    output = b""
+    deadline = time.monotonic() + 60
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            output += _drain(master, 0.1)
+    finally:
+        kill_tree(proc.pid)
+        proc.wait(timeout=10)
+    output += _drain(master, 0.3)
+    err = proc.stderr.read() if proc.stderr else b""
+    assert proc.returncode == 0, (proc.returncode, output[-2000:], err[-2000:])
+    line = next((ln for ln in output.splitlines() if PROBE_MARK in ln), None)
+    assert line is not None, (output[-2000:], err[-2000:])
+    report: dict[str, Any] = json.loads(line.split(PROBE_MARK, 1)[1])
+    return report
+
+
+def test_tiocsti_denied_under_pty(sb: Sandbox) -> None:
+    """With --pty the command gets a fresh controlling pty, and TIOCSTI on it is denied."""
+    master, slave = os.openpty()
+    try:
+        before = termios.tcgetattr(slave)
+        report = _pty_probe(sb, master, slave, {"payload": f"#{sb.tag}"})
+        assert report["isatty"] == [True, True, True], "control: the command runs on a pty"
+        assert "open_dev_tty" not in report, "control: the fresh pty is the controlling tty"
+        injected = {k: v for k, v in report.items() if k.startswith("TIOCSTI") and "ok" in v}
+        assert injected == {}, f"TIOCSTI worked under --pty: {injected}"
+        assert termios.tcgetattr(slave) == before, "the host terminal mode was not restored"
+        os.set_blocking(slave, False)
+        assert sb.tag.encode() not in _drain(slave), "sandbox injected into the host terminal"
+    finally:
+        os.close(master)
+        os.close(slave)
