@@ -1,0 +1,76 @@
+"""glove doctor tells the truth about this machine, as root and as the test user."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Unpriv
+
+
+def _doctor(argv: list[str]) -> tuple[int, dict[str, dict[str, object]]]:
+    out = subprocess.run(
+        [*argv, "-m", "glove", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+    )
+    report = json.loads(out.stdout)
+    return out.returncode, {c["name"]: c for c in report["checks"]}
+
+
+def _independent_userns(prefix: list[str]) -> bool:
+    """Ask util-linux's unshare, not our code, whether a user namespace can be made."""
+    return subprocess.run([*prefix, "unshare", "-Ur", "true"], timeout=30).returncode == 0
+
+
+@pytest.mark.parametrize("who", ["root", "unpriv"])
+def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None:
+    """Each verdict matches what the kernel and util-linux say, for both users."""
+    prefix = unpriv.command() if who == "unpriv" else []
+    python = unpriv.python if who == "unpriv" else sys.executable
+    code, checks = _doctor([*prefix, python])
+    assert set(checks) == {
+        "user_namespaces", "seccomp", "landlock", "cgroups", "legacy_tiocsti", "fuse",
+        "pidfd_clone3",
+    }  # fmt: skip
+    userns = _independent_userns(prefix)
+    assert (checks["user_namespaces"]["status"] == "ok") is userns
+    tiocsti = Path("/proc/sys/dev/tty/legacy_tiocsti").read_text().strip()
+    assert (checks["legacy_tiocsti"]["status"] == "warn") is (tiocsti == "1")
+    seccomp_line = [
+        ln for ln in Path("/proc/self/status").read_text().splitlines() if ln.startswith("Seccomp")
+    ]
+    assert (checks["seccomp"]["status"] == "ok") is bool(seccomp_line)
+    required_ok = all(c["status"] != "fail" for c in checks.values() if c["required"])
+    assert (code == 0) is required_ok
+
+
+def test_doctor_reports_cgroup_v2_controllers_not_delegated_here() -> None:
+    """On a hybrid v1 host without v2 cpu/memory/pids, doctor says they are not delegated."""
+    unified = Path("/sys/fs/cgroup/unified/cgroup.controllers")
+    v2_controllers = set(unified.read_text().split()) if unified.exists() else set()
+    _, checks = _doctor([sys.executable])
+    if {"cpu", "memory", "pids"} <= v2_controllers:
+        assert checks["cgroups"]["status"] == "ok"
+    else:
+        assert checks["cgroups"]["status"] == "warn"
+        assert "not delegated" in str(checks["cgroups"]["summary"]) + str(
+            checks["cgroups"]["detail"]
+        )
+
+
+def test_human_output_explains_and_exits_zero_when_required_pass() -> None:
+    """The text report marks each check and ends with a verdict."""
+    out = subprocess.run(
+        [sys.executable, "-m", "glove", "doctor"], capture_output=True, text=True, timeout=60
+    )
+    assert "user_namespaces (required)" in out.stdout
+    assert out.stdout.rstrip().endswith(
+        "all required checks passed" if out.returncode == 0 else "a required check FAILED"
+    )
