@@ -1,0 +1,58 @@
+"""The extension registry: exposed names and collisions."""
+
+from __future__ import annotations
+
+import pytest
+
+from glove.mcp import ToolNameError, ToolRegistry, expose_name
+from glove.mcp._kernel import arguments_digest
+from glove.mcp._messages import ToolInfo
+
+
+def _tool(name: str) -> ToolInfo:
+    return ToolInfo(name, None, {"type": "object"}, {"name": name, "inputSchema": {}})
+
+
+def test_expose_name_keeps_the_alphabet_and_the_length() -> None:
+    """Names are <id>__<tool>, foreign characters become '-', too long is not exposed."""
+    assert expose_name("fs", "read_text_file") == "fs__read_text_file"
+    assert expose_name("x", "a.b:c/d") == "x__a-b-c-d"
+    assert expose_name("x", "t" * 61) == "x__" + "t" * 61
+    assert expose_name("x", "t" * 62) is None
+    assert expose_name("x", "") is None
+
+
+def test_collision_is_a_startup_error() -> None:
+    """Two tools that map to one exposed name fail a strict build and name both."""
+    registry = ToolRegistry()
+    with pytest.raises(ToolNameError, match=r"a\.b"):
+        registry.set_upstream("x", [_tool("a.b"), _tool("a-b")], strict=True)
+
+
+def test_runtime_collision_hides_the_newcomer() -> None:
+    """A running upstream's colliding tool is hidden; the first owner keeps the name."""
+    registry = ToolRegistry()
+    registry.set_upstream("x", [_tool("a-b")], strict=True)
+    registry.set_upstream("x", [_tool("a-b"), _tool("a.b"), _tool("c")], strict=False)
+    names = [(tool.name, tool.info.name) for tool in registry.tools()]
+    assert names == [("x__a-b", "a-b"), ("x__c", "c")]
+
+
+def test_lookup_and_listing_rename() -> None:
+    """Lookup resolves the exposed name; the listed definition carries it."""
+    registry = ToolRegistry()
+    registry.set_upstream("one", [_tool("t")], strict=True)
+    registry.set_upstream("two", [_tool("t")], strict=True)
+    tool = registry.lookup("two__t")
+    assert tool is not None
+    assert tool.upstream_id == "two"
+    assert tool.listing()["name"] == "two__t"
+    assert registry.lookup("three__t") is None
+    registry.set_upstream("one", [], strict=False)
+    assert registry.lookup("one__t") is None
+
+
+def test_arguments_digest_is_canonical() -> None:
+    """Key order does not change the digest; values do."""
+    assert arguments_digest({"a": 1, "b": 2}) == arguments_digest({"b": 2, "a": 1})
+    assert arguments_digest({"a": 1}) != arguments_digest({"a": 2})

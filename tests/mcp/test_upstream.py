@@ -1,0 +1,177 @@
+"""The upstream actor against real server processes, well-behaved and hostile."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from glove.actors import DeadlineExceeded, running
+from glove.mcp import CallTool, ListTools, UpstreamActor, UpstreamConfig, UpstreamTransportError
+
+from .conftest import hostile_server, read_calls, sdk_server
+
+FAIL_FAST_S = 5.0
+
+
+def _config(command: list[str], log: Path | None = None, **fields: Any) -> UpstreamConfig:
+    env = {"GLOVE_TEST_CALL_LOG": str(log)} if log is not None else {}
+    return UpstreamConfig(command=command, env=env, inherit_env=["PATH"], **fields)
+
+
+def _text(raw: msgspec.Raw) -> str:
+    result = json.loads(bytes(raw))
+    return str(result["content"][0]["text"])
+
+
+@pytest.mark.parametrize(("era", "expected"), [("auto", "2026-07-28"), ("legacy", "2025-11-25")])
+async def test_handshake_in_both_eras(era: str, expected: str) -> None:
+    """An SDK server is spoken to statelessly when it supports it, else via initialize."""
+    async with running(UpstreamActor("e", _config(sdk_server("echo"), era=era))) as actor:
+        assert actor.state == "running"
+        assert actor.era == expected
+        tools = await actor.ask(ListTools())
+        assert "echo" in [tool.name for tool in tools]
+        assert _text(await actor.ask(CallTool("echo", {"text": "hi"}))) == "hi"
+
+
+async def test_legacy_only_server_falls_back_to_initialize() -> None:
+    """A server that answers server/discover with an error is initialized instead."""
+    async with running(UpstreamActor("h", _config(hostile_server("stderr_flood")))) as actor:
+        assert actor.era == "2025-11-25"
+
+
+async def test_pagination_collects_every_page() -> None:
+    """All eight tools of the three-per-page server are listed, in order."""
+    async with running(UpstreamActor("p", _config(sdk_server("paginated")))) as actor:
+        tools = await actor.ask(ListTools())
+        assert [tool.name for tool in tools] == [f"tool{index}" for index in range(8)]
+
+
+async def test_progress_is_forwarded_with_the_callers_token() -> None:
+    """Progress notifications reach the caller's sink under its own token."""
+    seen: list[dict[str, Any]] = []
+    async with running(UpstreamActor("e", _config(sdk_server("echo")))) as actor:
+        raw = await actor.ask(
+            CallTool("progress", {"steps": 3}, progress_token="agent-7", progress=seen.append)
+        )
+    assert _text(raw) == "progressed"
+    assert [(item["progressToken"], item["progress"]) for item in seen] == [
+        ("agent-7", 1),
+        ("agent-7", 2),
+        ("agent-7", 3),
+    ]
+
+
+async def test_deadline_cancels_upstream_and_drops_the_late_reply(tmp_path: Path) -> None:
+    """A call past its deadline sends notifications/cancelled; later calls still work."""
+    log = tmp_path / "calls"
+    async with running(UpstreamActor("h", _config(hostile_server("hang"), log))) as actor:
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceeded):
+            await actor.ask(CallTool("poke", {}), timeout=0.3)
+        assert time.monotonic() - started < FAIL_FAST_S
+        for _ in range(50):
+            if "cancelled" in read_calls(log):
+                break
+            await asyncio.sleep(0.05)
+        assert read_calls(log) == ["poke", "cancelled"]
+        assert actor.state == "running"
+
+
+async def test_late_reply_after_deadline_is_dropped() -> None:
+    """The SDK server's reply to a cancelled slow call does not disturb the next call."""
+    async with running(UpstreamActor("e", _config(sdk_server("echo")))) as actor:
+        with pytest.raises(DeadlineExceeded):
+            await actor.ask(CallTool("slow", {"seconds": 0.5}), timeout=0.1)
+        await asyncio.sleep(0.6)
+        assert _text(await actor.ask(CallTool("echo", {"text": "next"}))) == "next"
+
+
+async def test_list_changed_relists_and_notifies() -> None:
+    """notifications/tools/list_changed makes the actor list again and call back."""
+    changed = asyncio.Event()
+    actor = UpstreamActor(
+        "c",
+        _config(sdk_server("list_changed"), era="legacy"),
+        on_tools_changed=lambda _: changed.set(),
+    )
+    async with running(actor):
+        assert [tool.name for tool in actor.tools] == ["first"]
+        await actor.ask(CallTool("first", {}))
+        await asyncio.wait_for(changed.wait(), FAIL_FAST_S)
+        assert [tool.name for tool in await actor.ask(ListTools())] == ["first", "second"]
+
+
+async def test_environment_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server sees only PATH and its configured variables, not Glove's secrets."""
+    monkeypatch.setenv("GLOVE_SECRET_FOR_TEST", "do-not-leak")
+    async with running(UpstreamActor("e", _config(sdk_server("echo")))) as actor:
+        raw = await actor.ask(CallTool("env", {}))
+    names = json.loads(bytes(raw))["structuredContent"]["result"]
+    assert "GLOVE_SECRET_FOR_TEST" not in names
+    assert "PATH" in names
+
+
+@pytest.mark.parametrize("mode", ["garbage", "oversized", "exit"])
+async def test_broken_upstream_fails_pending_calls_at_once(mode: str) -> None:
+    """Garbage, an oversized frame or an early exit fail the call fast and crash the actor."""
+    actor = UpstreamActor("h", _config(hostile_server(mode)))
+    async with running(actor):
+        started = time.monotonic()
+        with pytest.raises(UpstreamTransportError):
+            await actor.ask(CallTool("poke", {}), timeout=30)
+        assert time.monotonic() - started < FAIL_FAST_S
+        await asyncio.wait_for(_crashed(actor), FAIL_FAST_S)
+    assert isinstance(actor.exit_reason, UpstreamTransportError)
+
+
+async def _crashed(actor: UpstreamActor) -> None:
+    while actor.state != "crashed":
+        await asyncio.sleep(0.01)
+
+
+async def test_wrong_id_reply_is_dropped_and_the_call_times_out() -> None:
+    """A reply under an id Glove never issued is ignored; the call ends at its deadline."""
+    async with running(UpstreamActor("h", _config(hostile_server("wrong_id")))) as actor:
+        with pytest.raises(DeadlineExceeded):
+            await actor.ask(CallTool("poke", {}), timeout=0.5)
+        assert actor.state == "running"
+
+
+async def test_stderr_flood_does_not_block_the_server() -> None:
+    """8 MiB on stderr is drained into a bounded tail and the call still answers."""
+    async with running(UpstreamActor("h", _config(hostile_server("stderr_flood")))) as actor:
+        assert _text(await actor.ask(CallTool("poke", {}), timeout=30)) == "survived"
+        assert 0 < len(actor.stderr_tail) <= 8 * 1024
+
+
+async def test_server_to_client_requests_are_refused() -> None:
+    """A sampling request from the server is answered with an error, never relayed."""
+    async with running(UpstreamActor("h", _config(hostile_server("server_request")))) as actor:
+        assert _text(await actor.ask(CallTool("poke", {}))) == "sampling refused with -32601"
+
+
+async def test_unstartable_program_is_a_transport_error() -> None:
+    """A command that does not exist crashes the actor with a clear transport error."""
+    actor = UpstreamActor("x", _config(["/nonexistent/server"]))
+    async with running(actor):
+        pass
+    assert isinstance(actor.exit_reason, UpstreamTransportError)
+    assert "cannot start" in str(actor.exit_reason)
+
+
+async def test_stop_kills_the_process_group() -> None:
+    """Stopping the actor leaves no server process behind."""
+    actor = UpstreamActor("e", _config(sdk_server("echo")))
+    async with running(actor):
+        pid = actor.pid
+        assert pid is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
