@@ -26,11 +26,16 @@ the CRC and the HMAC and checked structurally instead.
 Record::
 
     magic b"GREC" | u32 body length | u32 crc32(length ‖ body ‖ tag) | body | tag (32)
-    body = u64 seq | u64 t_ns | u8 kind | payload
+    body = u64 seq | u64 t_ns | u8 kind | u32 batch_pos | payload
 
-The CRC detects torn and garbled writes, including a garbled tag, so a crash never looks like
-tampering; the HMAC tag (see :mod:`glove.journal._chain`) detects deliberate change. The body
-length is checked against :data:`MAX_RECORD_BYTES` before anything is allocated for it.
+``batch_pos`` is the record's index inside its group-commit batch (the records written
+before one ``fdatasync``). Recovery uses it to tell a crash from corruption: after a crash, a
+garbled record can only be followed by valid records of *its own* batch (none of which was
+acknowledged); a valid record from a *later* batch behind a garbled one means acknowledged
+data was damaged. The CRC detects torn and garbled writes, including a garbled tag, so a crash
+never looks like tampering; the HMAC tag (see :mod:`glove.journal._chain`) detects deliberate
+change. The body length is checked against :data:`MAX_RECORD_BYTES` before anything is
+allocated for it.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ _HEADER_SIGNED_BYTES = _HEADER_FIXED.size  # 80: what the header tag covers
 _STATE_OFFSET = 8
 _CRC_OFFSET = 12
 _RECORD_PREFIX = struct.Struct("<4sII")
-_BODY_PREFIX = struct.Struct("<QQB")
+_BODY_PREFIX = struct.Struct("<QQBI")
 RECORD_PREFIX_BYTES = _RECORD_PREFIX.size
 BODY_PREFIX_BYTES = _BODY_PREFIX.size
 RECORD_OVERHEAD_BYTES = RECORD_PREFIX_BYTES + BODY_PREFIX_BYTES + TAG_BYTES
@@ -118,6 +123,7 @@ class Record:
     seq: int
     t_ns: int
     kind: int
+    batch_pos: int
     payload: bytes
     body: bytes
     tag: bytes
@@ -180,7 +186,7 @@ def decode_header(data: bytes) -> SegmentHeader:
     return SegmentHeader(jid, kind, segment, first_seq, start, tag, SegmentState(state))
 
 
-def encode_body(seq: int, t_ns: int, kind: int, payload: bytes) -> bytes:
+def encode_body(seq: int, t_ns: int, kind: int, payload: bytes, batch_pos: int = 0) -> bytes:
     """Encode a record body.
 
     Raises:
@@ -190,7 +196,7 @@ def encode_body(seq: int, t_ns: int, kind: int, payload: bytes) -> bytes:
         raise RecordTooLarge(
             f"payload of {len(payload)} bytes is over the {MAX_PAYLOAD_BYTES}-byte maximum"
         )
-    return _BODY_PREFIX.pack(seq, t_ns, kind) + payload
+    return _BODY_PREFIX.pack(seq, t_ns, kind, batch_pos) + payload
 
 
 def encode_record(body: bytes, tag: bytes) -> bytes:
@@ -232,5 +238,6 @@ def decode_record(data: bytes | memoryview, offset: int) -> tuple[FrameStatus, R
     tag = bytes(data[tag_start : tag_start + TAG_BYTES])
     if zlib.crc32(tag, zlib.crc32(body, zlib.crc32(struct.pack("<I", length)))) != crc:
         return FrameStatus.BAD, None
-    seq, t_ns, kind = _BODY_PREFIX.unpack_from(body)
-    return FrameStatus.OK, Record(offset, seq, t_ns, kind, body[BODY_PREFIX_BYTES:], body, tag)
+    seq, t_ns, kind, batch_pos = _BODY_PREFIX.unpack_from(body)
+    payload = body[BODY_PREFIX_BYTES:]
+    return FrameStatus.OK, Record(offset, seq, t_ns, kind, batch_pos, payload, body, tag)

@@ -188,17 +188,23 @@ def _classify_tail(view: memoryview, offset: int, name: str, expected: int) -> T
     if not any(rest):
         return TailFinding(TailKind.ZERO, offset, length)
     # A garbled frame is a torn tail only if nothing valid follows it; resync by magic.
+    # A valid record of the *same* group-commit batch may follow a garbled one after a crash
+    # (writes reach the disk out of order before fdatasync); one from a later batch may not,
+    # since a later batch is only written after the earlier one's fdatasync returned.
     probe = bytes(rest)
     at = probe.find(RECORD_MAGIC, 1)
     while at != -1:
-        status, _ = decode_record(view, offset + at)
+        status, found = decode_record(view, offset + at)
         if status is FrameStatus.OK:
-            raise JournalCorrupt(
-                "garbled record with valid records after it",
-                segment=name,
-                offset=offset,
-                seq=expected,
-            )
+            assert found is not None
+            batch_start = found.seq - found.batch_pos
+            if found.seq < expected or batch_start > expected:
+                raise JournalCorrupt(
+                    "garbled record with valid records after it",
+                    segment=name,
+                    offset=offset,
+                    seq=expected,
+                )
         at = probe.find(RECORD_MAGIC, at + 1)
     return TailFinding(TailKind.TORN, offset, length)
 

@@ -1,0 +1,599 @@
+"""The journal writer actor: owns the segment files, the lock and one executor thread.
+
+An append is acknowledged only after its record is written (one ``write(2)`` per record on an
+``O_APPEND`` descriptor) and ``fdatasync`` returned. Appends that arrive while a batch is being
+synced wait in the next batch, so concurrent appenders share one ``fdatasync`` (group commit)
+and each acknowledgement still waits for it.
+
+Failure rules (research note B.1, "fsync discipline"):
+
+* ENOSPC (or a short write) cuts the segment back to its last good record and fails the batch
+  with :class:`JournalFull`; the writer carries on, so appends resume when space returns.
+* A failed ``fdatasync`` (or a write failing with anything else) is never retried: the batch
+  and every queued append fail with :class:`JournalFailed` and the actor crashes, so its owner
+  fails closed and a restart runs recovery.
+* Before each batch the writer checks that the segment still has the size and inode it
+  wrote; external truncation, growth or replacement crashes the writer with
+  :class:`JournalChanged` instead of writing at a guessed offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+import msgspec
+
+from glove.actors import Actor, Busy, Deferred
+from glove.journal import _chain, _layout
+from glove.journal._codec import (
+    HEADER_BYTES,
+    JOURNAL_ID_BYTES,
+    MAX_PAYLOAD_BYTES,
+    RECORD_OVERHEAD_BYTES,
+    RecordKind,
+    SegmentState,
+    encode_body,
+    encode_record,
+)
+from glove.journal._layout import TailCut
+from glove.journal._limits import ON_FULL, JournalKind, JournalLimits, OnFull
+from glove.journal._receipts import (
+    MAX_RECEIPT_PAGE,
+    RECEIPT_KINDS,
+    Receipt,
+    ReceiptPage,
+    decode_ack,
+    encode_ack,
+    page_of,
+)
+from glove.journal._recovery import scan_segment
+from glove.journal._storage import LockHeld, PosixStorage, Storage
+from glove.journal.errors import (
+    JournalChanged,
+    JournalClosed,
+    JournalError,
+    JournalFailed,
+    JournalFull,
+    JournalLocked,
+    ReceiptAckError,
+    RecordTooLarge,
+    UnsupportedFormat,
+)
+
+MAX_BATCH_RECORDS: Final = 1024
+"""Most records one group commit writes before its fdatasync."""
+MAX_PENDING_APPENDS: Final = 8192
+"""Most appends waiting for a batch; beyond it an append gets ``Busy`` (back off)."""
+SEAL_PAYLOAD: Final = struct.Struct("<QQ")  # segment number, records in the segment
+SEAL_RESERVE_BYTES: Final = RECORD_OVERHEAD_BYTES + SEAL_PAYLOAD.size
+_FULL_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+
+WriterState = Literal["open", "closing", "failed"]
+
+
+class AppendRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Append one record of ``kind`` holding ``payload``."""
+
+    payload: bytes
+    kind: int = int(RecordKind.DATA)
+
+
+class CloseRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Finish pending appends and refuse new ones (the actor is stopped afterwards)."""
+
+
+class PageRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Up to ``limit`` receipts with a sequence above ``after``."""
+
+    after: int
+    limit: int = MAX_RECEIPT_PAGE
+
+
+class AckRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Acknowledge exactly the next unacknowledged receipt."""
+
+    seq: int
+    tag: bytes | None = None
+
+
+class StatusRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Ask for the writer's :class:`JournalStatus`."""
+
+
+class JournalStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Where the journal stands."""
+
+    journal_id: bytes
+    state: str
+    seq: int
+    tag: bytes
+    segment: int
+    segments: int
+    acked: int
+    pending: int
+    recovered: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Pending:
+    payload: bytes
+    kind: int
+    t_ns: int
+    future: asyncio.Future[Receipt]
+
+
+@dataclass(slots=True)
+class _Segment:
+    number: int
+    first_seq: int
+    last_seq: int
+
+
+def _failed_future(exc: BaseException) -> Deferred:
+    future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    future.set_exception(exc)
+    return Deferred(future)
+
+
+class JournalWriter(Actor):
+    """The writer of one journal directory (see :mod:`glove.journal._layout`).
+
+    Start it under a supervisor or through :func:`glove.journal.open_journal`.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        key: bytes,
+        *,
+        kind: JournalKind,
+        limits: JournalLimits | None = None,
+        storage: Storage | None = None,
+        clock: Callable[[], int] = time.time_ns,
+        name: str = "journal",
+        mailbox_size: int = 1024,
+    ) -> None:
+        super().__init__(name, mailbox_size=mailbox_size)
+        self.path = str(path)
+        self._key = _chain.check_key(key)
+        self.kind = JournalKind(kind)
+        self.limits = limits if limits is not None else JournalLimits()
+        self._on_full = ON_FULL[self.kind]
+        self._storage: Storage = storage if storage is not None else PosixStorage()
+        self._clock = clock
+        self._state: WriterState = "open"
+        self._lock_fd = -1
+        self._fd = -1
+        self._rw_fd = -1
+        self._ino = -1
+        self._size = 0
+        self._count = 0
+        self._journal_id = b""
+        self._seq = 0
+        self._tag = b""
+        self._durable_seq = 0
+        self._acked = 0
+        self._segments: list[_Segment] = []
+        self._queue: list[_Pending] = []
+        self._flushing = False
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.recovered: list[TailCut] = []
+
+    # -- actor hooks --------------------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        """Lock, recover and open the journal.
+
+        Raises:
+            JournalLocked: another writer holds the journal.
+            JournalCorrupt, JournalTampered, UnsupportedFormat: recovery refused to start.
+            JournalFailed: the files could not be opened or recovered.
+        """
+        await self.run_blocking(self._open_blocking)
+
+    async def on_stop(self) -> None:
+        """Fail what is still queued, mark the segment OFFLINE if healthy, release the files."""
+        for item in self._queue:
+            if not item.future.done():
+                item.future.set_exception(JournalClosed(f"journal {self.path} closed"))
+        self._queue.clear()
+        await self.run_blocking(self._close_blocking)
+
+    async def handle(self, msg: object) -> object:
+        """Serve appends (deferred until durable), pages, acks, status and close."""
+        if isinstance(msg, AppendRequest):
+            return self._append(msg)
+        if isinstance(msg, PageRequest):
+            limit = max(0, min(msg.limit, MAX_RECEIPT_PAGE))
+            return await self.run_blocking(self._page_blocking, msg.after, limit)
+        if isinstance(msg, AckRequest):
+            try:
+                return await self.run_blocking(self._ack_blocking, msg.seq, msg.tag)
+            except ReceiptAckError as exc:
+                return _failed_future(exc)
+        if isinstance(msg, StatusRequest):
+            return self._status()
+        if isinstance(msg, CloseRequest):
+            if self._state == "open":
+                self._state = "closing"
+            await self._idle.wait()
+            return None
+        raise TypeError(f"journal writer got unexpected message {type(msg).__name__}")
+
+    # -- appends and group commit -------------------------------------------------------------
+
+    def _append(self, msg: AppendRequest) -> Deferred:
+        if self._state != "open":
+            cls = JournalFailed if self._state == "failed" else JournalClosed
+            return _failed_future(cls(f"journal {self.path} is {self._state}"))
+        if msg.kind not in RECEIPT_KINDS:
+            return _failed_future(ValueError(f"record kind {msg.kind} cannot be appended"))
+        room = self.limits.max_segment_bytes - HEADER_BYTES - SEAL_RESERVE_BYTES
+        if len(msg.payload) > min(MAX_PAYLOAD_BYTES, room - RECORD_OVERHEAD_BYTES):
+            return _failed_future(
+                RecordTooLarge(f"payload of {len(msg.payload)} bytes cannot fit one record")
+            )
+        if len(self._queue) >= MAX_PENDING_APPENDS:
+            return _failed_future(Busy(self.name, MAX_PENDING_APPENDS))
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Receipt] = loop.create_future()
+        self._queue.append(_Pending(msg.payload, msg.kind, self._clock(), future))
+        if not self._flushing:
+            self._flushing = True
+            self._idle.clear()
+            self.spawn_task(self._flush(), name="group-commit")
+        return Deferred(future)
+
+    async def _flush(self) -> None:
+        try:
+            while self._queue:
+                batch = self._queue[:MAX_BATCH_RECORDS]
+                del self._queue[:MAX_BATCH_RECORDS]
+                try:
+                    receipts, error = await self.run_blocking(self._commit_blocking, batch)
+                except (JournalFailed, JournalChanged) as exc:
+                    self._fail_all(batch, exc)
+                    raise
+                except OSError as exc:
+                    fatal = JournalFailed(f"journal {self.path} failed: {exc}")
+                    fatal.__cause__ = exc
+                    self._fail_all(batch, fatal)
+                    raise fatal from exc
+                for item, receipt in zip(batch, receipts, strict=False):
+                    if not item.future.done():
+                        item.future.set_result(receipt)
+                if error is not None:
+                    for item in batch[len(receipts) :]:
+                        if not item.future.done():
+                            item.future.set_exception(error)
+        finally:
+            self._flushing = False
+            self._idle.set()
+
+    def _fail_all(self, batch: list[_Pending], exc: JournalError) -> None:
+        self._state = "failed"
+        for item in [*batch, *self._queue]:
+            if not item.future.done():
+                item.future.set_exception(exc)
+        self._queue.clear()
+
+    # -- blocking side: open, commit, rotate, close -------------------------------------------
+
+    def _open_blocking(self) -> None:
+        try:
+            self._recover_blocking()
+        except BaseException:
+            self._state = "failed"  # never mark a segment we could not open cleanly OFFLINE
+            raise
+
+    def _recover_blocking(self) -> None:
+        storage, path = self._storage, self.path
+        try:
+            storage.makedirs(path)
+            self._lock_fd = storage.open_append(str(Path(path) / _layout.LOCK_NAME), create=True)
+        except OSError as exc:
+            raise JournalFailed(f"cannot open journal {path}: {exc}") from exc
+        try:
+            storage.lock(self._lock_fd)
+        except LockHeld as exc:
+            raise JournalLocked(f"journal {path} is held by another writer") from exc
+        try:
+            _layout.remove_leftover_temps(storage, path)
+            scans = _layout.load_segments(storage, path, self._key)
+            if not scans:
+                journal_id = os.urandom(JOURNAL_ID_BYTES)
+                genesis = _chain.genesis_tag(self._key, journal_id)
+                self._create_segment_blocking(journal_id, 0, 1, genesis)
+                scans = _layout.load_segments(storage, path, self._key)
+            last = scans[-1]
+            if last.header.journal_kind != int(self.kind):
+                raise UnsupportedFormat(
+                    f"journal {path} is of kind {last.header.journal_kind}, not {int(self.kind)}"
+                )
+            if last.tail is not None:
+                self.recovered.append(_layout.cut_tail(storage, path, last, allow_clean=False))
+                last = scan_segment(
+                    storage.read_file(str(Path(path) / last.name)),
+                    self._key,
+                    name=last.name,
+                    after=scans[-2].end if len(scans) > 1 else None,
+                )
+                scans[-1] = last
+            self._journal_id = last.header.journal_id
+            self._segments = [
+                _Segment(s.header.segment, s.header.first_seq, s.end.seq) for s in scans
+            ]
+            self._seq, self._tag = last.end.seq, last.end.tag
+            self._durable_seq = self._seq
+            self._acked = self._load_ack(scans[0].header.first_seq - 1)
+            if last.sealed:
+                self._open_active(last.name, last.good_end, last.count)
+                if last.header.state is not SegmentState.SEALED:
+                    _layout.set_state(storage, self._rw_fd, SegmentState.SEALED)
+                self._close_active()
+                self._start_next_segment_blocking(last.header.segment + 1)
+            else:
+                self._open_active(last.name, last.good_end, last.count)
+                if last.header.state is not SegmentState.ONLINE:
+                    _layout.set_state(storage, self._rw_fd, SegmentState.ONLINE)
+        except OSError as exc:
+            raise JournalFailed(f"cannot recover journal {path}: {exc}") from exc
+
+    def _load_ack(self, floor: int) -> int:
+        ack_path = str(Path(self.path) / _layout.ACK_NAME)
+        if not self._storage.exists(ack_path):
+            return floor
+        seq, _tag = decode_ack(self._key, self._journal_id, self._storage.read_file(ack_path))
+        return max(seq, floor)
+
+    def _open_active(self, name: str, size: int, count: int) -> None:
+        seg_path = str(Path(self.path) / name)
+        self._fd = self._storage.open_append(seg_path, create=False)
+        self._rw_fd = self._storage.open_rw(seg_path)
+        stat = self._storage.fstat(self._fd)
+        if stat.size != size:
+            raise JournalChanged(f"segment {name} changed size while it was being opened")
+        self._ino, self._size, self._count = stat.ino, size, count
+
+    def _close_active(self) -> None:
+        for fd in (self._fd, self._rw_fd):
+            if fd >= 0:
+                self._storage.close(fd)
+        self._fd = self._rw_fd = -1
+
+    def _create_segment_blocking(
+        self, journal_id: bytes, number: int, first_seq: int, start_tag: bytes
+    ) -> None:
+        _layout.create_segment(
+            self._storage,
+            self.path,
+            self._key,
+            journal_id=journal_id,
+            journal_kind=int(self.kind),
+            number=number,
+            first_seq=first_seq,
+            start_tag=start_tag,
+        )
+
+    def _start_next_segment_blocking(self, number: int) -> None:
+        self._prune_blocking()
+        self._create_segment_blocking(self._journal_id, number, self._seq + 1, self._tag)
+        self._segments.append(_Segment(number, self._seq + 1, self._seq))
+        self._open_active(_layout.segment_name(number), HEADER_BYTES, 0)
+
+    def _prune_blocking(self) -> None:
+        while len(self._segments) >= self.limits.max_segments:
+            oldest = self._segments[0]
+            self._storage.unlink(str(Path(self.path) / _layout.segment_name(oldest.number)))
+            self._storage.fsync_dir(self.path)
+            del self._segments[0]
+
+    def _can_rotate(self) -> JournalFull | None:
+        if self._on_full is OnFull.REFUSE:
+            return JournalFull(
+                f"journal {self.path} is full ({self.limits.max_segment_records} records / "
+                f"{self.limits.max_segment_bytes} bytes) and a {self.kind.name} journal refuses "
+                "rather than rotates"
+            )
+        if len(self._segments) >= self.limits.max_segments:
+            oldest = self._segments[0]
+            if self._on_full is OnFull.ROTATE_ACKED and oldest.last_seq > self._acked:
+                return JournalFull(
+                    f"journal {self.path} is full: its oldest segment holds unacknowledged "
+                    f"receipts (acked through {self._acked}, segment ends at {oldest.last_seq})"
+                )
+        return None
+
+    def _check_file(self) -> None:
+        stat = self._storage.fstat(self._fd)
+        active = _layout.segment_name(self._segments[-1].number)
+        if stat.ino != self._ino or stat.size != self._size:
+            raise JournalChanged(
+                f"segment {active} is {stat.size} bytes, the writer expected {self._size}: "
+                "it was truncated or grown outside the writer"
+            )
+        try:
+            on_disk = self._storage.stat(str(Path(self.path) / active))
+        except FileNotFoundError as exc:
+            raise JournalChanged(f"segment {active} was removed outside the writer") from exc
+        if on_disk.ino != self._ino:
+            raise JournalChanged(f"segment {active} was replaced outside the writer")
+
+    def _fits(self, extra_bytes: int, records: int) -> bool:
+        # Room is always kept for the seal record that closes the segment.
+        limits = self.limits
+        return (
+            self._count + records < limits.max_segment_records
+            and self._size + extra_bytes + SEAL_RESERVE_BYTES <= limits.max_segment_bytes
+        )
+
+    def _commit_blocking(self, batch: list[_Pending]) -> tuple[list[Receipt], JournalError | None]:
+        self._check_file()
+        receipts: list[Receipt] = []
+        index = 0
+        while index < len(batch):
+            take = 0
+            size = self._size
+            while index + take < len(batch):
+                item = batch[index + take]
+                grown = size + RECORD_OVERHEAD_BYTES + len(item.payload)
+                if not self._fits(grown - self._size, take + 1):
+                    break
+                size = grown
+                take += 1
+            if take == 0:
+                refusal = self._can_rotate()
+                if refusal is not None:
+                    return receipts, refusal
+                self._rotate_blocking()
+                continue
+            try:
+                receipts.extend(self._write_batch_blocking(batch[index : index + take]))
+            except JournalFull as exc:
+                return receipts, exc
+            index += take
+        return receipts, None
+
+    def _write_batch_blocking(self, items: list[_Pending]) -> list[Receipt]:
+        storage = self._storage
+        start_size, start_seq, start_tag = self._size, self._seq, self._tag
+        seq, tag, size = start_seq, start_tag, start_size
+        receipts = []
+        for pos, item in enumerate(items):
+            seq += 1
+            body = encode_body(seq, item.t_ns, item.kind, item.payload, pos)
+            tag = _chain.record_tag(self._key, self._journal_id, tag, seq, body)
+            record = encode_record(body, tag)
+            try:
+                written = storage.write(self._fd, record)
+            except OSError as exc:
+                if exc.errno not in _FULL_ERRNOS:
+                    raise JournalFailed(f"write to journal {self.path} failed: {exc}") from exc
+                self._cut_back(start_size)
+                raise JournalFull(f"journal {self.path}: {exc.strerror}") from exc
+            if written != len(record):
+                self._cut_back(start_size)
+                raise JournalFull(f"journal {self.path}: short write ({written}/{len(record)})")
+            size += written
+            receipts.append(Receipt(self._journal_id, seq, item.kind, item.t_ns, tag))
+        try:
+            storage.fdatasync(self._fd)
+        except OSError as exc:
+            raise JournalFailed(f"fdatasync of journal {self.path} failed (not retried)") from exc
+        self._size, self._seq, self._tag = size, seq, tag
+        self._count += len(items)
+        self._durable_seq = seq
+        self._segments[-1].last_seq = seq
+        return receipts
+
+    def _cut_back(self, size: int) -> None:
+        try:
+            self._storage.ftruncate(self._fd, size)
+            self._storage.fdatasync(self._fd)
+        except OSError as exc:
+            raise JournalFailed(f"cannot cut journal {self.path} back: {exc}") from exc
+
+    def _rotate_blocking(self) -> None:
+        active = self._segments[-1]
+        seal = SEAL_PAYLOAD.pack(active.number, self._count)
+        seq = self._seq + 1
+        body = encode_body(seq, self._clock(), int(RecordKind.SEAL), seal)
+        tag = _chain.record_tag(self._key, self._journal_id, self._tag, seq, body)
+        record = encode_record(body, tag)
+        try:
+            written = self._storage.write(self._fd, record)
+        except OSError as exc:
+            raise JournalFailed(f"writing the seal record of {self.path} failed: {exc}") from exc
+        if written != len(record):
+            raise JournalFailed(f"short write of the seal record of {self.path}")
+        try:
+            self._storage.fdatasync(self._fd)
+            self._seq, self._tag = seq, tag
+            active.last_seq = seq
+            self._durable_seq = seq
+            _layout.set_state(self._storage, self._rw_fd, SegmentState.SEALED)
+            self._close_active()
+            self._start_next_segment_blocking(active.number + 1)
+        except OSError as exc:
+            raise JournalFailed(f"rotating journal {self.path} failed: {exc}") from exc
+
+    def _close_blocking(self) -> None:
+        try:
+            if self._state != "failed" and self._rw_fd >= 0:
+                self._check_file()
+                _layout.set_state(self._storage, self._rw_fd, SegmentState.OFFLINE)
+        except (OSError, JournalChanged):
+            pass  # the journal stays ONLINE: the next open runs the full recovery scan
+        finally:
+            self._close_active()
+            if self._lock_fd >= 0:
+                self._storage.close(self._lock_fd)
+                self._lock_fd = -1
+
+    # -- receipts -----------------------------------------------------------------------------
+
+    def _page_blocking(self, after: int, limit: int) -> ReceiptPage:
+        receipts: list[Receipt] = []
+        for segment in self._segments:
+            if len(receipts) >= limit:
+                break
+            if segment.last_seq <= after:
+                continue
+            name = _layout.segment_name(segment.number)
+            data = self._storage.read_file(str(Path(self.path) / name))
+            scan = scan_segment(data, self._key, name=name, keep_records=True)
+            receipts.extend(
+                page_of(
+                    self._journal_id,
+                    scan.records,
+                    after=after,
+                    limit=limit - len(receipts),
+                    durable=self._durable_seq,
+                )
+            )
+        cursor = receipts[-1].seq if receipts else max(after, 0)
+        return ReceiptPage(tuple(receipts), cursor, self._acked)
+
+    def _next_unacked(self) -> Receipt | None:
+        page = self._page_blocking(self._acked, 1)
+        return page.receipts[0] if page.receipts else None
+
+    def _ack_blocking(self, seq: int, tag: bytes | None) -> int:
+        expected = self._next_unacked()
+        if expected is None:
+            raise ReceiptAckError(f"nothing to acknowledge after {self._acked}")
+        if seq != expected.seq:
+            raise ReceiptAckError(
+                f"acknowledged {seq}, but the next unacknowledged receipt is {expected.seq}"
+            )
+        if tag is not None and not _chain.tags_equal(tag, expected.tag):
+            raise ReceiptAckError(f"receipt {seq} has a different tag")
+        data = encode_ack(self._key, self._journal_id, seq, expected.tag)
+        try:
+            self._storage.write_file_durably(str(Path(self.path) / _layout.ACK_NAME), data)
+        except OSError as exc:
+            raise JournalFailed(f"persisting the acknowledgement failed: {exc}") from exc
+        self._acked = seq
+        return seq
+
+    def _status(self) -> JournalStatus:
+        return JournalStatus(
+            self._journal_id,
+            self._state,
+            self._seq,
+            self._tag,
+            self._segments[-1].number if self._segments else -1,
+            len(self._segments),
+            self._acked,
+            len(self._queue),
+            tuple(f"{c.kind} tail {c.length}B at {c.segment}:{c.offset}" for c in self.recovered),
+        )
