@@ -1,0 +1,67 @@
+"""The exit-status convention: own code, 128+signal, 125 setup, 126 not executable, 127."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from tests.escape._harness import Sandbox
+
+CASES = {
+    "zero": ([], ["/bin/sh", "-c", "exit 0"], 0, "exited", None),
+    "three": ([], ["/bin/sh", "-c", "exit 3"], 3, "exited", None),
+    "own_125": ([], ["/bin/sh", "-c", "exit 125"], 125, "exited", None),
+    "sigterm": ([], ["/bin/sh", "-c", "kill -TERM $$"], 128 + 15, "signaled", 15),
+    "sigkill": ([], ["/bin/sh", "-c", "kill -KILL $$"], 128 + 9, "signaled", 9),
+    "not_found": ([], ["/nonexistent/glove-cmd"], 127, "exec_error", None),
+    "not_executable": ([], ["/workspace/probe.py"], 126, "exec_error", None),
+    "setup_failed": (
+        ["--bind", "/nonexistent-glove-src:/data"],
+        ["/bin/true"],
+        125,
+        "setup_error",
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_exit_status_mapping(sb: Sandbox, case: str) -> None:
+    """glove exec returns the documented code and json outcome for each way a run ends."""
+    flags, cmd, code, outcome, signum = CASES[case]
+    res = sb.run(cmd, flags)
+    assert res.returncode == code, res.describe()
+    assert res.status is not None, res.describe()
+    assert res.status["outcome"] == outcome, res.status
+    assert res.status["exit_code"] == code, res.status
+    if signum is not None:
+        assert res.status["signal"] == signum, res.status
+    if outcome in {"setup_error", "exec_error"}:
+        assert res.status["error"], "a refusal must say why"
+
+
+def test_json_status_to_an_fd(sb: Sandbox) -> None:
+    """--json-status N writes the result to an inherited fd."""
+    r, w = os.pipe()
+    try:
+        res = sb.run(
+            ["/bin/sh", "-c", "exit 7"],
+            ["--json-status", str(w)],
+            pass_fds=(w,),
+            json_status=False,
+        )
+        os.close(w)
+        w = -1
+        data = b""
+        while chunk := os.read(r, 65536):
+            data += chunk
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    assert res.returncode == 7, res.describe()
+    status = json.loads(data)
+    assert status["outcome"] == "exited"
+    assert status["exit_code"] == 7

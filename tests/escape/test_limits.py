@@ -1,0 +1,167 @@
+"""The six limits from inside: each is enforced, or refused clearly and accepted weaker.
+
+A limit the machine cannot enforce fully must be refused (exit 125, ``setup_error``, the
+limit named in the error) unless ``--accept-weaker`` names it; the result must always say
+which mechanism enforced each limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.escape._harness import ExecResult, Sandbox, host_pids_with, kill_marked, wait_until
+
+MIB = 1024 * 1024
+# Time a launch may take on a loaded 2-core CI machine, on top of a wall-time limit.
+LAUNCH_SLACK_S = 10.0
+SURVIVOR_GRACE_S = 5.0
+
+
+def run_limited(
+    sb: Sandbox, limit: str, flags: list[str], cmd: list[str], timeout: float = 90
+) -> tuple[ExecResult, bool]:
+    """Run with a limit; if refused, check the refusal and rerun accepting a weaker mechanism.
+
+    Returns the result that ran and whether the first attempt was refused.
+    """
+    res = sb.run(cmd, flags, timeout=timeout)
+    if res.returncode != 125:
+        return res, False
+    assert res.status is not None, res.describe()
+    assert res.status["outcome"] == "setup_error", res.describe()
+    message = (res.status.get("error") or "") + res.stderr.decode(errors="replace")
+    spelled = {limit, limit.replace("_", "-")}
+    assert any(s in message for s in spelled), f"refusal does not name {limit}: {message}"
+    res = sb.run(cmd, [*flags, "--accept-weaker", limit.replace("_", "-")], timeout=timeout)
+    if res.returncode == 125:  # the CLI may spell limits with underscores
+        res = sb.run(cmd, [*flags, "--accept-weaker", limit], timeout=timeout)
+    return res, True
+
+
+def limit_report(res: ExecResult, name: str) -> dict[str, Any]:
+    """The json-status entry of one limit, which must name its mechanism."""
+    assert res.status is not None, res.describe()
+    entry: dict[str, Any] = res.status["limits"][name]
+    assert entry["mechanism"], f"{name} has no mechanism: {entry}"
+    return entry
+
+
+def test_wall_time_kills_the_whole_tree(sb: Sandbox) -> None:
+    """At the wall limit, setsid'd, double-forked and stopped descendants die with the rest."""
+    marker = sb.marker("wall")
+    try:
+        res = sb.run(
+            sb.probe_cmd("spawn", {"marker": marker, "then": "sleep"}), ["--wall-time", "2"]
+        )
+        assert res.elapsed_s < 2 + LAUNCH_SLACK_S, res.elapsed_s
+        assert res.status is not None, res.describe()
+        assert res.status["outcome"] == "limit", res.describe()
+        assert limit_report(res, "wall_time")["hit"] is True
+        assert res.returncode != 0
+        assert wait_until(lambda: not host_pids_with(marker), SURVIVOR_GRACE_S), (
+            f"survived the wall limit: {host_pids_with(marker)}"
+        )
+    finally:
+        kill_marked(marker)
+
+
+def test_cpu_time_limit(sb: Sandbox) -> None:
+    """A CPU burner is stopped near the CPU limit, well before its own end."""
+    res, _ = run_limited(
+        sb, "cpu_time", ["--cpu-time", "1", "--wall-time", "30"], sb.probe_cmd("cpu", {"max": 20})
+    )
+    entry = limit_report(res, "cpu_time")
+    assert b"GLOVE-PROBE" not in res.stdout, "the burner ran to its own end"
+    assert res.status is not None
+    assert res.status["outcome"] in {"limit", "signaled"}, res.describe()
+    assert entry["hit"] is True, res.describe()
+    assert res.elapsed_s < 20, res.elapsed_s
+
+
+def test_memory_limit(sb: Sandbox) -> None:
+    """Touching four times the memory limit fails (killed or MemoryError)."""
+    res, _ = run_limited(
+        sb, "memory", ["--memory", "64M"], sb.probe_cmd("mem", {"bytes": 256 * MIB})
+    )
+    entry = limit_report(res, "memory")
+    assert b'"allocated": true' not in res.stdout, f"256 MiB allocated under 64M: {res.stdout!r}"
+    assert res.status is not None
+    if res.status["outcome"] == "exited":
+        assert b'"allocated": false' in res.stdout, res.describe()
+    else:
+        assert entry["hit"] is True, res.describe()
+
+
+def test_control_memory_within_limit(sb: Sandbox) -> None:
+    """Control: an allocation well under the memory limit succeeds."""
+    res, _ = run_limited(sb, "memory", ["--memory", "256M"], sb.probe_cmd("mem", {"bytes": MIB}))
+    assert res.returncode == 0, res.describe()
+    assert res.probe()["allocated"] is True
+
+
+def test_pids_limit(sb: Sandbox) -> None:
+    """No more than the pid limit of tasks can exist at once."""
+    res, _ = run_limited(sb, "pids", ["--pids", "16"], sb.probe_cmd("pids-limit", {"max": 64}))
+    assert res.returncode == 0, res.describe()
+    report = res.probe()
+    assert 0 < report["forked"] < 16, report
+    assert report["errno"] == "EAGAIN", report
+    limit_report(res, "pids")
+
+
+def test_disk_limit_is_reported(sb: Sandbox) -> None:
+    """--disk bounds scratch writes and the result names its mechanism."""
+    res, _ = run_limited(
+        sb, "disk", ["--disk", "4M"], sb.probe_cmd("fill", {"paths": ["/tmp/f"], "max": 32 * MIB})
+    )
+    assert res.returncode == 0, res.describe()
+    fill = res.probe()["/tmp/f"]
+    assert fill["errno"] == "ENOSPC", fill
+    assert 0 < fill["written"] <= 5 * MIB, fill
+    limit_report(res, "disk")
+
+
+def test_output_is_truncated_at_the_cap(sb: Sandbox) -> None:
+    """Output past --output is cut; the result reports the truncation and the byte count."""
+    res, _ = run_limited(
+        sb, "output", ["--output", "1M"], sb.probe_cmd("output", {"bytes": 8 * MIB})
+    )
+    assert len(res.stdout) + len(res.stderr) <= MIB + 4096, len(res.stdout)
+    assert len(res.stdout) >= MIB // 2, "control: output flows up to the cap"
+    assert res.status is not None
+    assert res.status["output"]["truncated"] is True, res.status
+    assert res.status["output"]["bytes"] <= MIB + 4096, res.status
+    limit_report(res, "output")
+
+
+def test_orphan_holding_the_output_pipe_does_not_hang(sb: Sandbox) -> None:
+    """An orphan that keeps stdout open neither delays glove's return nor survives it."""
+    marker = sb.marker("pipe")
+    try:
+        res = sb.run(
+            sb.probe_cmd("output", {"orphan": True, "marker": marker, "bytes": 100}),
+            ["--wall-time", "60"],
+        )
+        assert res.returncode == 0, res.describe()
+        assert res.elapsed_s < LAUNCH_SLACK_S, f"glove waited {res.elapsed_s:.1f}s for the orphan"
+        assert res.stdout.count(b"o") >= 100, "control: the output arrived"
+        assert wait_until(lambda: not host_pids_with(marker), SURVIVOR_GRACE_S)
+    finally:
+        kill_marked(marker)
+
+
+def test_fork_bomb_is_contained(sb: Sandbox) -> None:
+    """A fork bomb under --pids ends at the wall limit; glove stays responsive; nothing survives."""
+    marker = sb.marker("bomb")
+    cmd = sb.probe_cmd("forkbomb", {"width": 4, "depth": 5, "marker": marker})
+    try:
+        res, _ = run_limited(sb, "pids", ["--pids", "64", "--wall-time", "6"], cmd)
+        assert res.elapsed_s < 6 + LAUNCH_SLACK_S, f"glove took {res.elapsed_s:.1f}s"
+        assert res.status is not None, res.describe()
+        assert res.status["outcome"] == "limit", res.describe()
+        assert limit_report(res, "wall_time")["hit"] is True
+        assert wait_until(lambda: not host_pids_with(marker), SURVIVOR_GRACE_S), (
+            f"{len(host_pids_with(marker))} bomb processes survived"
+        )
+    finally:
+        kill_marked(marker)
