@@ -10,10 +10,11 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping
+from typing import get_args
 
 import msgspec
 
-from glove.policy._model import ArgRuleSpec, PolicyFileSpec, ToolRuleSpec
+from glove.policy._model import ArgRuleSpec, JsonType, Op, PolicyFileSpec, ToolRuleSpec
 from glove.policy._names import (
     MAX_GLOB_CHARS,
     MAX_TOOL_NAME_CHARS,
@@ -80,6 +81,14 @@ _OP_KEYS: dict[str, frozenset[str]] = {
     "path": frozenset({"roots", "base", "dotdot"}),
     "type": frozenset({"types"}),
 }
+# The allowed words of each enumerated key, for error messages.
+_CHOICES: dict[str, tuple[str, ...]] = {
+    "op": get_args(Op),
+    "effect": ("allow", "deny"),
+    "audit": ("value", "digest", "omit"),
+    "dotdot": ("normalize", "deny"),
+    "types": get_args(JsonType),
+}
 _ALL_OP_KEYS = tuple(sorted(frozenset().union(*_OP_KEYS.values())))
 
 
@@ -107,6 +116,11 @@ def _translate_msgspec(source: str, exc: msgspec.MsgspecError) -> PolicyFileErro
     if field is not None:
         path = f"{path}.{field.group('f')}" if path else field.group("f")
         problem = "unknown key" if "unknown" in problem else "missing required key"
+    elif problem.startswith("Invalid enum value"):
+        problem = "invalid value" + problem.removeprefix("Invalid enum value")
+        choices = _CHOICES.get(re.sub(r"\[\d+\]$", "", path).rpartition(".")[2])
+        if choices:
+            problem += f" (expected one of: {', '.join(choices)})"
     elif isinstance(exc, msgspec.ValidationError):
         problem = problem[:1].lower() + problem[1:]
     else:

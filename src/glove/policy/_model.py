@@ -9,7 +9,7 @@ from typing import Literal
 
 import msgspec
 
-__all__ = ["ArgRuleSpec", "Op", "PolicyFileSpec", "ToolRuleSpec"]
+__all__ = ["ArgRuleSpec", "JsonType", "Op", "PolicyFileSpec", "ToolRuleSpec"]
 
 Op = Literal["eq", "in", "prefix", "regex", "length", "range", "path", "type"]
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
