@@ -337,14 +337,16 @@ def _fill_one(path: str, limit: int) -> dict[str, Any]:
                 written += f.write(chunk)
     except OSError as exc:
         error = err_name(exc)
-    with contextlib.suppress(OSError):
-        os.unlink(path)
     return {"written": written, "errno": error, "fs_bytes": st.f_blocks * st.f_frsize}
 
 
 def cmd_fill(arg: dict[str, Any]) -> object:
-    """Fill each listed file's filesystem in turn (each file is removed afterwards)."""
-    return {path: _fill_one(path, int(arg["max"])) for path in arg["paths"]}
+    """Fill each listed file in turn, keeping them all until the end (totals add up)."""
+    out = {path: _fill_one(path, int(arg["max"])) for path in arg["paths"]}
+    for path in arg["paths"]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    return out
 
 
 def cmd_links(arg: dict[str, Any]) -> object:
@@ -616,6 +618,46 @@ def cmd_net(arg: dict[str, Any]) -> object:
     return out
 
 
+def cmd_init(arg: dict[str, Any]) -> object:
+    """Attack the sandbox's own init and parent: their fds, memory, environment and privileges."""
+    out: dict[str, Any] = {"self": os.getpid(), "ppid": os.getppid()}
+    for pid in sorted({1, os.getppid()} - {0, os.getpid()}):
+        entry: dict[str, Any] = {}
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+            entry["status"] = {
+                k: status.get(k)
+                for k in ("Name", "Uid", "CapEff", "CapPrm", "Seccomp", "NoNewPrivs")
+            }
+        except OSError as exc:
+            entry["status"] = err_name(exc)
+        entry["mem_rw"] = attempt(lambda pid=pid: os.close(os.open(f"/proc/{pid}/mem", os.O_RDWR)))
+        entry["environ"] = attempt(lambda pid=pid: read_file(f"/proc/{pid}/environ", 256))
+        entry["root"] = attempt(lambda pid=pid: sorted(os.listdir(f"/proc/{pid}/root"))[:20])
+        fds: dict[str, Any] = {}
+        try:
+            names = os.listdir(f"/proc/{pid}/fd")
+        except OSError as exc:
+            names = []
+            fds["list"] = {"errno": err_name(exc)}
+        for name in names:
+            path = f"/proc/{pid}/fd/{name}"
+            target = attempt(lambda path=path: os.readlink(path))
+
+            def use(path: str = path) -> object:
+                if os.path.isdir(path):
+                    return sorted(os.listdir(path))[:20]
+                fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+                os.close(fd)
+                return "opened"
+
+            fds[name] = {"target": target, "use": attempt(use)}
+        entry["fds"] = fds
+        out[str(pid)] = entry
+    return out
+
+
 def cmd_env(arg: dict[str, Any]) -> object:
     """The environment as the sandboxed program receives it."""
     return {"env": dict(os.environ)}
@@ -761,6 +803,7 @@ COMMANDS: dict[str, Callable[[dict[str, Any]], object]] = {
     "fill": cmd_fill,
     "forkbomb": cmd_forkbomb,
     "hostname": cmd_hostname,
+    "init": cmd_init,
     "ipc": cmd_ipc,
     "links": cmd_links,
     "mem": cmd_mem,
