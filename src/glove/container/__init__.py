@@ -1,0 +1,97 @@
+"""The Glove sandbox: run a command contained by namespaces, a minimal root, seccomp and limits.
+
+Typical use::
+
+    from glove.container import SandboxSpec, Bind, Limits, run
+
+    spec = SandboxSpec(argv=("make", "test"), binds=(Bind("/usr"),), workspace="/src/proj",
+                       limits=Limits(wall_time=60, memory=512 * 2**20))
+    result = run(spec)          # blocks; see run_async for asyncio callers
+    print(result.outcome, result.exit_code)
+
+Profiles (:func:`load_profile`, :func:`build_spec`) turn the embedded ``default`` profile or
+a TOML file plus command-line overrides into a :class:`SandboxSpec`. :func:`launch` starts a
+sandbox and returns a :class:`SandboxProcess` for callers that drive it themselves (the
+daemon); ``SandboxSpec.pass_fds`` passes extra descriptors (sockets) into the command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from glove.container._limits import LIMIT_NAMES, HostLimitSupport, LimitPlan, Limits, plan_limits
+from glove.container._limits import parse_seconds as parse_seconds
+from glove.container._limits import parse_size as parse_size
+from glove.container._profile import Overrides, Profile, build_spec, decode_profile, load_profile
+from glove.container._result import (
+    EXIT_NOT_EXECUTABLE,
+    EXIT_NOT_FOUND,
+    EXIT_SETUP_FAILED,
+    Durations,
+    LimitReport,
+    OutputReport,
+    SandboxResult,
+)
+from glove.container._spec import Bind, SandboxSpec
+from glove.container.errors import (
+    LimitRefused,
+    ProfileError,
+    SandboxError,
+    SandboxSetupError,
+    SpecError,
+    UnsupportedPlatform,
+)
+from glove.container.linux._cgroups import probe_host_limits
+from glove.container.linux._launch import SandboxProcess, launch
+from glove.container.linux._supervise import run
+
+
+async def run_async(
+    spec: SandboxSpec, *, stdin: int = 0, stdout: int = 1, stderr: int = 2
+) -> SandboxResult:
+    """Run ``spec`` from asyncio without blocking the loop (a worker thread supervises it).
+
+    The launch itself is safe from a multi-threaded process (clone3 with the GIL held).
+
+    Raises:
+        LimitRefused: a requested limit cannot be enforced as asked.
+        SpecError: the spec is invalid on this host.
+        UnsupportedPlatform: the machine lacks seccomp or namespaces.
+    """
+    return await asyncio.to_thread(run, spec, stdin=stdin, stdout=stdout, stderr=stderr)
+
+
+__all__ = [
+    "EXIT_NOT_EXECUTABLE",
+    "EXIT_NOT_FOUND",
+    "EXIT_SETUP_FAILED",
+    "LIMIT_NAMES",
+    "Bind",
+    "Durations",
+    "HostLimitSupport",
+    "LimitPlan",
+    "LimitRefused",
+    "LimitReport",
+    "Limits",
+    "OutputReport",
+    "Overrides",
+    "Profile",
+    "ProfileError",
+    "SandboxError",
+    "SandboxProcess",
+    "SandboxResult",
+    "SandboxSetupError",
+    "SandboxSpec",
+    "SpecError",
+    "UnsupportedPlatform",
+    "build_spec",
+    "decode_profile",
+    "launch",
+    "load_profile",
+    "parse_seconds",
+    "parse_size",
+    "plan_limits",
+    "probe_host_limits",
+    "run",
+    "run_async",
+]

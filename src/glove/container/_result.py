@@ -1,0 +1,87 @@
+"""The outcome of one sandboxed command, and the exit-code convention (sans-IO).
+
+Exit codes: the command's own code; ``128 + N`` when it was killed by signal N (a limit kill
+is SIGKILL, so 137); ``125`` when the sandbox could not be set up (nothing ran); ``126`` when
+the command exists but cannot be executed; ``127`` when it is not found. Because a command can
+itself exit 125-127, the structured result (``--json-status``) carries ``outcome`` so a
+program never has to guess.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import msgspec
+
+EXIT_SETUP_FAILED: Final = 125
+EXIT_NOT_EXECUTABLE: Final = 126
+EXIT_NOT_FOUND: Final = 127
+EXIT_SIGNAL_BASE: Final = 128
+
+Outcome = Literal["exited", "signaled", "limit", "setup_error", "exec_error"]
+
+
+class LimitReport(msgspec.Struct, frozen=True):
+    """One limit in a result: its value, what enforced it, whether it was reached."""
+
+    value: float | int
+    mechanism: str
+    hit: bool = False
+
+
+class OutputReport(msgspec.Struct, frozen=True):
+    """How much output was passed on, and whether it was cut at the output limit."""
+
+    bytes: int = 0
+    truncated: bool = False
+
+
+class Durations(msgspec.Struct, frozen=True):
+    """Seconds spent: launching (clone to release), until the command started, in total."""
+
+    setup_s: float = 0.0
+    total_s: float = 0.0
+
+
+class SandboxResult(msgspec.Struct, frozen=True):
+    """The structured result written by ``--json-status``.
+
+    Attributes:
+        outcome: ``exited``, ``signaled``, ``limit`` (a limit ended it), ``setup_error``
+            (nothing ran) or ``exec_error`` (not found / not executable).
+        exit_code: the exit code ``glove exec`` itself returns.
+        signal: the signal that ended the command, if any.
+        durations: timings.
+        limits: every requested limit with its mechanism and whether it was hit.
+        output: output accounting.
+        error: a human-readable reason for setup, exec and limit outcomes.
+        violation: ``seccomp`` when the command died of SIGSYS (a filter kill).
+    """
+
+    outcome: Outcome
+    exit_code: int
+    signal: int | None = None
+    durations: Durations = msgspec.field(default_factory=Durations)
+    limits: dict[str, LimitReport] = msgspec.field(default_factory=dict)
+    output: OutputReport = msgspec.field(default_factory=OutputReport)
+    error: str | None = None
+    violation: str | None = None
+
+    def to_json(self) -> bytes:
+        """Encode as the ``--json-status`` document (one line, newline-terminated)."""
+        return msgspec.json.encode(self) + b"\n"
+
+
+def exit_code_for_signal(signum: int) -> int:
+    """The conventional shell exit code for death by ``signum``."""
+    return EXIT_SIGNAL_BASE + signum
+
+
+def setup_failure(message: str, total_s: float = 0.0) -> SandboxResult:
+    """The result of a sandbox that could not be built (nothing ran)."""
+    return SandboxResult(
+        outcome="setup_error",
+        exit_code=EXIT_SETUP_FAILED,
+        durations=Durations(total_s=total_s),
+        error=message,
+    )

@@ -1,0 +1,129 @@
+"""What to run and how to contain it: the launch specification (sans-IO values)."""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Final, Literal
+
+import msgspec
+
+from glove.container._limits import Limits
+from glove.container.errors import SpecError
+
+#: Where the workspace appears inside the sandbox unless a profile says otherwise.
+DEFAULT_WORKSPACE_TARGET: Final = "/workspace"
+#: The hostname the sandbox's UTS namespace gets.
+DEFAULT_HOSTNAME: Final = "glove"
+#: Targets the sandbox builds itself; a bind may not land on or under them.
+RESERVED_TARGETS: Final = ("/proc", "/dev", "/tmp")  # noqa: S108 - paths inside the sandbox
+#: Highest fd number a passed fd may take inside (fds stay small and countable).
+MAX_PASSED_FD: Final = 255
+
+BindMode = Literal["ro", "rw"]
+
+
+class Bind(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A host path made visible inside the sandbox.
+
+    A source whose last component is a symlink is reproduced inside as the same symlink
+    (its target text), never followed: that is how ``/bin -> usr/bin`` style layouts are
+    mirrored. Any other symlink on the way makes the launch fail.
+
+    Attributes:
+        source: absolute host path.
+        target: absolute path inside; defaults to ``source``.
+        mode: ``ro`` (default) or ``rw``.
+        optional: skip silently when the source does not exist.
+    """
+
+    source: str
+    target: str | None = None
+    mode: BindMode = "ro"
+    optional: bool = False
+
+    def __post_init__(self) -> None:
+        """Check both paths are absolute and normal.
+
+        Raises:
+            SpecError: a path is relative, or the target is reserved.
+        """
+        for what, path in (("source", self.source), ("target", self.target)):
+            if path is None:
+                continue
+            if not path.startswith("/") or "\0" in path:
+                raise SpecError(f"bind {what} must be an absolute path: {path!r}")
+        target = self.destination
+        if target == "/":
+            raise SpecError("a bind cannot replace the sandbox root")
+        for reserved in RESERVED_TARGETS:
+            if target == reserved or target.startswith(reserved + "/"):
+                raise SpecError(f"bind target {target!r} is inside the sandbox-owned {reserved}")
+
+    @property
+    def destination(self) -> str:
+        """The normalized path inside the sandbox."""
+        return posixpath.normpath(self.target or self.source)
+
+
+class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Everything :func:`glove.container.launch` needs to start one sandbox.
+
+    Attributes:
+        argv: the command and its arguments; ``argv[0]`` is searched in the sandbox ``PATH``.
+        binds: host paths to expose, applied in order (later ones may nest in earlier ones).
+        workspace: host directory bound at ``workspace_target``, or None for no workspace.
+        workspace_target: where the workspace appears inside.
+        workspace_mode: ``rw`` or ``ro``.
+        cwd: working directory inside; defaults to the workspace target, else ``/``.
+        env: the complete environment of the command (nothing else is inherited).
+        network: only ``none`` (loopback only) exists today.
+        pty: give the command a fresh pseudo-terminal as its controlling terminal.
+        limits: the six limits.
+        accept_weaker: limit names (or ``all``) for which a per-process mechanism is fine.
+        pass_fds: fds to pass in, as ``{fd number inside: fd number in this process}``.
+        hostname: the sandbox's hostname.
+    """
+
+    argv: tuple[str, ...]
+    binds: tuple[Bind, ...] = ()
+    workspace: str | None = None
+    workspace_target: str = DEFAULT_WORKSPACE_TARGET
+    workspace_mode: BindMode = "rw"
+    cwd: str | None = None
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    network: Literal["none"] = "none"
+    pty: bool = False
+    limits: Limits = msgspec.field(default_factory=Limits)
+    accept_weaker: frozenset[str] = frozenset()
+    pass_fds: dict[int, int] = msgspec.field(default_factory=dict)
+    hostname: str = DEFAULT_HOSTNAME
+
+    def __post_init__(self) -> None:
+        """Check the parts that do not need the system.
+
+        Raises:
+            SpecError: an empty command, a bad path, or a passed fd that clashes with stdio.
+        """
+        if not self.argv or not self.argv[0]:
+            raise SpecError("no command given")
+        if any("\0" in arg for arg in self.argv):
+            raise SpecError("command arguments must not contain NUL bytes")
+        if self.workspace is not None and not self.workspace.startswith("/"):
+            raise SpecError(f"workspace must be an absolute path: {self.workspace!r}")
+        if not self.workspace_target.startswith("/") or self.workspace_target == "/":
+            raise SpecError(f"bad workspace target: {self.workspace_target!r}")
+        if self.cwd is not None and not self.cwd.startswith("/"):
+            raise SpecError(f"cwd must be an absolute path inside: {self.cwd!r}")
+        for key, value in self.env.items():
+            if not key or "=" in key or "\0" in key or "\0" in value:
+                raise SpecError(f"bad environment entry: {key!r}")
+        for inside in self.pass_fds:
+            if inside < 3 or inside > MAX_PASSED_FD:
+                raise SpecError(f"passed fd number must be within 3..{MAX_PASSED_FD}: {inside}")
+
+    @property
+    def working_directory(self) -> str:
+        """The directory the command starts in."""
+        if self.cwd is not None:
+            return self.cwd
+        return self.workspace_target if self.workspace is not None else "/"

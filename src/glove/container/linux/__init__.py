@@ -1,0 +1,1 @@
+"""Linux implementation of the sandbox (namespaces, mounts, seccomp, cgroups, PTY)."""

@@ -1,0 +1,465 @@
+"""Launching a sandbox: the clone, the parent's side of the handshake, and the init.
+
+Process shape::
+
+    launcher (this process)                      sandbox (new user, pid, mount, net, ipc,
+      clone3(CLONE_NEW* | CLONE_PIDFD) ------->   uts and cgroup namespaces)
+      write setgroups=deny, uid_map, gid_map       init (pid 1): waits on the go pipe
+      place init in its cgroups                      builds the root, pivots, drops every
+      write "G" on the go pipe ------------------>   capability, loads seccomp, forks:
+      read status lines <------------------------      command (pid 2): setsid, stdio,
+                                                       closes fds, rlimits, execve
+
+The init stays as a minimal reaper so the command is never pid 1 (a pid-1 command would be
+immune to its own ``kill -9 $$``) and reports the command's fate on the status pipe. When
+the init exits the kernel kills everything left in the pid namespace; when the launcher dies
+the init gets SIGKILL (``PR_SET_PDEATHSIG``, plus EOF on the go pipe before release).
+
+``clone3`` runs through ``ctypes.PyDLL`` with the GIL held and the interpreter's fork hooks,
+so a multi-threaded asyncio process can launch directly. Where clone3 is unavailable
+(ENOSYS, e.g. under a container runtime's filter) the launcher falls back to fork, unshare,
+fork. ``GLOVE_SANDBOX_LAUNCH=fork`` forces the fallback (tests use it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import resource
+import signal
+import termios
+import time
+from pathlib import Path
+from typing import Final, NoReturn
+
+import msgspec
+
+from glove.container._limits import (
+    MECH_RLIMIT_AS,
+    MECH_RLIMIT_CPU,
+    MECH_RLIMIT_NPROC_USERNS,
+    LimitPlan,
+    plan_limits,
+)
+from glove.container._result import EXIT_SETUP_FAILED
+from glove.container._spec import MAX_PASSED_FD, SandboxSpec
+from glove.container.errors import SandboxSetupError, UnsupportedPlatform
+from glove.container.linux import _syscalls as sc
+from glove.container.linux._cgroups import CgroupSet, probe_host_limits
+from glove.container.linux._mounts import (
+    OpenedSource,
+    build_root,
+    forbid_nested_user_namespaces,
+    open_sources,
+    scratch_used_bytes,
+)
+from glove.container.linux._seccomp import seccomp_program
+
+#: Environment variable that forces the fork + unshare + fork launch path.
+LAUNCH_MODE_ENV: Final = "GLOVE_SANDBOX_LAUNCH"
+#: Signals the init passes on to the command (everything else it ignores, as pid 1 does).
+FORWARDED_SIGNALS: Final = (
+    signal.SIGTERM,
+    signal.SIGINT,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+#: Highest fd number closed explicitly before exec.
+MAX_FD: Final = 1 << 20
+#: oom_score_adj given to the command so the OOM killer prefers it over the init.
+COMMAND_OOM_SCORE_ADJ: Final = b"1000"
+#: Bytes of the go message (the launcher's side is done).
+GO_BYTE: Final = b"G"
+
+_GO_DEADLINE_S: Final = 10.0
+#: Temporary fds used while placing passed fds sit above every allowed target number.
+_STAGING_FD_MIN: Final = MAX_PASSED_FD + 1
+
+
+class LaunchContext(msgspec.Struct, frozen=True):
+    """What the child needs, prepared before the clone (the child copies it)."""
+
+    spec: SandboxSpec
+    sources: list[OpenedSource]
+    plans: dict[str, LimitPlan]
+    stdio: tuple[int, int, int]
+    seccomp_bpf: bytes
+    last_cap: int
+    go_read: int
+    status_write: int
+
+
+class SandboxProcess:
+    """A launched sandbox, from the launcher's side.
+
+    Attributes:
+        pid: host pid of the sandbox's init (or of the fork-path intermediate).
+        pidfd: a pidfd for ``pid``; readable once it has exited.
+        status_fd: read end of the status pipe (lines such as ``exit 3``).
+        plans: the mechanism chosen for each requested limit.
+        cgroups: the sandbox's cgroup groups, when a limit uses them.
+        started: ``time.monotonic()`` at clone.
+        released: ``time.monotonic()`` when the child was released.
+    """
+
+    def __init__(
+        self,
+        *,
+        pid: int,
+        pidfd: int,
+        status_fd: int,
+        plans: dict[str, LimitPlan],
+        cgroups: CgroupSet | None,
+        started: float,
+    ) -> None:
+        """Wrap a launched sandbox (use :func:`launch`)."""
+        self.pid = pid
+        self.pidfd = pidfd
+        self.status_fd = status_fd
+        self.plans = plans
+        self.cgroups = cgroups
+        self.started = started
+        self.released = started
+        self.reaped_status: int | None = None
+
+    def send_signal(self, signum: int) -> None:
+        """Send ``signum`` to the sandbox init (it forwards TERM, INT, HUP, QUIT, USR1/2)."""
+        with contextlib.suppress(ProcessLookupError, OSError):
+            signal.pidfd_send_signal(self.pidfd, signum)
+
+    def kill(self) -> None:
+        """Kill the whole sandbox tree (SIGKILL to the init of its pid namespace)."""
+        self.send_signal(signal.SIGKILL)
+
+    def poll(self) -> int | None:
+        """Reap the init if it has exited; return its wait status or None."""
+        if self.reaped_status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid == self.pid:
+                self.reaped_status = status
+        return self.reaped_status
+
+    def wait(self) -> int:
+        """Block until the init exits; return its wait status."""
+        if self.reaped_status is None:
+            _, self.reaped_status = os.waitpid(self.pid, 0)
+        return self.reaped_status
+
+    def close(self) -> None:
+        """Kill anything left, reap, remove cgroups and close descriptors (idempotent)."""
+        if self.reaped_status is None:
+            self.kill()
+            with contextlib.suppress(ChildProcessError):
+                self.wait()
+        if self.cgroups is not None:
+            self.cgroups.destroy()
+        for fd in (self.pidfd, self.status_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.pidfd = self.status_fd = -1
+
+
+def _report(fd: int, line: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(fd, (line.replace("\n", " ") + "\n").encode())
+
+
+def _close_all_except(keep: set[int]) -> None:
+    low = 0
+    for fd in sorted(keep):
+        if fd > low:
+            os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, MAX_FD)
+
+
+def _place_fds(mapping: dict[int, int]) -> None:
+    """dup2 ``{target: source}`` safely even when sources and targets overlap."""
+    staged = {
+        target: fcntl.fcntl(source, fcntl.F_DUPFD_CLOEXEC, _STAGING_FD_MIN)
+        for target, source in mapping.items()
+    }
+    for target, temp in staged.items():
+        os.dup2(temp, target, inheritable=True)
+    for temp in staged.values():
+        if temp not in mapping:
+            os.close(temp)
+
+
+def _above_targets(fd: int) -> int:
+    """Move ``fd`` above every fd number the command's stdio and passed fds may take."""
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _STAGING_FD_MIN)
+    os.close(fd)
+    return moved
+
+
+def _apply_rlimits(plans: dict[str, LimitPlan]) -> None:
+    for plan in plans.values():
+        if plan.mechanism == MECH_RLIMIT_AS:
+            resource.setrlimit(resource.RLIMIT_AS, (int(plan.value), int(plan.value)))
+        elif plan.mechanism == MECH_RLIMIT_NPROC_USERNS:
+            resource.setrlimit(resource.RLIMIT_NPROC, (int(plan.value), int(plan.value)))
+        elif plan.mechanism == MECH_RLIMIT_CPU:
+            seconds = max(1, int(plan.value + 0.999))
+            resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
+
+
+def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:
+    """Become the command (pid 2). Never returns."""
+    spec = ctx.spec
+    try:
+        for signum in range(1, signal.NSIG):
+            with contextlib.suppress(OSError, ValueError, RuntimeError):
+                signal.signal(signum, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
+        os.setsid()
+        if spec.pty:
+            fcntl.ioctl(ctx.stdio[0], termios.TIOCSCTTY, 0)
+        mapping = {0: ctx.stdio[0], 1: ctx.stdio[1], 2: ctx.stdio[2], **spec.pass_fds}
+        _place_fds(mapping)
+        _close_all_except({*mapping, exec_write})
+        os.chdir(spec.working_directory)
+        _apply_rlimits(ctx.plans)
+        with contextlib.suppress(OSError):
+            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+            os.write(fd, COMMAND_OOM_SCORE_ADJ)
+            os.close(fd)
+    except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
+        _report(exec_write, f"setup {exc}")
+        os._exit(EXIT_SETUP_FAILED)
+    try:
+        os.execvpe(spec.argv[0], list(spec.argv), dict(spec.env))  # noqa: S606 - argv is a list, no shell
+    except OSError as exc:
+        _report(exec_write, f"exec {exc.errno or errno.ENOENT}")
+    except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
+        _report(exec_write, f"exec {errno.EINVAL} {exc}")
+    os._exit(127)
+
+
+def _forward(cmd_pid: int) -> None:
+    def handler(signum: int, _frame: object) -> None:
+        with contextlib.suppress(OSError):
+            os.kill(cmd_pid, signum)
+
+    for signum in FORWARDED_SIGNALS:
+        signal.signal(signum, handler)
+
+
+def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
+    """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
+    status = ctx.status_write
+    try:
+        sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
+        for signum in FORWARDED_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN)
+        if handshake and os.read(ctx.go_read, 1) != GO_BYTE:
+            os._exit(EXIT_SETUP_FAILED)
+        os.close(ctx.go_read)
+        build_root(ctx.spec, ctx.sources)
+        forbid_nested_user_namespaces()
+        _close_all_except({status, *ctx.stdio, *ctx.spec.pass_fds.values()})
+        sc.prctl(sc.PR_SET_DUMPABLE, 0)
+        sc.drop_all_capabilities(ctx.last_cap)
+        sc.load_seccomp_bpf(ctx.seccomp_bpf)
+        exec_read, exec_write = (_above_targets(fd) for fd in os.pipe2(os.O_CLOEXEC))
+        _report(status, "ready")
+        command = os.fork()
+        if command == 0:
+            os.close(exec_read)
+            _exec_command(ctx, exec_write)
+        _forward(command)
+        os.close(exec_write)
+        for fd in {*ctx.stdio, *ctx.spec.pass_fds.values()}:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        failure = os.read(exec_read, 512).decode(errors="replace").strip()
+        os.close(exec_read)
+        if failure:
+            _report(status, failure)
+        else:
+            _report(status, "started")
+        while True:
+            pid, wait_status = os.waitpid(-1, 0)
+            if pid == command:
+                break
+        if not failure:
+            if os.WIFSIGNALED(wait_status):
+                _report(status, f"signal {os.WTERMSIG(wait_status)}")
+            else:
+                _report(status, f"exit {os.waitstatus_to_exitcode(wait_status)}")
+        with contextlib.suppress(OSError):
+            _report(status, f"disk {scratch_used_bytes()}")
+    except BaseException as exc:  # noqa: BLE001 - the init must never unwind
+        _report(status, f"setup {type(exc).__name__}: {exc}{_where(exc)}")
+        os._exit(EXIT_SETUP_FAILED)
+    os._exit(0)
+
+
+def _where(exc: BaseException) -> str:
+    """Name the function where setup failed, so a report says which step broke."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return ""
+    return f" (in {tb.tb_frame.f_code.co_name})"
+
+
+def _write_file(path: str, data: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, data.encode())
+    finally:
+        os.close(fd)
+
+
+def _write_id_maps(pid: int) -> None:
+    uid, gid = os.geteuid(), os.getegid()
+    _write_file(f"/proc/{pid}/setgroups", "deny")
+    _write_file(f"/proc/{pid}/uid_map", f"{uid} {uid} 1\n")
+    _write_file(f"/proc/{pid}/gid_map", f"{gid} {gid} 1\n")
+
+
+def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
+    """fork, unshare, fork: the fallback when clone3 is unavailable."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
+            sc.unshare(sc.SANDBOX_NAMESPACES)
+            _report(ctx.status_write, "unshared")
+            if os.read(ctx.go_read, 1) != GO_BYTE:
+                os._exit(EXIT_SETUP_FAILED)
+            init = os.fork()
+            if init == 0:
+                _init_main(ctx, handshake=False)
+            os.close(ctx.status_write)
+            _, status = os.waitpid(init, 0)
+            os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+        except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
+            _report(ctx.status_write, f"setup {type(exc).__name__}: {exc}")
+        os._exit(EXIT_SETUP_FAILED)
+    return pid, os.pidfd_open(pid)
+
+
+def _await_unshared(status_fd: int) -> None:
+    deadline = time.monotonic() + _GO_DEADLINE_S
+    buffer = b""
+    while not buffer.endswith(b"\n"):
+        if time.monotonic() > deadline:
+            raise SandboxSetupError("the sandbox did not create its namespaces in time")
+        chunk = os.read(status_fd, 1)
+        if not chunk:
+            raise SandboxSetupError("the sandbox died while creating its namespaces")
+        buffer += chunk
+    if buffer.strip() != b"unshared":
+        raise SandboxSetupError(buffer.decode(errors="replace").strip().removeprefix("setup "))
+
+
+def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its unwinding
+    spec: SandboxSpec, stdio: tuple[int, int, int] = (0, 1, 2)
+) -> SandboxProcess:
+    """Start ``spec`` in a new sandbox and return once the child is released.
+
+    ``stdio`` gives the descriptors the command receives as 0, 1 and 2; ``spec.pass_fds``
+    adds more. The caller keeps its own copies of all of them and must close them itself.
+
+    Raises:
+        LimitRefused: a requested limit cannot be enforced as asked.
+        SpecError: a bind source is missing or goes through a symlink.
+        UnsupportedPlatform: no seccomp or no namespaces here.
+        SandboxSetupError: the launcher's side of the setup failed (nothing ran).
+    """
+    plans = plan_limits(spec.limits, probe_host_limits(), spec.accept_weaker)
+    bpf = seccomp_program()
+    sources = open_sources(spec)
+    cgroups: CgroupSet | None = None
+    go_read, go_write = os.pipe2(os.O_CLOEXEC)
+    status_read, status_write = os.pipe2(os.O_CLOEXEC)
+    ctx = LaunchContext(
+        spec=spec,
+        sources=sources,
+        plans=plans,
+        stdio=stdio,
+        seccomp_bpf=bpf,
+        last_cap=sc.cap_last_cap(),
+        go_read=go_read,
+        status_write=status_write,
+    )
+    pid = pidfd = -1
+    started = time.monotonic()
+    try:
+        if any(p.mechanism.startswith("cgroup-") for p in plans.values()):
+            cgroups = CgroupSet(plans)
+        use_fork = os.environ.get(LAUNCH_MODE_ENV) == "fork"
+        if not use_fork:
+            try:
+                pid, pidfd = sc.clone3(sc.SANDBOX_NAMESPACES)
+            except OSError as exc:
+                if exc.errno not in (errno.ENOSYS, errno.EPERM):
+                    raise SandboxSetupError(f"cannot create the sandbox: {exc}") from exc
+                use_fork = True
+            if pid == 0:
+                _init_main(ctx, handshake=True)
+        if use_fork:
+            pid, pidfd = _fork_path(ctx)
+        os.close(status_write)
+        status_write = -1
+        if use_fork:
+            _await_unshared(status_read)
+        _write_id_maps(pid)
+        if cgroups is not None:
+            cgroups.place(pid)
+        os.write(go_write, GO_BYTE)
+    except BaseException as exc:
+        if pid > 0:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            os.close(pidfd)
+        if cgroups is not None:
+            cgroups.destroy()
+        os.close(status_read)
+        if isinstance(exc, OSError):
+            raise SandboxSetupError(f"cannot set up the sandbox: {exc}") from exc
+        raise
+    finally:
+        for fd in (go_read, go_write, status_write):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+    process = SandboxProcess(
+        pid=pid, pidfd=pidfd, status_fd=status_read, plans=plans, cgroups=cgroups, started=started
+    )
+    process.released = time.monotonic()
+    return process
+
+
+def namespaces_available() -> bool:
+    """Whether this process can create the sandbox's namespaces (for ``glove doctor``)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            sc.unshare(sc.SANDBOX_NAMESPACES)
+        except BaseException:  # noqa: BLE001 - a probe child reports by exit code
+            code = 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def require_platform() -> None:
+    """Refuse early on a platform without the pieces the sandbox needs.
+
+    Raises:
+        UnsupportedPlatform: not Linux, or no seccomp.
+    """
+    if not Path("/proc/self/ns/user").exists():
+        raise UnsupportedPlatform("user namespaces are not available on this kernel")
+    seccomp_program()

@@ -1,0 +1,306 @@
+"""The filesystem perimeter: open bind sources safely, then build and pivot into a new root.
+
+Two halves. :func:`open_sources` runs in the launcher: every bind source is opened as an
+``O_PATH`` descriptor with ``openat2(RESOLVE_NO_SYMLINKS)``, so a path that contains a
+symlink (or was swapped for one) fails instead of widening the view; a source whose last
+component *is* a symlink is recorded as a symlink to recreate. :func:`build_root` runs in
+the sandbox's init, in its fresh user and mount namespaces: it mounts a size-limited tmpfs,
+creates every mount point by walking descriptors (never following a link, so no target can
+point outside the new root), bind-mounts each source *from its descriptor*, checks that the
+mounted inode is the one that was opened, applies read-only/nosuid/nodev recursively with
+``mount_setattr(AT_RECURSIVE)`` (submounts included), adds ``/proc``, a minimal ``/dev`` and
+``/tmp``, then ``pivot_root``s and detaches the old root.
+"""
+
+# Raw paths and dir fds inside a fresh mount namespace (pathlib adds nothing); /tmp here is
+# the staging point in the sandbox's own namespace, not a shared temporary directory.
+# ruff: noqa: PTH101, PTH102, PTH211, S108
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import socket
+import stat
+import struct
+from typing import Final
+
+import msgspec
+
+from glove.container._spec import Bind, SandboxSpec
+from glove.container.errors import SandboxSetupError, SpecError
+from glove.container.linux import _syscalls as sc
+
+#: Where the new root is assembled inside the sandbox's private mount namespace.
+STAGING_DIR: Final = "/tmp"
+#: Device nodes bound from the host's /dev.
+DEVICE_NODES: Final = ("null", "zero", "full", "random", "urandom", "tty")
+#: Mode of the world-writable scratch directories (sticky).
+STICKY_WORLD_MODE: Final = 0o1777
+#: Default size of the root tmpfs when no disk limit is given.
+DEFAULT_SCRATCH_BYTES: Final = 1024 * 1024 * 1024
+
+_O_PATH_NOFOLLOW: Final = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
+_RESOLVE_STRICT: Final = sc.RESOLVE_NO_SYMLINKS | sc.RESOLVE_NO_MAGICLINKS
+_SIOCGIFFLAGS: Final = 0x8913
+_SIOCSIFFLAGS: Final = 0x8914
+_IFF_UP: Final = 0x1
+
+
+class OpenedSource(msgspec.Struct, frozen=True):
+    """A bind source checked in the launcher.
+
+    The launcher's descriptor cannot be bind-mounted by the child (it belongs to the
+    launcher's mount namespace, and the kernel refuses to copy mounts across namespaces), so
+    the child opens the path again the same strict way and checks it is the same inode.
+
+    Attributes:
+        source: the host path.
+        target: the path inside the sandbox.
+        writable: whether the bind is read-write.
+        kind: ``dir``, ``file`` or ``symlink``.
+        link: the symlink's text, for ``symlink``.
+        dev: device of the opened inode, to verify after mounting.
+        ino: inode number of the opened inode.
+    """
+
+    source: str
+    target: str
+    writable: bool
+    kind: str
+    link: str = ""
+    dev: int = 0
+    ino: int = 0
+
+
+def _open_one(bind: Bind) -> OpenedSource | None:
+    try:
+        fd = sc.openat2(bind.source, _O_PATH_NOFOLLOW, _RESOLVE_STRICT)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT and bind.optional:
+            return None
+        if exc.errno == errno.ELOOP:
+            raise SpecError(
+                f"bind source {bind.source} goes through a symlink; give the resolved path"
+            ) from exc
+        raise SpecError(
+            f"cannot open bind source {bind.source}: {os.strerror(exc.errno or 0)}"
+        ) from exc
+    info = os.fstat(fd)
+    writable = bind.mode == "rw"
+    if stat.S_ISLNK(info.st_mode):
+        link = os.readlink("", dir_fd=fd)
+        os.close(fd)
+        return OpenedSource(
+            source=bind.source, target=bind.destination, writable=False, kind="symlink", link=link
+        )
+    os.close(fd)
+    kind = "dir" if stat.S_ISDIR(info.st_mode) else "file"
+    return OpenedSource(
+        source=bind.source,
+        target=bind.destination,
+        writable=writable,
+        kind=kind,
+        dev=info.st_dev,
+        ino=info.st_ino,
+    )
+
+
+def open_sources(spec: SandboxSpec) -> list[OpenedSource]:
+    """Open every bind source and the workspace (launcher side).
+
+    Raises:
+        SpecError: a source is missing (and not optional), unreadable, or passes a symlink.
+    """
+    binds = list(spec.binds)
+    if spec.workspace is not None:
+        binds.append(
+            Bind(source=spec.workspace, target=spec.workspace_target, mode=spec.workspace_mode)
+        )
+    opened: list[OpenedSource] = []
+    for bind in binds:
+        source = _open_one(bind)
+        if source is not None:
+            opened.append(source)
+    return opened
+
+
+def _walk_dirs(root_fd: int, parts: list[str]) -> int:
+    """Create and open ``parts`` under ``root_fd`` as directories, refusing any symlink."""
+    fd = os.dup(root_fd)
+    for part in parts:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(part, 0o755, dir_fd=fd)
+        try:
+            child = sc.openat2(part, _O_PATH_NOFOLLOW | os.O_DIRECTORY, _RESOLVE_STRICT, fd)
+        finally:
+            os.close(fd)
+        fd = child
+    return fd
+
+
+def _split(target: str) -> tuple[list[str], str]:
+    parts = [part for part in target.split("/") if part and part != "."]
+    if not parts or ".." in parts:
+        raise SandboxSetupError(f"bad sandbox path {target!r}")
+    return parts[:-1], parts[-1]
+
+
+def _clone_origin(source: OpenedSource) -> int:
+    """Open a source again in the sandbox's mount namespace, check it, clone its mounts.
+
+    The clone is a detached copy of the source's mount tree (submounts included) taken
+    before the staging tmpfs exists, so it can never contain the staging root itself; its
+    flags are tightened before it is attached anywhere.
+    """
+    if source.kind == "symlink":
+        return -1
+    origin = sc.openat2(source.source, _O_PATH_NOFOLLOW, _RESOLVE_STRICT)
+    try:
+        info = os.fstat(origin)
+        if (info.st_dev, info.st_ino) != (source.dev, source.ino):
+            raise SandboxSetupError(f"bind source {source.source} changed during setup")
+        tree = sc.open_tree_clone(origin)
+    finally:
+        os.close(origin)
+    attrs = sc.MOUNT_ATTR_NOSUID | sc.MOUNT_ATTR_NODEV
+    if not source.writable:
+        attrs |= sc.MOUNT_ATTR_RDONLY
+    try:
+        sc.mount_setattr_recursive(tree, attrs)
+    except BaseException:
+        os.close(tree)
+        raise
+    return tree
+
+
+def _bind_source(root_fd: int, source: OpenedSource, origin: int) -> None:
+    parents, name = _split(source.target)
+    parent_fd = _walk_dirs(root_fd, parents)
+    try:
+        if source.kind == "symlink":
+            with contextlib.suppress(FileExistsError):
+                os.symlink(source.link, name, dir_fd=parent_fd)
+            return
+        if source.kind == "dir":
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o755, dir_fd=parent_fd)
+        else:
+            with contextlib.suppress(FileExistsError):
+                os.close(
+                    os.open(
+                        name,
+                        os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW,
+                        0o644,
+                        dir_fd=parent_fd,
+                    )
+                )
+        point = sc.openat2(name, _O_PATH_NOFOLLOW, _RESOLVE_STRICT, parent_fd)
+        try:
+            sc.move_mount_fd(origin, point)
+        finally:
+            os.close(point)
+        mounted = sc.openat2(name, _O_PATH_NOFOLLOW, _RESOLVE_STRICT, parent_fd)
+        try:
+            info = os.fstat(mounted)
+            if (info.st_dev, info.st_ino) != (source.dev, source.ino):
+                raise SandboxSetupError(f"bind {source.target} does not show the opened source")
+        finally:
+            os.close(mounted)
+    finally:
+        os.close(parent_fd)
+
+
+def _make_dev(root: str) -> None:
+    dev = f"{root}/dev"
+    for node in DEVICE_NODES:
+        path = f"{dev}/{node}"
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o644))
+        sc.mount(f"/dev/{node}", path, None, sc.MS_BIND)
+        mounted = os.open(path, _O_PATH_NOFOLLOW)
+        try:
+            sc.mount_setattr_recursive(mounted, sc.MOUNT_ATTR_NOSUID | sc.MOUNT_ATTR_NOEXEC)
+        finally:
+            os.close(mounted)
+    os.mkdir(f"{dev}/pts", 0o755)
+    sc.mount(
+        "devpts",
+        f"{dev}/pts",
+        "devpts",
+        sc.MS_NOSUID | sc.MS_NOEXEC,
+        "newinstance,ptmxmode=0666,mode=0620",
+    )
+    os.symlink("pts/ptmx", f"{dev}/ptmx")
+    os.mkdir(f"{dev}/shm")
+    os.chmod(f"{dev}/shm", STICKY_WORLD_MODE)
+    os.symlink("/proc/self/fd", f"{dev}/fd")
+    for number, name in enumerate(("stdin", "stdout", "stderr")):
+        os.symlink(f"/proc/self/fd/{number}", f"{dev}/{name}")
+
+
+def _loopback_up() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        request = struct.pack("16sH14x", b"lo", 0)
+        flags = struct.unpack("16sH14x", fcntl.ioctl(sock.fileno(), _SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
+
+
+def build_root(spec: SandboxSpec, sources: list[OpenedSource]) -> None:
+    """Assemble the sandbox root and pivot into it (runs in the sandbox's init).
+
+    Raises:
+        OSError: a mount step failed.
+        SandboxSetupError: a bind did not show the source that was opened.
+    """
+    sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
+    # Open every source before the staging tmpfs covers anything a source may live under.
+    origins = [_clone_origin(source) for source in sources]
+    size = spec.limits.disk if spec.limits.disk is not None else DEFAULT_SCRATCH_BYTES
+    root = STAGING_DIR
+    sc.mount("tmpfs", root, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={size},mode=0755")
+    for name in ("proc", "dev", "tmp"):
+        os.mkdir(f"{root}/{name}", 0o755)
+    os.chmod(f"{root}/tmp", STICKY_WORLD_MODE)
+    root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for source, origin in zip(sources, origins, strict=True):
+            _bind_source(root_fd, source, origin)
+    finally:
+        os.close(root_fd)
+        for origin in origins:
+            if origin >= 0:
+                os.close(origin)
+    sc.mount("proc", f"{root}/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
+    _make_dev(root)
+    # /tmp and /dev/shm stay writable (sharing the root tmpfs and its size) once / is ro.
+    for scratch in ("tmp", "dev/shm"):
+        sc.mount(f"{root}/{scratch}", f"{root}/{scratch}", None, sc.MS_BIND)
+    os.chdir(root)
+    sc.pivot_root(".", ".")
+    sc.umount2(".", sc.MNT_DETACH)
+    os.chdir("/")
+    sc.mount(
+        None, "/", None, sc.MS_REMOUNT | sc.MS_BIND | sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV
+    )
+    socket.sethostname(spec.hostname)
+    _loopback_up()
+
+
+def forbid_nested_user_namespaces() -> None:
+    """Set this user namespace's ``max_user_namespaces`` to 0 (needs the new /proc).
+
+    Raises:
+        OSError: the sysctl could not be written.
+    """
+    fd = os.open("/proc/sys/user/max_user_namespaces", os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, b"0")
+    finally:
+        os.close(fd)
+
+
+def scratch_used_bytes() -> int:
+    """Bytes in use on the root tmpfs (the sandbox's writable scratch)."""
+    info = os.statvfs("/tmp")
+    return (info.f_blocks - info.f_bfree) * info.f_frsize

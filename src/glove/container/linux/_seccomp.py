@@ -1,0 +1,149 @@
+"""The sandbox's seccomp filter, built once with pyseccomp and loaded as raw BPF.
+
+The filter is compiled in the launcher (libseccomp is needed only there) and exported as
+classic BPF; the sandbox's init loads the bytes with ``prctl`` just before it forks the
+command, so the command and everything it starts inherit it.
+
+Policy: default allow; a denylist of kernel surfaces a contained program has no business
+touching answers EPERM (so well-behaved programs degrade rather than die); ``clone3``
+answers ENOSYS so libc falls back to ``clone``, whose flags the filter can inspect; a syscall
+made through another architecture's entry (``int 0x80`` on x86_64) kills the process, which
+the result reports as a seccomp violation (SIGSYS).
+"""
+
+from __future__ import annotations
+
+import errno
+import tempfile
+from typing import Final
+
+from glove.container.errors import UnsupportedPlatform
+from glove.container.linux import _syscalls as sc
+
+#: Syscalls denied outright with EPERM.
+DENIED_SYSCALLS: Final = (
+    # tracing and reading other processes' memory
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    # the kernel keyring
+    "keyctl",
+    "add_key",
+    "request_key",
+    # the mount family, old and new API
+    "mount",
+    "umount2",
+    "pivot_root",
+    "move_mount",
+    "open_tree",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "chroot",
+    # namespaces
+    "unshare",
+    "setns",
+    # kernel attack surface
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "acct",
+    "swapon",
+    "swapoff",
+    "reboot",
+    "quotactl",
+    "lookup_dcookie",
+    "vhangup",
+    "fanotify_init",
+)
+
+TIOCSTI: Final = 0x5412
+TIOCLINUX: Final = 0x541C
+#: Compare only the low 32 bits of an ioctl request (CVE-2019-10063: the kernel truncates).
+IOCTL_REQUEST_MASK: Final = 0xFFFFFFFF
+
+AF_NETLINK: Final = 16
+AF_PACKET: Final = 17
+SOCK_RAW: Final = 3
+SOCK_TYPE_MASK: Final = 0xF
+_NAMESPACE_FLAGS: Final = (
+    sc.CLONE_NEWNS,
+    sc.CLONE_NEWCGROUP,
+    sc.CLONE_NEWUTS,
+    sc.CLONE_NEWIPC,
+    sc.CLONE_NEWUSER,
+    sc.CLONE_NEWPID,
+    sc.CLONE_NEWNET,
+)
+
+_cached_program: bytes | None = None
+
+
+def _build() -> bytes:
+    try:
+        import pyseccomp as seccomp
+    except (ImportError, OSError) as exc:
+        raise UnsupportedPlatform(f"pyseccomp / libseccomp is not usable: {exc}") from exc
+    deny = seccomp.ERRNO(errno.EPERM)
+    filt = seccomp.SyscallFilter(seccomp.ALLOW)
+    filt.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)
+    for name in dict.fromkeys(DENIED_SYSCALLS):
+        try:
+            filt.add_rule(deny, name)
+        except (ValueError, OSError, RuntimeError):
+            # A syscall unknown to this libseccomp/arch cannot be called either.
+            continue
+    filt.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    for flag in _NAMESPACE_FLAGS:
+        filt.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
+    for request in (TIOCSTI, TIOCLINUX):
+        filt.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, IOCTL_REQUEST_MASK, request))
+    for family in (AF_NETLINK, AF_PACKET):
+        filt.add_rule(deny, "socket", seccomp.Arg(0, seccomp.EQ, family))
+    for family in (2, 10):  # AF_INET, AF_INET6: no raw sockets
+        filt.add_rule(
+            deny,
+            "socket",
+            seccomp.Arg(0, seccomp.EQ, family),
+            seccomp.Arg(1, seccomp.MASKED_EQ, SOCK_TYPE_MASK, SOCK_RAW),
+        )
+    with tempfile.TemporaryFile() as handle:
+        filt.export_bpf(handle)
+        handle.seek(0)
+        return handle.read()
+
+
+def seccomp_program() -> bytes:
+    """Return the filter as classic BPF bytes, compiling it on first use.
+
+    Raises:
+        UnsupportedPlatform: libseccomp cannot be loaded or rejects the rules.
+    """
+    global _cached_program
+    if _cached_program is None:
+        try:
+            _cached_program = _build()
+        except OSError as exc:
+            raise UnsupportedPlatform(f"cannot build the seccomp filter: {exc}") from exc
+    return _cached_program
+
+
+def seccomp_available() -> bool:
+    """Whether the filter can be built here (for ``glove doctor``)."""
+    try:
+        seccomp_program()
+    except UnsupportedPlatform:
+        return False
+    return True

@@ -1,0 +1,386 @@
+"""Supervising a running sandbox: output accounting, the watchdog, and the result.
+
+:func:`run` launches a spec and drives it to a :class:`SandboxResult` from one thread with a
+selector over the init's pidfd, the status pipe, the output pipes (or the PTY master) and the
+host's stdin in PTY mode. The wall-clock and CPU watchdogs and the output cap all end the
+sandbox the same way: SIGKILL to the init of its pid namespace, which takes the whole tree
+(setsid'd, double-forked and stopped descendants included). Output is counted as it is
+passed on and cut exactly at the cap; once the init is gone, draining the pipes is bounded
+by a short grace period, so an orphan holding a pipe cannot hang the launcher.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import selectors
+import signal
+import threading
+import time
+from typing import Final, NamedTuple
+
+from glove.container._limits import MECH_CGROUP_V1_CPUACCT
+from glove.container._result import (
+    EXIT_NOT_EXECUTABLE,
+    EXIT_NOT_FOUND,
+    EXIT_SETUP_FAILED,
+    Durations,
+    LimitReport,
+    Outcome,
+    OutputReport,
+    SandboxResult,
+    exit_code_for_signal,
+)
+from glove.container._spec import SandboxSpec
+from glove.container.linux._launch import SandboxProcess, launch
+from glove.container.linux._mounts import DEFAULT_SCRATCH_BYTES
+from glove.container.linux._pty import host_terminal, open_sandbox_pty
+
+#: Bytes read from a pipe or the PTY per call.
+READ_CHUNK_BYTES: Final = 64 * 1024
+#: How often the CPU watchdog samples the group's usage.
+CPU_POLL_INTERVAL_S: Final = 0.05
+#: How long output is still drained after the init has exited.
+DRAIN_GRACE_S: Final = 0.5
+#: Largest status-pipe transcript kept (it holds a few short lines).
+MAX_STATUS_BYTES: Final = 16 * 1024
+#: Scratch usage within this many bytes of the size counts as reaching the disk limit.
+DISK_HIT_SLACK_BYTES: Final = 64 * 1024
+#: Host signals passed on to the sandbox while ``run`` supervises from the main thread.
+FORWARDED_HOST_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _Output:
+    """Counts bytes passed from the sandbox to the caller and enforces the cap."""
+
+    def __init__(self, cap: int | None) -> None:
+        self.cap = cap
+        self.total = 0
+        self.truncated = False
+
+    def forward(self, data: bytes, sink: int) -> bool:
+        """Pass on what fits under the cap; return False once the cap is exceeded."""
+        allowed = data
+        if self.cap is not None and self.total + len(data) > self.cap:
+            allowed = data[: max(0, self.cap - self.total)]
+            self.truncated = True
+        _write_all(sink, allowed)
+        self.total += len(allowed)
+        return not self.truncated
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except BlockingIOError:
+            selectors.select.select([], [fd], [], 1.0)  # type: ignore[attr-defined]
+            continue
+        except OSError as exc:
+            if exc.errno in (errno.EPIPE, errno.EBADF, errno.EIO):
+                return  # the reader went away; accounting still counts what was sent
+            raise
+        view = view[written:]
+
+
+def _parse_status(transcript: bytes) -> dict[str, str]:
+    fields: dict[str, str] = {}
+    for line in transcript.decode(errors="replace").splitlines():
+        key, _, value = line.partition(" ")
+        fields.setdefault(key, value)
+    return fields
+
+
+class _Verdict(NamedTuple):
+    outcome: Outcome
+    exit_code: int
+    signal: int | None
+    error: str | None
+    violation: str | None = None
+
+
+class _Supervisor:
+    """The select loop for one sandbox (one instance per :func:`run`)."""
+
+    def __init__(self, spec: SandboxSpec, stdin: int, stdout: int, stderr: int) -> None:
+        self.spec = spec
+        self.stdin = stdin
+        self.stdout = stdout
+        self.stderr = stderr
+        self.output = _Output(spec.limits.output)
+        self.kill_reason: str | None = None
+        self.status = b""
+        self.selector = selectors.DefaultSelector()
+        self.sinks: dict[int, int] = {}
+
+    def _kill(self, process: SandboxProcess, reason: str) -> None:
+        if self.kill_reason is None:
+            self.kill_reason = reason
+        process.kill()
+
+    def _read_status(self, fd: int) -> bool:
+        try:
+            chunk = os.read(fd, 4096)
+        except BlockingIOError:
+            return True
+        if not chunk:
+            return False
+        if len(self.status) < MAX_STATUS_BYTES:
+            self.status += chunk
+        return True
+
+    def _pump(self, fd: int, process: SandboxProcess) -> bool:
+        """Move one chunk from a sandbox output fd; False at end of stream."""
+        try:
+            chunk = os.read(fd, READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return True
+        except OSError as exc:
+            if exc.errno == errno.EIO:  # PTY: the sandbox side is closed
+                return False
+            raise
+        if not chunk:
+            return False
+        if not self.output.forward(chunk, self.sinks[fd]):
+            self._kill(process, "output")
+        return True
+
+    def _pump_stdin(self, master: int) -> bool:
+        try:
+            chunk = os.read(self.stdin, READ_CHUNK_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return True
+        except OSError:
+            return False
+        if not chunk:
+            return False
+        _write_all(master, chunk)
+        return True
+
+    def _check_watchdogs(self, process: SandboxProcess, deadline: float | None) -> None:
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            self._kill(process, "wall_time")
+        cpu = process.plans.get("cpu_time")
+        if (
+            cpu is not None
+            and cpu.mechanism == MECH_CGROUP_V1_CPUACCT
+            and process.cgroups is not None
+            and process.cgroups.cpu_seconds() >= cpu.value
+        ):
+            self._kill(process, "cpu_time")
+
+    def supervise(  # noqa: PLR0912 - one select loop; the branches are its event kinds
+        self, process: SandboxProcess, outputs: list[int], master: int | None
+    ) -> None:
+        """Run the loop until the init has exited and output is drained."""
+        sel = self.selector
+        sel.register(process.pidfd, selectors.EVENT_READ, "exit")
+        os.set_blocking(process.status_fd, False)
+        sel.register(process.status_fd, selectors.EVENT_READ, "status")
+        for fd in outputs:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ, "output")
+        if master is not None and self.stdin >= 0:
+            with contextlib.suppress(ValueError, OSError):
+                sel.register(self.stdin, selectors.EVENT_READ, "stdin")
+        wall = self.spec.limits.wall_time
+        deadline = process.released + wall if wall is not None else None
+        cpu_polled = "cpu_time" in process.plans
+        exited_at: float | None = None
+        open_outputs = set(outputs)
+        while True:
+            now = time.monotonic()
+            if exited_at is not None and (not open_outputs or now - exited_at > DRAIN_GRACE_S):
+                break
+            timeout: float | None = None
+            if deadline is not None:
+                timeout = max(0.0, deadline - now)
+            if cpu_polled:
+                timeout = (
+                    CPU_POLL_INTERVAL_S if timeout is None else min(timeout, CPU_POLL_INTERVAL_S)
+                )
+            if exited_at is not None:
+                timeout = max(0.0, exited_at + DRAIN_GRACE_S - now)
+            for key, _ in sel.select(timeout):
+                fd, role = int(key.fd), key.data
+                if role == "exit":
+                    process.wait()
+                    sel.unregister(fd)
+                    exited_at = time.monotonic()
+                    deadline = None
+                    cpu_polled = False
+                elif role == "status":
+                    if not self._read_status(fd):
+                        sel.unregister(fd)
+                elif role == "output":
+                    if not self._pump(fd, process):
+                        sel.unregister(fd)
+                        open_outputs.discard(fd)
+                elif role == "stdin" and master is not None and not self._pump_stdin(master):
+                    sel.unregister(fd)
+            if exited_at is None:
+                self._check_watchdogs(process, deadline)
+        with contextlib.suppress(OSError):
+            while self._read_status(process.status_fd) and len(self.status) < MAX_STATUS_BYTES:
+                pass
+        sel.close()
+
+    def result(self, process: SandboxProcess, started: float) -> SandboxResult:
+        """Turn what was observed into the structured result."""
+        fields = _parse_status(self.status)
+        limits = self._limit_reports(process, fields)
+        verdict = self._verdict(process, fields, limits)
+        return SandboxResult(
+            outcome=verdict.outcome,
+            exit_code=verdict.exit_code,
+            signal=verdict.signal,
+            error=verdict.error,
+            violation=verdict.violation,
+            durations=Durations(
+                setup_s=round(process.released - started, 6),
+                total_s=round(time.monotonic() - started, 6),
+            ),
+            limits=limits,
+            output=OutputReport(bytes=self.output.total, truncated=self.output.truncated),
+        )
+
+    def _verdict(  # noqa: PLR0911 - one return per outcome, in precedence order
+        self, process: SandboxProcess, fields: dict[str, str], limits: dict[str, LimitReport]
+    ) -> _Verdict:
+        killed = exit_code_for_signal(signal.SIGKILL)
+        if self.kill_reason is not None:
+            return _Verdict("limit", killed, signal.SIGKILL, f"{self.kill_reason} limit reached")
+        if "setup" in fields:
+            return _Verdict(
+                "setup_error", EXIT_SETUP_FAILED, None, f"sandbox setup failed: {fields['setup']}"
+            )
+        if "exec" in fields:
+            err = int(fields["exec"].split()[0])
+            code = EXIT_NOT_FOUND if err in (errno.ENOENT, errno.ENOTDIR) else EXIT_NOT_EXECUTABLE
+            return _Verdict(
+                "exec_error", code, None, f"cannot execute {self.spec.argv[0]}: {os.strerror(err)}"
+            )
+        memory = limits.get("memory")
+        if memory is not None and memory.hit and ("signal" in fields or "exit" not in fields):
+            return _Verdict("limit", killed, signal.SIGKILL, "memory limit reached")
+        if "signal" in fields:
+            signum = int(fields["signal"])
+            violation = "seccomp" if signum == signal.SIGSYS else None
+            return _Verdict("signaled", exit_code_for_signal(signum), signum, None, violation)
+        if "exit" in fields:
+            return _Verdict("exited", int(fields["exit"]) & 0xFF, None, None)
+        wait_status = process.reaped_status or 0
+        if "ready" in fields and os.WIFSIGNALED(wait_status):
+            signum = os.WTERMSIG(wait_status)
+            return _Verdict(
+                "signaled", exit_code_for_signal(signum), signum, "the sandbox init was killed"
+            )
+        return _Verdict(
+            "setup_error",
+            EXIT_SETUP_FAILED,
+            None,
+            f"sandbox init ended during setup (wait status {wait_status})",
+        )
+
+    def _limit_reports(
+        self, process: SandboxProcess, fields: dict[str, str]
+    ) -> dict[str, LimitReport]:
+        reports: dict[str, LimitReport] = {}
+        cgroups = process.cgroups
+        for name, plan in process.plans.items():
+            hit = self.kill_reason == name
+            if name == "memory" and cgroups is not None:
+                hit = hit or cgroups.memory_oom_killed()
+            elif name == "pids" and cgroups is not None:
+                hit = hit or cgroups.pids_hit()
+            elif name == "output":
+                hit = hit or self.output.truncated
+            elif name == "disk" and "disk" in fields:
+                size = self.spec.limits.disk or DEFAULT_SCRATCH_BYTES
+                hit = int(fields["disk"]) + DISK_HIT_SLACK_BYTES >= size
+            reports[name] = LimitReport(value=plan.value, mechanism=plan.mechanism, hit=hit)
+        return reports
+
+
+@contextlib.contextmanager
+def _forward_host_signals(process: SandboxProcess):  # type: ignore[no-untyped-def]
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {}
+
+    def handler(signum: int, _frame: object) -> None:
+        process.send_signal(signum)
+
+    for signum in FORWARDED_HOST_SIGNALS:
+        previous[signum] = signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+def run(spec: SandboxSpec, *, stdin: int = 0, stdout: int = 1, stderr: int = 2) -> SandboxResult:
+    """Run ``spec`` to completion and return its structured result.
+
+    The command's stdout and stderr (or its PTY) are passed on to ``stdout``/``stderr``
+    through the launcher, which counts them against the output limit. ``stdin`` is given to
+    the command directly (or pumped into the PTY). A sandbox that cannot be built returns a
+    ``setup_error`` result; a spec that is wrong before anything starts raises.
+
+    Raises:
+        LimitRefused: a requested limit cannot be enforced as asked.
+        SpecError: the spec is invalid on this host (missing bind source, ...).
+        UnsupportedPlatform: the machine lacks seccomp or namespaces.
+    """
+    from glove.container.errors import SandboxSetupError
+
+    started = time.monotonic()
+    supervisor = _Supervisor(spec, stdin, stdout, stderr)
+    master: int | None = None
+    child_ends: list[int] = []
+    outputs: list[int] = []
+    try:
+        if spec.pty:
+            master, slave = open_sandbox_pty(stdin)
+            child_ends = [slave]
+            stdio = (slave, slave, slave)
+            outputs = [master]
+            supervisor.sinks[master] = stdout
+        else:
+            out_r, out_w = os.pipe2(os.O_CLOEXEC)
+            err_r, err_w = os.pipe2(os.O_CLOEXEC)
+            child_ends = [out_w, err_w]
+            outputs = [out_r, err_r]
+            supervisor.sinks = {out_r: stdout, err_r: stderr}
+            stdio = (stdin, out_w, err_w)
+        try:
+            process = launch(spec, stdio)
+        except SandboxSetupError as exc:
+            return SandboxResult(
+                outcome="setup_error",
+                exit_code=EXIT_SETUP_FAILED,
+                error=str(exc),
+                durations=Durations(total_s=time.monotonic() - started),
+            )
+        for fd in child_ends:
+            os.close(fd)
+        child_ends = []
+        try:
+            with _forward_host_signals(process):
+                if master is not None:
+                    with host_terminal(stdin, master):
+                        supervisor.supervise(process, outputs, master)
+                else:
+                    supervisor.supervise(process, outputs, None)
+            return supervisor.result(process, started)
+        finally:
+            process.close()
+    finally:
+        for fd in (*child_ends, *outputs):
+            with contextlib.suppress(OSError):
+                os.close(fd)

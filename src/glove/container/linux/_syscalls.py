@@ -1,0 +1,348 @@
+"""ctypes bindings for the syscalls Python 3.11 lacks, in one private module.
+
+Everything goes through ``ctypes.PyDLL`` so the GIL stays held across the call: that is what
+makes ``clone3`` safe from a multi-threaded parent (a CDLL call drops the GIL and a child
+cloned meanwhile can inherit a lock held by another thread and deadlock). Every wrapper
+raises ``OSError`` with the errno on failure.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+from typing import Final
+
+#: Syscall numbers that differ by architecture (x86_64, aarch64).
+_SYSCALLS: Final = {
+    "x86_64": {
+        "clone3": 435,
+        "pivot_root": 155,
+        "openat2": 437,
+        "mount_setattr": 442,
+        "capset": 126,
+        "open_tree": 428,
+        "move_mount": 429,
+    },
+    "aarch64": {
+        "clone3": 435,
+        "pivot_root": 41,
+        "openat2": 437,
+        "mount_setattr": 442,
+        "capset": 91,
+        "open_tree": 428,
+        "move_mount": 429,
+    },
+}
+
+CLONE_NEWNS: Final = 0x00020000
+CLONE_NEWCGROUP: Final = 0x02000000
+CLONE_NEWUTS: Final = 0x04000000
+CLONE_NEWIPC: Final = 0x08000000
+CLONE_NEWUSER: Final = 0x10000000
+CLONE_NEWPID: Final = 0x20000000
+CLONE_NEWNET: Final = 0x40000000
+CLONE_PIDFD: Final = 0x00001000
+#: Every namespace-creating clone flag (NEWTIME is clone3/unshare only).
+CLONE_NEW_ANY: Final = (
+    CLONE_NEWNS
+    | CLONE_NEWCGROUP
+    | CLONE_NEWUTS
+    | CLONE_NEWIPC
+    | CLONE_NEWUSER
+    | CLONE_NEWPID
+    | CLONE_NEWNET
+)
+SANDBOX_NAMESPACES: Final = CLONE_NEW_ANY
+
+MS_RDONLY: Final = 0x1
+MS_NOSUID: Final = 0x2
+MS_NODEV: Final = 0x4
+MS_NOEXEC: Final = 0x8
+MS_REMOUNT: Final = 0x20
+MS_BIND: Final = 0x1000
+MS_REC: Final = 0x4000
+MS_PRIVATE: Final = 0x40000
+MNT_DETACH: Final = 0x2
+
+MOUNT_ATTR_RDONLY: Final = 0x1
+MOUNT_ATTR_NOSUID: Final = 0x2
+MOUNT_ATTR_NODEV: Final = 0x4
+MOUNT_ATTR_NOEXEC: Final = 0x8
+AT_EMPTY_PATH: Final = 0x1000
+AT_RECURSIVE: Final = 0x8000
+
+OPEN_TREE_CLONE: Final = 0x1
+MOVE_MOUNT_F_EMPTY_PATH: Final = 0x4
+MOVE_MOUNT_T_EMPTY_PATH: Final = 0x40
+
+RESOLVE_NO_MAGICLINKS: Final = 0x02
+RESOLVE_NO_SYMLINKS: Final = 0x04
+
+PR_SET_PDEATHSIG: Final = 1
+PR_SET_DUMPABLE: Final = 4
+PR_SET_SECCOMP: Final = 22
+PR_CAPBSET_DROP: Final = 24
+PR_SET_SECUREBITS: Final = 28
+PR_SET_NO_NEW_PRIVS: Final = 38
+PR_CAP_AMBIENT: Final = 47
+PR_CAP_AMBIENT_CLEAR_ALL: Final = 4
+SECCOMP_MODE_FILTER: Final = 2
+#: NOROOT, NO_SETUID_FIXUP, KEEP_CAPS and NO_CAP_AMBIENT_RAISE, each with its lock bit.
+SECUREBITS_LOCKED_DOWN: Final = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
+_LINUX_CAPABILITY_VERSION_3: Final = 0x20080522
+
+_libc = ctypes.PyDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_libc.mount.argtypes = [
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_char_p,
+    ctypes.c_ulong,
+    ctypes.c_char_p,
+]
+_libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libc.prctl.argtypes = [
+    ctypes.c_int,
+    ctypes.c_ulong,
+    ctypes.c_ulong,
+    ctypes.c_ulong,
+    ctypes.c_ulong,
+]
+_py = ctypes.pythonapi
+for _hook in ("PyOS_BeforeFork", "PyOS_AfterFork_Parent", "PyOS_AfterFork_Child"):
+    getattr(_py, _hook).restype = None
+    getattr(_py, _hook).argtypes = []
+
+
+def syscall_number(name: str) -> int:
+    """Return this architecture's number for ``name``.
+
+    Raises:
+        OSError: ENOSYS on an architecture the table does not know.
+    """
+    table = _SYSCALLS.get(platform.machine())
+    if table is None:
+        raise OSError(38, f"unsupported architecture {platform.machine()}")
+    return table[name]
+
+
+def _check(result: int, what: str) -> int:
+    if result < 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def _b(value: str | None) -> bytes | None:
+    return None if value is None else os.fsencode(value)
+
+
+class _CloneArgs(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint64)
+        for name in (
+            "flags",
+            "pidfd",
+            "child_tid",
+            "parent_tid",
+            "exit_signal",
+            "stack",
+            "stack_size",
+            "tls",
+            "set_tid",
+            "set_tid_size",
+            "cgroup",
+        )
+    ]
+
+
+def clone3(flags: int) -> tuple[int, int]:
+    """Fork with ``clone3(flags | CLONE_PIDFD)``, keeping the interpreter consistent.
+
+    Returns ``(0, -1)`` in the child and ``(pid, pidfd)`` in the parent.
+
+    Raises:
+        OSError: the kernel refused (ENOSYS when clone3 is filtered, EPERM, ...).
+    """
+    pidfd = ctypes.c_int(-1)
+    args = _CloneArgs()
+    args.flags = flags | CLONE_PIDFD
+    args.pidfd = ctypes.addressof(pidfd)
+    args.exit_signal = 17  # SIGCHLD, so waitpid() works as for fork()
+    number = syscall_number("clone3")
+    _py.PyOS_BeforeFork()
+    result = _libc.syscall(number, ctypes.byref(args), ctypes.c_size_t(ctypes.sizeof(args)))
+    err = ctypes.get_errno()
+    if result == 0:
+        _py.PyOS_AfterFork_Child()
+        return 0, -1
+    _py.PyOS_AfterFork_Parent()
+    if result < 0:
+        raise OSError(err, f"clone3: {os.strerror(err)}")
+    return int(result), pidfd.value
+
+
+def unshare(flags: int) -> None:
+    """Call ``unshare(2)``.
+
+    Raises:
+        OSError: the kernel refused.
+    """
+    _check(_libc.unshare(ctypes.c_int(flags)), "unshare")
+
+
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
+    """Call ``mount(2)``.
+
+    Raises:
+        OSError: the kernel refused.
+    """
+    _check(_libc.mount(_b(source), _b(target), _b(fstype), flags, _b(data)), f"mount {target}")
+
+
+def umount2(target: str, flags: int) -> None:
+    """Call ``umount2(2)``.
+
+    Raises:
+        OSError: the kernel refused.
+    """
+    _check(_libc.umount2(_b(target), flags), f"umount {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """Call ``pivot_root(2)``.
+
+    Raises:
+        OSError: the kernel refused.
+    """
+    number = syscall_number("pivot_root")
+    _check(_libc.syscall(number, _b(new_root), _b(put_old)), "pivot_root")
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+def openat2(path: str, flags: int, resolve: int, dir_fd: int = -100) -> int:
+    """Open ``path`` with ``openat2(2)`` and the given ``RESOLVE_*`` restrictions.
+
+    Raises:
+        OSError: ELOOP when a forbidden symlink is met, or any open error.
+    """
+    how = _OpenHow(flags=flags, mode=0, resolve=resolve)
+    number = syscall_number("openat2")
+    result = _libc.syscall(
+        number,
+        ctypes.c_int(dir_fd),
+        _b(path),
+        ctypes.byref(how),
+        ctypes.c_size_t(ctypes.sizeof(how)),
+    )
+    return _check(int(result), f"open {path}")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_uint64) for name in ("attr_set", "attr_clr", "propagation", "userns_fd")
+    ]
+
+
+def mount_setattr_recursive(fd: int, attr_set: int) -> None:
+    """Set mount attributes on the mount ``fd`` is the root of, and every mount below it.
+
+    Raises:
+        OSError: the kernel refused.
+    """
+    attr = _MountAttr(attr_set=attr_set, attr_clr=0, propagation=0, userns_fd=0)
+    number = syscall_number("mount_setattr")
+    flags = ctypes.c_uint(AT_RECURSIVE | AT_EMPTY_PATH)
+    result = _libc.syscall(
+        number,
+        ctypes.c_int(fd),
+        b"",
+        flags,
+        ctypes.byref(attr),
+        ctypes.c_size_t(ctypes.sizeof(attr)),
+    )
+    _check(int(result), "mount_setattr")
+
+
+def open_tree_clone(fd: int) -> int:
+    """Clone the mount tree at ``fd`` (recursively) into a new detached tree; return its fd.
+
+    Raises:
+        OSError: the kernel refused.
+    """
+    number = syscall_number("open_tree")
+    flags = OPEN_TREE_CLONE | os.O_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH
+    return _check(
+        int(_libc.syscall(number, ctypes.c_int(fd), b"", ctypes.c_uint(flags))), "open_tree"
+    )
+
+
+def move_mount_fd(tree_fd: int, target_fd: int) -> None:
+    """Attach the detached tree ``tree_fd`` on top of the path ``target_fd`` refers to.
+
+    Raises:
+        OSError: the kernel refused.
+    """
+    number = syscall_number("move_mount")
+    flags = ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+    result = _libc.syscall(number, ctypes.c_int(tree_fd), b"", ctypes.c_int(target_fd), b"", flags)
+    _check(int(result), "move_mount")
+
+
+def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
+    """Call ``prctl(2)`` with integer arguments.
+
+    Raises:
+        OSError: the kernel refused.
+    """
+    return _check(_libc.prctl(option, arg2, arg3, 0, 0), f"prctl {option}")
+
+
+def cap_last_cap() -> int:
+    """The highest capability number this kernel knows."""
+    fd = os.open("/proc/sys/kernel/cap_last_cap", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        return int(os.read(fd, 32))
+    finally:
+        os.close(fd)
+
+
+def drop_all_capabilities(last_cap: int) -> None:
+    """Lock securebits, empty the bounding and ambient sets, then zero the other sets.
+
+    Must run while the process still holds CAP_SETPCAP in its user namespace.
+
+    Raises:
+        OSError: a step was refused.
+    """
+    prctl(PR_SET_SECUREBITS, SECUREBITS_LOCKED_DOWN)
+    for cap in range(last_cap + 1):
+        prctl(PR_CAPBSET_DROP, cap)
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (ctypes.c_uint32 * 6)()  # two {effective, permitted, inheritable}, all zero
+    number = syscall_number("capset")
+    _check(int(_libc.syscall(number, ctypes.byref(header), ctypes.byref(data))), "capset")
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_seccomp_bpf(program: bytes) -> None:
+    """Set no_new_privs and install a classic-BPF seccomp program.
+
+    Raises:
+        OSError: the kernel refused the program.
+    """
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    result = _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog), 0, 0)
+    _check(result, "seccomp")

@@ -1,0 +1,147 @@
+"""``glove exec`` without the CLI framework: options in, sandbox run, exit code out.
+
+Kept apart from the typer module so it can be tested directly and so ``glove --help`` does
+not import the sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from pathlib import Path
+from typing import Final, Literal
+
+import msgspec
+
+from glove.container import (
+    EXIT_SETUP_FAILED,
+    Bind,
+    Overrides,
+    SandboxError,
+    SandboxResult,
+    SpecError,
+    build_spec,
+    load_profile,
+    parse_seconds,
+    parse_size,
+    run,
+)
+from glove.container._result import setup_failure
+
+#: Largest fd number accepted for ``--json-status FD``.
+MAX_STATUS_FD: Final = 1 << 16
+
+
+class ExecOptions(msgspec.Struct, frozen=True):
+    """The parsed ``glove exec`` command line."""
+
+    argv: list[str]
+    profile: str | None = None
+    workspace: str | None = None
+    workspace_mode: Literal["rw", "ro"] | None = None
+    binds: list[str] = msgspec.field(default_factory=list)
+    env: list[str] = msgspec.field(default_factory=list)
+    network: str = "none"
+    pty: bool = False
+    wall_time: str | None = None
+    cpu_time: str | None = None
+    memory: str | None = None
+    pids: str | None = None
+    disk: str | None = None
+    output: str | None = None
+    accept_weaker: list[str] = msgspec.field(default_factory=list)
+    json_status: str | None = None
+
+
+def parse_bind(text: str, cwd: str) -> Bind:
+    """Parse ``SRC[:DST[:ro|rw]]``; a relative SRC is taken from ``cwd`` and resolved.
+
+    Raises:
+        SpecError: malformed text.
+    """
+    parts = text.split(":")
+    if len(parts) > 3 or not parts[0]:
+        raise SpecError(f"--bind wants SRC[:DST[:ro|rw]], got {text!r}")
+    source = os.path.realpath(Path(cwd, parts[0]))
+    target = parts[1] if len(parts) > 1 and parts[1] else source
+    mode = parts[2] if len(parts) > 2 else "ro"
+    if mode not in ("ro", "rw"):
+        raise SpecError(f"--bind mode must be ro or rw, got {mode!r}")
+    return Bind(source=source, target=target, mode=mode)  # type: ignore[arg-type]
+
+
+def _parse_env(items: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SpecError(f"--env wants KEY=VALUE, got {item!r}")
+        env[key] = value
+    return env
+
+
+def _limit_overrides(opts: ExecOptions) -> dict[str, float | int]:
+    limits: dict[str, float | int] = {}
+    if opts.wall_time is not None:
+        limits["wall_time"] = parse_seconds(opts.wall_time)
+    if opts.cpu_time is not None:
+        limits["cpu_time"] = parse_seconds(opts.cpu_time)
+    for name in ("memory", "disk", "output"):
+        raw = getattr(opts, name)
+        if raw is not None:
+            limits[name] = parse_size(raw)
+    if opts.pids is not None:
+        try:
+            limits["pids"] = int(opts.pids)
+        except ValueError as exc:
+            raise SpecError(f"--pids wants a count, got {opts.pids!r}") from exc
+    return limits
+
+
+def _write_status(target: str, result: SandboxResult) -> None:
+    data = result.to_json()
+    if target.isdigit():
+        fd = int(target)
+        if fd > MAX_STATUS_FD:
+            raise SpecError(f"--json-status fd {fd} is out of range")
+        with contextlib.suppress(OSError):
+            os.write(fd, data)
+        return
+    Path(target).write_bytes(data)
+
+
+def exec_command(opts: ExecOptions) -> int:
+    """Run ``glove exec`` and return its exit code (see ``docs/sandbox.md``)."""
+    result: SandboxResult
+    try:
+        if opts.network != "none":
+            raise SpecError(f"--network {opts.network!r}: only 'none' is available")
+        cwd = str(Path.cwd())
+        overrides = Overrides(
+            workspace=opts.workspace,
+            workspace_mode=opts.workspace_mode,
+            binds=tuple(parse_bind(text, cwd) for text in opts.binds),
+            env=_parse_env(opts.env),
+            pty=opts.pty,
+            limits=_limit_overrides(opts),
+            accept_weaker=frozenset(opts.accept_weaker),
+        )
+        profile = load_profile(opts.profile)
+        spec = build_spec(
+            profile, opts.argv, cwd=cwd, host_env=dict(os.environ), overrides=overrides
+        )
+        result = run(
+            spec, stdin=sys.stdin.fileno(), stdout=sys.stdout.fileno(), stderr=sys.stderr.fileno()
+        )
+    except SandboxError as exc:
+        result = setup_failure(str(exc))
+    if result.outcome in ("setup_error", "exec_error", "limit") and result.error:
+        sys.stderr.write(f"glove exec: {result.error}\n")
+    if opts.json_status is not None:
+        try:
+            _write_status(opts.json_status, result)
+        except (OSError, SpecError) as exc:
+            sys.stderr.write(f"glove exec: cannot write --json-status: {exc}\n")
+            return EXIT_SETUP_FAILED if result.outcome == "setup_error" else result.exit_code
+    return result.exit_code
