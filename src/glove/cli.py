@@ -17,6 +17,7 @@ from glove._version import __version__
 # once its commands work end to end.
 _COMMAND_MODULES = (
     "glove.host.doctor_cli",
+    "glove.run.exec_cli",
     "glove.control.diag_cli",
 )
 
