@@ -46,80 +46,81 @@ def read_key_file(path: Path) -> bytes:
 def register(app: typer.Typer) -> None:
     """Add the ``journal`` command group to ``app``."""
     group = typer.Typer(help="Verify and repair tamper-evident journals.", no_args_is_help=True)
-
-    @group.command("verify")
-    def verify_cmd(
-        path: Path = typer.Argument(..., help="The journal directory."),
-        key_file: Path = typer.Option(..., "--key-file", help="File holding the HMAC key."),
-        checkpoint: str | None = typer.Option(
-            None, "--checkpoint", help="SEQ:TAGHEX from an earlier receipt; must still hold."
-        ),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
-    ) -> None:
-        """Verify a journal end to end; exit 0 only if it verifies."""
-        import msgspec
-
-        from glove.journal import parse_checkpoint, verify
-
-        try:
-            key = read_key_file(key_file)
-            point = parse_checkpoint(checkpoint) if checkpoint else None
-            report = verify(path, key, point)
-        except (OSError, ValueError) as exc:
-            typer.echo(f"glove journal verify: {exc}", err=True)
-            raise typer.Exit(EXIT_OTHER) from exc
-        if as_json:
-            typer.echo(msgspec.json.encode(report).decode())
-        elif report.ok:
-            typer.echo(
-                f"OK {path}: journal {report.journal_id}, {report.segments} segment(s), "
-                f"seq {report.first_seq}..{report.last_seq}, head {report.last_tag}"
-            )
-        else:
-            typer.echo(f"FAILED {path}: {report.error}: {report.message}")
-            if report.tail is not None and report.tail.recoverable:
-                typer.echo("  the tail is a crash remnant; opening the journal cuts it")
-        if not report.ok:
-            raise typer.Exit(_EXIT_BY_ERROR.get(report.error or "", EXIT_OTHER))
-
-    @group.command("repair")
-    def repair_cmd(
-        path: Path = typer.Argument(..., help="The journal directory."),
-        key_file: Path = typer.Option(..., "--key-file", help="File holding the HMAC key."),
-        truncate_at: str | None = typer.Option(
-            None,
-            "--truncate-at",
-            help="SEGMENT:OFFSET to cut there (later segments are moved aside).",
-        ),
-    ) -> None:
-        """Repair a journal explicitly; every removed byte is kept in a .broken file."""
-        from glove.journal import JournalError, repair
-        from glove.journal._layout import LOCK_NAME
-        from glove.journal._storage import LockHeld, PosixStorage
-
-        storage = PosixStorage()
-        try:
-            key = read_key_file(key_file)
-            where = None
-            if truncate_at is not None:
-                segment, _, offset = truncate_at.rpartition(":")
-                where = (segment, int(offset))
-            lock_fd = storage.open_append(str(path / LOCK_NAME), create=False)
-        except (OSError, ValueError) as exc:
-            typer.echo(f"glove journal repair: {exc}", err=True)
-            raise typer.Exit(EXIT_OTHER) from exc
-        try:
-            storage.lock(lock_fd)
-            actions = repair(path, key, truncate_at=where, storage=storage)
-        except LockHeld as exc:
-            typer.echo(f"glove journal repair: {path} is open by a writer", err=True)
-            raise typer.Exit(EXIT_OTHER) from exc
-        except (JournalError, OSError, ValueError) as exc:
-            typer.echo(f"glove journal repair: {exc}", err=True)
-            raise typer.Exit(_EXIT_BY_ERROR.get(type(exc).__name__, EXIT_OTHER)) from exc
-        finally:
-            storage.close(lock_fd)
-        for line in actions or ["nothing to repair"]:
-            typer.echo(line)
-
+    group.command("verify")(verify_cmd)
+    group.command("repair")(repair_cmd)
     app.add_typer(group, name="journal")
+
+
+def verify_cmd(
+    path: Path = typer.Argument(..., help="The journal directory."),
+    key_file: Path = typer.Option(..., "--key-file", help="File holding the HMAC key."),
+    checkpoint: str | None = typer.Option(
+        None, "--checkpoint", help="SEQ:TAGHEX from an earlier receipt; must still hold."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """Verify a journal end to end; exit 0 only if it verifies."""
+    import msgspec
+
+    from glove.journal import parse_checkpoint, verify
+
+    try:
+        key = read_key_file(key_file)
+        point = parse_checkpoint(checkpoint) if checkpoint else None
+        report = verify(path, key, point)
+    except (OSError, ValueError) as exc:
+        typer.echo(f"glove journal verify: {exc}", err=True)
+        raise typer.Exit(EXIT_OTHER) from exc
+    if as_json:
+        typer.echo(msgspec.json.encode(report).decode())
+    elif report.ok:
+        typer.echo(
+            f"OK {path}: journal {report.journal_id}, {report.segments} segment(s), "
+            f"seq {report.first_seq}..{report.last_seq}, head {report.last_tag}"
+        )
+    else:
+        typer.echo(f"FAILED {path}: {report.error}: {report.message}")
+        if report.tail is not None and report.tail.recoverable:
+            typer.echo("  the tail is a crash remnant; opening the journal cuts it")
+    if not report.ok:
+        raise typer.Exit(_EXIT_BY_ERROR.get(report.error or "", EXIT_OTHER))
+
+
+def repair_cmd(
+    path: Path = typer.Argument(..., help="The journal directory."),
+    key_file: Path = typer.Option(..., "--key-file", help="File holding the HMAC key."),
+    truncate_at: str | None = typer.Option(
+        None,
+        "--truncate-at",
+        help="SEGMENT:OFFSET to cut there (later segments are moved aside).",
+    ),
+) -> None:
+    """Repair a journal explicitly; every removed byte is kept in a .broken file."""
+    from glove.journal import JournalError, repair
+    from glove.journal._layout import LOCK_NAME
+    from glove.journal._storage import LockHeld, PosixStorage
+
+    storage = PosixStorage()
+    try:
+        key = read_key_file(key_file)
+        where = None
+        if truncate_at is not None:
+            segment, _, offset = truncate_at.rpartition(":")
+            where = (segment, int(offset))
+        lock_fd = storage.open_append(str(path / LOCK_NAME), create=False)
+    except (OSError, ValueError) as exc:
+        typer.echo(f"glove journal repair: {exc}", err=True)
+        raise typer.Exit(EXIT_OTHER) from exc
+    try:
+        storage.lock(lock_fd)
+        actions = repair(path, key, truncate_at=where, storage=storage)
+    except LockHeld as exc:
+        typer.echo(f"glove journal repair: {path} is open by a writer", err=True)
+        raise typer.Exit(EXIT_OTHER) from exc
+    except (JournalError, OSError, ValueError) as exc:
+        typer.echo(f"glove journal repair: {exc}", err=True)
+        raise typer.Exit(_EXIT_BY_ERROR.get(type(exc).__name__, EXIT_OTHER)) from exc
+    finally:
+        storage.close(lock_fd)
+    for line in actions or ["nothing to repair"]:
+        typer.echo(line)
