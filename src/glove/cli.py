@@ -19,6 +19,7 @@ _COMMAND_MODULES = (
     "glove.host.doctor_cli",
     "glove.run.exec_cli",
     "glove.control.diag_cli",
+    "glove.journal.cli",
 )
 
 
