@@ -172,7 +172,9 @@ def test_mount_flags(sb: Sandbox) -> None:
             assert "ro" in opts, f"system mount {mp} is writable: {m}"
         if m["fstype"] in {"proc", "sysfs"}:
             assert "noexec" in opts, f"{mp} lacks noexec: {m}"
-        assert not mp.startswith(FORBIDDEN_MOUNTS), f"host path {mp} is mounted: {m}"
+        assert not any(mp == f or mp.startswith(f + "/") for f in FORBIDDEN_MOUNTS), (
+            f"host path {mp} is mounted: {m}"
+        )
     assert not any(m["fstype"] == "sysfs" and "ro" not in m["opts"] for m in mounts)
 
 
@@ -230,18 +232,24 @@ def test_symlink_and_hardlink_tricks(sb: Sandbox, host_secret: Path) -> None:
     assert host_secret.read_text() == SECRET
 
 
-def test_symlinked_bind_source_is_not_followed(sb: Sandbox, host_secret: Path) -> None:
-    """A --bind whose source is a symlink is refused or does not expose the link's target."""
-    link = sb.base / "innocent"
-    link.symlink_to(host_secret.parent)
-    os.lchown(link, sb.user.uid, sb.user.gid)
-    res = sb.run(sb.probe_cmd("read", {"paths": ["/data/secret.txt"]}), ["--bind", f"{link}:/data"])
+def test_symlink_planted_as_bind_source_is_not_followed(sb: Sandbox, host_secret: Path) -> None:
+    """A bind source the sandbox replaced with a symlink is refused, not followed to the host.
+
+    The agent controls its workspace: in one run it plants ``/workspace/cache`` as a symlink
+    to a host directory; a later run that binds ``WS/cache`` must not expose that directory.
+    """
+    plant = sb.run(["/bin/ln", "-s", str(host_secret.parent), "/workspace/cache"])
+    assert plant.returncode == 0, plant.describe()
+    assert (sb.ws / "cache").is_symlink(), "control: the planted link is on the host"
+    res = sb.run(
+        sb.probe_cmd("read", {"paths": ["/cache/secret.txt"]}), ["--bind", f"{sb.ws}/cache:/cache"]
+    )
     if res.returncode == 125:
         assert res.status is not None
         assert res.status["outcome"] == "setup_error"
         return
     report = res.probe()
-    assert "ok" not in report["/data/secret.txt"], f"symlinked bind source followed: {report}"
+    assert "ok" not in report["/cache/secret.txt"], f"planted symlink followed: {report}"
 
 
 def test_device_nodes(sb: Sandbox) -> None:

@@ -168,9 +168,8 @@ def _pty_probe(sb: Sandbox, master: int, slave: int, arg: dict[str, str]) -> dic
             output += _drain(master, 0.1)
     finally:
         kill_tree(proc.pid)
-        proc.wait(timeout=10)
+        _, err = proc.communicate(timeout=10)
     output += _drain(master, 0.3)
-    err = proc.stderr.read() if proc.stderr else b""
     assert proc.returncode == 0, (proc.returncode, output[-2000:], err[-2000:])
     line = next((ln for ln in output.splitlines() if PROBE_MARK in ln), None)
     assert line is not None, (output[-2000:], err[-2000:])

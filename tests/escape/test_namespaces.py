@@ -27,7 +27,8 @@ def test_host_pids_are_invisible(sb: Sandbox) -> None:
     host = subprocess.Popen([marker, "60"], executable="/bin/sleep")
     try:
         assert wait_until(lambda: host_pids_with(marker), 5), "control: host marker not found"
-        report = sb.probe("pids", {"marker": marker, "host_pid": host.pid})
+        parts = [marker[:8], marker[8:]]
+        report = sb.probe("pids", {"marker_parts": parts, "host_pid": host.pid})
     finally:
         host.kill()
         host.wait()
@@ -152,7 +153,7 @@ def test_sigkill_of_glove_kills_everything(sb: Sandbox) -> None:
         assert wait_until(lambda: not _probe_processes(sb), SURVIVOR_GRACE_S)
     finally:
         kill_tree(proc.pid)
-        proc.wait(timeout=10)
+        proc.communicate(timeout=10)
         kill_marked(marker)
 
 

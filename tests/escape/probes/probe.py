@@ -151,7 +151,7 @@ def mountinfo() -> list[dict[str, Any]]:
 
 def cmd_pids(arg: dict[str, Any]) -> object:
     """Which processes are visible, and whether any host process carrying a marker is."""
-    marker = arg.get("marker", "")
+    marker = "".join(arg.get("marker_parts", []))  # split so our own argv does not match
     pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
     seen_marker = []
     for p in pids:
@@ -393,14 +393,32 @@ def cmd_dev(arg: dict[str, Any]) -> object:
     return out
 
 
+def _same_value_write(path: str) -> str:
+    """Write a file's current content back to it; only open it when it is write-only."""
+    try:
+        current = read_file(path, 4096)
+    except OSError:
+        current = None
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        if current is None:
+            return "opened-for-write"
+        os.write(fd, current)
+        return "wrote"
+    finally:
+        os.close(fd)
+
+
 def cmd_procsys(arg: dict[str, Any]) -> object:
     """Dangerous /proc and /sys surfaces."""
     proc_writes = [
         "/proc/sysrq-trigger",
         "/proc/sys/kernel/core_pattern",
         "/proc/sys/kernel/modprobe",
+        "/proc/sys/fs/suid_dumpable",
+        "/proc/sys/kernel/panic",
+        "/proc/sys/vm/overcommit_memory",
         "/proc/sys/vm/drop_caches",
-        "/proc/sys/kernel/hostname",
         "/proc/sys/fs/binfmt_misc/register",
     ]
     out: dict[str, Any] = {
@@ -411,10 +429,10 @@ def cmd_procsys(arg: dict[str, Any]) -> object:
         "sys_listing": attempt(lambda: sorted(os.listdir("/sys"))),
         "writes": {},
     }
-    # Never write a harmful value: an empty write or "0\n" is what is attempted; a
-    # successful open for writing is already the escape.
+    # Never write a harmful value: a readable file gets its own current value written back
+    # (a no-op that proves the write path); a write-only one is only opened for writing.
     for path in proc_writes:
-        out["writes"][path] = attempt(lambda path=path: os.close(os.open(path, os.O_WRONLY)))
+        out["writes"][path] = attempt(lambda path=path: _same_value_write(path))
     sys_writes = [
         "/sys/kernel/uevent_helper",
         "/sys/power/state",
@@ -565,7 +583,9 @@ def cmd_fds(arg: dict[str, Any]) -> object:
 
 def cmd_net(arg: dict[str, Any]) -> object:
     """Interfaces, routes, outbound connects, DNS, and loopback use."""
-    out: dict[str, Any] = {"ifaces": [n for _, n in socket.if_nameindex()]}
+    with open("/proc/net/dev") as f:
+        ifaces = [line.split(":")[0].strip() for line in f.readlines()[2:]]
+    out: dict[str, Any] = {"ifaces": ifaces}
     with open("/proc/net/route") as f:
         out["routes_v4"] = [line.split()[:3] for line in f.readlines()[1:]]
     try:
