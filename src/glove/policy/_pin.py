@@ -46,6 +46,12 @@ def canonical_json(value: object) -> bytes:
         RecursionError: the value is nested too deeply to encode.
     """
     try:
+        # Fast path: decoded JSON is made of dicts, lists and scalars, which msgspec
+        # encodes natively; other Mapping/Sequence types are converted first.
+        return msgspec.json.encode(value, order="sorted")
+    except (TypeError, msgspec.EncodeError):
+        pass
+    try:
         return msgspec.json.encode(_plain(value), order="sorted")
     except msgspec.EncodeError as exc:
         raise TypeError(f"not encodable as JSON: {exc}") from exc

@@ -39,6 +39,8 @@ MAX_INSPECTED_JSON_BYTES = 256
 
 Test = Callable[[object], str | None]
 
+_SHORT_INT_BOUND = 10**100  # an int below this prints in far fewer than 256 bytes
+
 
 _JSON_TYPES: tuple[tuple[str, type | tuple[type, ...]], ...] = (
     ("boolean", bool),  # before "integer": bool is a subclass of int
@@ -256,6 +258,14 @@ def make_type(types: frozenset[str]) -> Test:
 
 def _record(value: object, audit: str) -> object:
     """The form of ``value`` an audit record may hold under the rule's ``audit`` mode."""
+    if audit == "value":
+        # Shortcuts for what cannot exceed the bound: scalars, and strings short enough
+        # that even all-escaped (6 bytes a character, plus quotes) they fit.
+        if value is None or isinstance(value, bool | int | float):
+            if not isinstance(value, int) or abs(value) < _SHORT_INT_BOUND:
+                return value
+        elif isinstance(value, str) and len(value) * 6 + 2 <= MAX_INSPECTED_JSON_BYTES:
+            return value
     try:
         encoded = canonical_json(value)
     except (TypeError, RecursionError):
