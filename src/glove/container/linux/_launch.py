@@ -205,7 +205,8 @@ def _apply_rlimits(plans: dict[str, LimitPlan]) -> None:
             resource.setrlimit(resource.RLIMIT_NPROC, (int(plan.value), int(plan.value)))
         elif plan.mechanism == MECH_RLIMIT_CPU:
             seconds = max(1, int(plan.value + 0.999))
-            resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds))
+            # SIGXCPU at the soft limit (reported as the limit), SIGKILL a second later.
+            resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
 
 
 def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:

@@ -20,7 +20,7 @@ import threading
 import time
 from typing import Final, NamedTuple
 
-from glove.container._limits import MECH_CGROUP_V1_CPUACCT
+from glove.container._limits import MECH_CGROUP_V1_CPUACCT, MECH_RLIMIT_CPU
 from glove.container._result import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -268,6 +268,11 @@ class _Supervisor:
             return _Verdict("limit", killed, signal.SIGKILL, "memory limit reached")
         if "signal" in fields:
             signum = int(fields["signal"])
+            if signum in (signal.SIGXCPU, signal.SIGKILL) and "cpu_time" in limits:
+                if limits["cpu_time"].hit:
+                    return _Verdict(
+                        "limit", exit_code_for_signal(signum), signum, "cpu_time limit reached"
+                    )
             violation = "seccomp" if signum == signal.SIGSYS else None
             return _Verdict("signaled", exit_code_for_signal(signum), signum, None, violation)
         if "exit" in fields:
@@ -296,6 +301,8 @@ class _Supervisor:
                 hit = hit or cgroups.memory_oom_killed()
             elif name == "pids" and cgroups is not None:
                 hit = hit or cgroups.pids_hit()
+            elif name == "cpu_time" and plan.mechanism == MECH_RLIMIT_CPU:
+                hit = fields.get("signal") == str(int(signal.SIGXCPU))
             elif name == "output":
                 hit = hit or self.output.truncated
             elif name == "disk" and "disk" in fields:

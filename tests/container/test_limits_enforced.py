@@ -1,0 +1,136 @@
+"""The six limits, enforced for real, with the mechanism reported (or refused)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+from tests.container.conftest import GloveExec
+
+
+def test_wall_time_kills_the_whole_tree(glove_exec: GloveExec) -> None:
+    """The watchdog kills a setsid'd, double-forked and a stopped grandchild along with sh."""
+    marker = f"glove-wall-{os.getpid()}-{glove_exec.who}"
+    script = (
+        f"setsid sh -c 'exec -a {marker} sleep 300' & "
+        f"(sh -c 'exec -a {marker} sleep 300' &) ; "
+        f"sh -c 'kill -STOP $$; exec -a {marker} sleep 300' & "
+        "sleep 300"
+    )
+    started = time.monotonic()
+    done = glove_exec.sh(script, flags=("--wall-time", "1"))
+    assert time.monotonic() - started < 20
+    assert done.rc == 137
+    assert done.status["outcome"] == "limit"
+    assert done.status["limits"]["wall_time"] == {"value": 1.0, "mechanism": "watchdog",
+                                                  "hit": True}  # fmt: skip
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    assert left.stdout == ""
+
+
+def test_output_is_cut_exactly_at_the_cap(glove_exec: GloveExec) -> None:
+    """Output beyond the cap is not passed on; the result says truncated and the limit hit."""
+    done = glove_exec("yes", flags=("--output", "1000"))
+    assert len(done.stdout) == 1000
+    assert done.stderr == "glove exec: output limit reached\n"
+    assert done.status["output"] == {"bytes": 1000, "truncated": True}
+    assert done.status["limits"]["output"]["hit"] is True
+    assert done.status["outcome"] == "limit"
+
+
+def test_orphan_holding_the_pipe_does_not_hang(glove_exec: GloveExec) -> None:
+    """A background child that keeps stdout open dies with the sandbox; exec returns at once."""
+    started = time.monotonic()
+    done = glove_exec.sh("(sleep 300 &) ; echo parent-done; exit 3")
+    assert time.monotonic() - started < 10
+    assert done.rc == 3
+    assert done.stdout == "parent-done\n"
+
+
+def test_disk_limit_bounds_scratch(glove_exec: GloveExec) -> None:
+    """Writing past --disk fails with ENOSPC and the result marks the disk limit hit."""
+    done = glove_exec.sh(
+        "dd if=/dev/zero of=/tmp/fill bs=64k count=64 2>&1; echo rc=$?",
+        flags=("--disk", "1M"),
+    )
+    assert "No space left" in done.stdout
+    assert done.status["limits"]["disk"]["mechanism"] == "tmpfs-size"
+    assert done.status["limits"]["disk"]["hit"] is True
+
+
+def test_pids_limit_stops_a_fork_bomb(glove_exec: GloveExec) -> None:
+    """A fork loop hits --pids; the launcher stays responsive and the sandbox ends."""
+    done = glove_exec(
+        "python3",
+        "-c",
+        "import os, time\n"
+        "n = 0\n"
+        "try:\n"
+        "    while True:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(30); os._exit(0)\n"
+        "        n += 1\n"
+        "except OSError as e:\n"
+        "    print(n, e.errno)\n",
+        flags=("--pids", "16"),
+        timeout=60,
+    )
+    forked, err = done.stdout.split()
+    assert err == "11"  # EAGAIN
+    assert 8 <= int(forked) <= 16
+    expected = "cgroup-v1-pids" if glove_exec.who == "root" else "rlimit-nproc-userns"
+    assert done.status["limits"]["pids"]["mechanism"] == expected
+
+
+def test_memory_limit_mechanism_or_refusal(glove_exec: GloveExec) -> None:
+    """Root gets a memory cgroup that OOM-kills; unprivileged is refused unless it accepts."""
+    hog = ("python3", "-c", "b = bytearray(256 * 1024 * 1024); print('allocated')")
+    done = glove_exec(*hog, flags=("--memory", "64M"))
+    if glove_exec.who == "root":
+        assert done.status["outcome"] == "limit"
+        assert done.status["limits"]["memory"] == {
+            "value": 64 * 2**20,
+            "mechanism": "cgroup-v1-memory",
+            "hit": True,
+        }
+        assert done.rc == 137
+        return
+    assert done.rc == 125
+    assert done.status["outcome"] == "setup_error"
+    assert "--accept-weaker memory" in done.status["error"]
+    weaker = glove_exec(*hog, flags=("--memory", "64M", "--accept-weaker", "memory"))
+    assert weaker.status["limits"]["memory"]["mechanism"] == "rlimit-as-per-process"
+    assert "MemoryError" in weaker.stderr
+    assert weaker.rc == 1
+
+
+def test_cpu_time_limit(glove_exec: GloveExec) -> None:
+    """A busy loop is stopped near --cpu-time by the tree-wide mechanism (or refused)."""
+    loop = ("python3", "-c", "while True: pass")
+    if glove_exec.who != "root":
+        refused = glove_exec(*loop, flags=("--cpu-time", "1"))
+        assert refused.rc == 125
+        assert "cpu_time" in refused.status["error"]
+        done = glove_exec(*loop, flags=("--cpu-time", "1", "--accept-weaker", "all"))
+        assert done.status["limits"]["cpu_time"]["mechanism"] == "rlimit-cpu-per-process"
+        assert done.rc == 128 + 24  # SIGXCPU
+        assert done.status["outcome"] == "limit"
+        assert done.status["limits"]["cpu_time"]["hit"] is True
+        return
+    started = time.monotonic()
+    done = glove_exec(*loop, flags=("--cpu-time", "1"))
+    assert time.monotonic() - started < 10
+    assert done.status["outcome"] == "limit"
+    assert done.status["limits"]["cpu_time"] == {
+        "value": 1.0, "mechanism": "cgroup-v1-cpuacct-watchdog", "hit": True}  # fmt: skip
+
+
+def test_bad_limit_values_are_setup_errors(glove_exec: GloveExec) -> None:
+    """Malformed or out-of-range limit values fail with 125 and say why."""
+    for flags, word in ((("--memory", "12x"), "not a size"), (("--pids", "1"), "pids"),
+                        (("--wall-time", "-3"), "seconds"),
+                        (("--accept-weaker", "bogus"), "unknown")):  # fmt: skip
+        done = glove_exec("true", flags=flags)
+        assert done.rc == 125
+        assert word in done.status["error"]
