@@ -268,11 +268,11 @@ class _Supervisor:
             return _Verdict("limit", killed, signal.SIGKILL, "memory limit reached")
         if "signal" in fields:
             signum = int(fields["signal"])
-            if signum in (signal.SIGXCPU, signal.SIGKILL) and "cpu_time" in limits:
-                if limits["cpu_time"].hit:
-                    return _Verdict(
-                        "limit", exit_code_for_signal(signum), signum, "cpu_time limit reached"
-                    )
+            cpu = limits.get("cpu_time")
+            if signum in (signal.SIGXCPU, signal.SIGKILL) and cpu is not None and cpu.hit:
+                return _Verdict(
+                    "limit", exit_code_for_signal(signum), signum, "cpu_time limit reached"
+                )
             violation = "seccomp" if signum == signal.SIGSYS else None
             return _Verdict("signaled", exit_code_for_signal(signum), signum, None, violation)
         if "exit" in fields:
