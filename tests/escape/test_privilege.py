@@ -218,3 +218,16 @@ def test_32bit_syscall_entry_is_denied(as_user: User, rawsys_bin: Path, call: st
     result = report[call]
     assert "ret" not in result, f"{call} succeeded through int 0x80: {result}"
     assert result.get("signal") == signal.SIGSYS or result.get("errno") in DENIED_ERRNOS, result
+
+
+def test_no_setuid_root_binary_can_be_planted(sb: Sandbox) -> None:
+    """A file the sandbox marks setuid in the workspace is not a setuid-root file on the host."""
+    res = sb.run(
+        ["/bin/sh", "-c", "cp /bin/true /workspace/plant && chmod 4755 /workspace/plant; true"]
+    )
+    assert res.returncode == 0, res.describe()
+    st = (sb.ws / "plant").stat()
+    assert st.st_size > 0, "control: the sandbox wrote the file into the workspace"
+    assert not (st.st_uid == 0 and st.st_mode & 0o4000), (
+        f"setuid-root file planted on the host: uid={st.st_uid} mode={oct(st.st_mode)}"
+    )
