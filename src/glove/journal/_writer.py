@@ -265,9 +265,13 @@ class JournalWriter(Actor):
                     raise
                 except OSError as exc:
                     fatal = JournalFailed(f"journal {self.path} failed: {exc}")
-                    fatal.__cause__ = exc
                     self._fail_all(batch, fatal)
                     raise fatal from exc
+                except BaseException as exc:
+                    # Cancelled mid-commit, or the storage itself went away: nothing in the
+                    # batch may be acknowledged, and the askers must not wait for a deadline.
+                    self._fail_all(batch, JournalFailed(f"journal {self.path} stopped: {exc!r}"))
+                    raise
                 for item, receipt in zip(batch, receipts, strict=False):
                     if not item.future.done():
                         item.future.set_result(receipt)

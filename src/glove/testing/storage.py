@@ -11,7 +11,9 @@
 
 The garbage never reaches bytes outside the un-synced write itself: this is SQLite's
 "powersafe overwrite" device property (its default on Linux), under which writing part of a
-sector does not disturb the other bytes of that sector.
+sector does not disturb the other bytes of that sector. Garbage only replaces appended bytes;
+an in-place overwrite of durable bytes (a header's state byte) is applied whole or dropped,
+as sector writes are atomic.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
-from glove.journal._storage import FileStat, PosixStorage
+from glove.journal._storage import FILE_MODE, FileStat, PosixStorage
 
 CrashMode = Literal["random", "sequential", "safe_append"]
 DEFAULT_SECTOR_BYTES = 512
@@ -122,7 +125,10 @@ class CrashStorage(PosixStorage):
     def open_append(self, path: str, *, create: bool) -> int:
         """Open for appending; later writes are buffered."""
         self._alive()
-        fd = super().open_append(path, create=create)
+        # No O_APPEND on the real descriptor: Linux pwrite() on an O_APPEND file ignores the
+        # offset, and this model places every buffered append at its logical offset itself.
+        flags = os.O_WRONLY | os.O_CLOEXEC | (os.O_CREAT if create else 0)
+        fd = os.open(path, flags, FILE_MODE)
         self._files[fd] = _FileState(True, os.fstat(fd).st_size)
         return fd
 
@@ -156,8 +162,9 @@ class CrashStorage(PosixStorage):
         if self.syncs == self.crash_at:
             self._crash()
             raise SimulatedCrash
+        # The model, not the disk, decides what survives the simulated crash, so the real
+        # fdatasync is skipped: a sync here only moves pending writes into the file.
         self._flush(self._files[fd])
-        os.fdatasync(fd)
 
     def fsync(self, fd: int) -> None:
         """Same as :meth:`fdatasync` for this model."""
@@ -201,7 +208,9 @@ class CrashStorage(PosixStorage):
         if self.syncs == self.crash_at:
             self._crash()
             raise SimulatedCrash
-        super().write_file_durably(path, data)
+        tmp = Path(f"{path}.tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
 
     def rename(self, src: str, dst: str) -> None:
         """Rename (refused after the crash)."""
@@ -214,9 +223,8 @@ class CrashStorage(PosixStorage):
         super().unlink(path)
 
     def fsync_dir(self, path: str) -> None:
-        """Directory fsync (refused after the crash)."""
+        """Directory fsync (refused after the crash; a no-op before, see fdatasync)."""
         self._alive()
-        super().fsync_dir(path)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -245,8 +253,13 @@ class CrashStorage(PosixStorage):
                     keep = self.rng.randrange(len(item.data) + 1)
                     os.pwrite(fd, item.data[:keep], item.offset)
             else:
+                durable_size = os.fstat(fd).st_size
                 for item in writes:
-                    choice = self.rng.randrange(3 if self.mode == "random" else 2)
+                    # Sector writes are atomic: an in-place overwrite of durable bytes (the
+                    # header's state byte) lands whole or not at all, never as garbage.
+                    overwrite = item.offset + len(item.data) <= durable_size
+                    garbles = self.mode == "random" and not overwrite
+                    choice = self.rng.randrange(3 if garbles else 2)
                     if choice == 0:
                         os.pwrite(fd, item.data, item.offset)
                     elif choice == 2:
