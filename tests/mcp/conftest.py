@@ -159,14 +159,15 @@ class RawAgent:
 @asynccontextmanager
 async def raw_agent(config: Path, *, preexec: Any = None) -> AsyncIterator[RawAgent]:
     """Start ``glove mcp serve`` with pipes for a raw agent; kill it on exit."""
-    proc = await asyncio.create_subprocess_exec(
-        *glove_command(config),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=(config.parent / "stderr.log").open("wb"),
-        limit=64 * 1024 * 1024,
-        preexec_fn=preexec,
-    )
+    with (config.parent / "stderr.log").open("wb") as stderr:
+        proc = await asyncio.create_subprocess_exec(
+            *glove_command(config),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=stderr,
+            limit=64 * 1024 * 1024,
+            preexec_fn=preexec,
+        )
     try:
         yield RawAgent(proc)
     finally:

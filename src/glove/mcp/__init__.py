@@ -7,7 +7,14 @@ a sandboxed agent through an inherited descriptor. See ``docs/mcp.md``.
 from glove.mcp._config import McpConfig, UpstreamConfig, load_config, parse_config
 from glove.mcp._framing import LineSplitter, decode_message
 from glove.mcp._kernel import ExposedTool, Mediator, ToolRegistry, expose_name
-from glove.mcp._service import Mediation, fd_streams, serve, start_mediation, stdio_streams
+from glove.mcp._service import (
+    Mediation,
+    fd_streams,
+    serve,
+    socket_streams,
+    start_mediation,
+    stdio_streams,
+)
 from glove.mcp._upstream import CallTool, ListTools, UpstreamActor
 from glove.mcp.errors import (
     AuditRefused,
@@ -53,6 +60,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "serve",
+    "socket_streams",
     "start_mediation",
     "stdio_streams",
 ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import socket
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -59,12 +60,15 @@ class Mediation:
 
     async def stop(self) -> BaseException | None:
         """Tear everything down; return the supervisor's failure, if it failed."""
-        self.supervisor.stop()
+        if self.supervisor.state == "running":
+            # Only a running supervisor is told to stop: cancelling one that is already
+            # tearing down after a failure would cut its teardown short.
+            self.supervisor.stop()
         await asyncio.wait({self._task})
-        if self._task.cancelled():
+        failure = self.supervisor.exit_reason
+        if failure is None or isinstance(failure, asyncio.CancelledError):
             return None
-        exc = self._task.exception()
-        return exc.__cause__ or exc if exc is not None else None
+        return failure.__cause__ or failure
 
 
 def _definition_factory() -> Callable[[ToolInfo], Any]:
@@ -200,10 +204,20 @@ def _steal_stdout() -> int:
     return out
 
 
+async def socket_streams(fd: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Wrap an owned connected stream socket (``glove run``'s socketpair end) as streams."""
+    sock = socket.socket(fileno=fd)
+    return await asyncio.open_connection(sock=sock, limit=READ_LIMIT_BYTES)
+
+
 async def fd_streams(
     read_fd: int, write_fd: int
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """Wrap two owned descriptors (pipes, a socket, or one socket twice) as streams."""
+    """Wrap two owned pipe descriptors (stdin and stdout) as streams.
+
+    A socket needs :func:`socket_streams`: a write-pipe transport reads a socket to detect
+    that the peer closed, and would take the agent's first request for a hang-up.
+    """
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_LIMIT_BYTES)
     read_file = os.fdopen(read_fd, "rb", buffering=0)

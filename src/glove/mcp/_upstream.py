@@ -73,6 +73,7 @@ META_PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
 META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 CLIENT_INFO: Final = {"name": "glove", "version": "0.1.0"}
+LISTEN_FILTER: Final = {"toolsListChanged": True}
 
 ProgressSink = Callable[[dict[str, Any]], None]
 ToolsChanged = Callable[[str], None]
@@ -109,6 +110,12 @@ class _Pending:
         self.method = method
         self.progress_token = progress_token
         self.progress = progress
+
+
+def _consume(future: asyncio.Future[Any]) -> None:
+    """Retrieve the outcome of a future nobody awaits (a listen stream ends with the actor)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def tool_info(raw: dict[str, Any]) -> ToolInfo:
@@ -345,6 +352,12 @@ class UpstreamActor(Actor):
         if MODERN_VERSION not in result.supported_versions:
             return False
         self.era = MODERN_VERSION
+        tools = result.capabilities.get("tools")
+        if isinstance(tools, dict) and tools.get("listChanged"):
+            # 2026-07-28 delivers list_changed only on a subscriptions/listen stream: open
+            # one for the life of the connection; its notifications arrive like any other.
+            stream = self._request("subscriptions/listen", {"notifications": LISTEN_FILTER})
+            stream.add_done_callback(_consume)
         return True
 
     async def _list_all_tools(self) -> list[ToolInfo]:

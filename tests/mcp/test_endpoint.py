@@ -1,0 +1,239 @@
+"""The agent-facing endpoint under raw frames, failures, cancellation and audit faults."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import json
+import resource
+import socket
+import time
+from pathlib import Path
+from typing import Any
+
+from glove.audit import AuditLog
+from glove.mcp import socket_streams, start_mediation
+from glove.mcp._config import load_config
+from glove.mcp.errors import (
+    AUDIT_FAILED,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    UPSTREAM_FAILED,
+    UPSTREAM_TIMEOUT,
+)
+from glove.testing.storage import FaultStorage
+
+from .conftest import (
+    ALLOW_ALL,
+    hostile_server,
+    raw_agent,
+    read_audit,
+    read_calls,
+    sdk_server,
+    write_config,
+)
+
+FAIL_FAST_S = 5.0
+
+
+def _echo_config(tmp_path: Path, **fields: Any) -> Path:
+    log = str(tmp_path / "calls")
+    upstream = {"command": sdk_server("echo"), "env": {"GLOVE_TEST_CALL_LOG": log}, **fields}
+    return write_config(tmp_path, {"echo": upstream}, ALLOW_ALL)
+
+
+async def test_discover_probe_gets_an_error_and_the_stream_stays_open(tmp_path: Path) -> None:
+    """server/discover and other requests before initialize are answered, not hung up on."""
+    async with raw_agent(_echo_config(tmp_path)) as agent:
+        probe = await agent.request("server/discover", {})
+        assert probe["error"]["code"] == METHOD_NOT_FOUND
+        early = await agent.request("tools/list")
+        assert early["error"]["code"] == INVALID_REQUEST
+        reply = await agent.initialize()
+        assert reply["result"]["protocolVersion"] == "2025-11-25"
+        assert reply["result"]["capabilities"] == {"tools": {"listChanged": True}}
+        assert (await agent.request("ping"))["result"] == {}
+
+
+async def test_initialize_echoes_an_older_version(tmp_path: Path) -> None:
+    """A client asking for 2025-03-26 gets it; an unknown version gets the latest."""
+    async with raw_agent(_echo_config(tmp_path)) as agent:
+        old = await agent.request("initialize", {"protocolVersion": "2025-03-26"})
+        assert old["result"]["protocolVersion"] == "2025-03-26"
+        future = await agent.request("initialize", {"protocolVersion": "2099-01-01"})
+        assert future["result"]["protocolVersion"] == "2025-11-25"
+
+
+async def test_malformed_frames_get_typed_errors(tmp_path: Path) -> None:
+    """Garbage, batches, bad ids, oversized lines and bad params each get an error; then work."""
+    async with raw_agent(_echo_config(tmp_path)) as agent:
+        await agent.initialize()
+        await agent.send_bytes(b"{not json\n")
+        assert (await agent.recv())["error"]["code"] == PARSE_ERROR
+        await agent.send_bytes(b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]\n')
+        batch = await agent.recv()
+        assert batch["error"]["code"] == INVALID_REQUEST
+        assert "id" not in batch
+        await agent.send_bytes(b'{"jsonrpc":"2.0","id":null,"method":"ping"}\n')
+        assert (await agent.recv())["error"]["code"] == INVALID_REQUEST
+        await agent.send_bytes(b'{"jsonrpc":"2.0","id":"x' + b"a" * (5 * 1024 * 1024) + b'"}\n')
+        assert (await agent.recv())["error"]["code"] == INVALID_REQUEST
+        bad_args = await agent.request("tools/call", {"name": "echo__echo", "arguments": [1]})
+        assert bad_args["error"]["code"] == INVALID_PARAMS
+        unknown = await agent.request("resources/list")
+        assert unknown["error"]["code"] == METHOD_NOT_FOUND
+        bad_cursor = await agent.request("tools/list", {"cursor": "nope"})
+        assert bad_cursor["error"]["code"] == INVALID_PARAMS
+        ok = await agent.request("tools/call", {"name": "echo__echo", "arguments": {"text": "ok"}})
+        assert ok["result"]["content"][0]["text"] == "ok"
+    assert read_calls(tmp_path / "calls") == ["echo"]
+    decisions = [r["decision"] for r in read_audit(tmp_path / "audit.log")]
+    assert decisions == ["malformed"] * 5 + ["allow"]
+
+
+async def test_list_changed_reaches_the_agent(tmp_path: Path) -> None:
+    """An upstream's list_changed becomes the agent's, and the new tool is listed."""
+    # The SDK server advertises listChanged only on the initialize era.
+    upstream = {"command": sdk_server("list_changed"), "era": "legacy"}
+    config = write_config(tmp_path, {"dyn": upstream}, ALLOW_ALL)
+    async with raw_agent(config) as agent:
+        await agent.initialize()
+        listed = await agent.request("tools/list")
+        assert [tool["name"] for tool in listed["result"]["tools"]] == ["dyn__first"]
+        await agent.request("tools/call", {"name": "dyn__first", "arguments": {}})
+        note = await agent.recv()
+        assert note == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+        listed = await agent.request("tools/list")
+        names = [tool["name"] for tool in listed["result"]["tools"]]
+        assert names == ["dyn__first", "dyn__second"]
+
+
+async def test_agent_cancellation_reaches_the_upstream(tmp_path: Path) -> None:
+    """notifications/cancelled from the agent cancels upstream; no answer for that id."""
+    log = tmp_path / "calls"
+    upstream = {"command": hostile_server("hang"), "env": {"GLOVE_TEST_CALL_LOG": str(log)}}
+    config = write_config(tmp_path, {"h": upstream}, ALLOW_ALL)
+    async with raw_agent(config) as agent:
+        await agent.initialize()
+        call = {"jsonrpc": "2.0", "id": "c1", "method": "tools/call"}
+        await agent.send({**call, "params": {"name": "h__poke", "arguments": {}}})
+        for _ in range(100):
+            if read_calls(log):
+                break
+            await asyncio.sleep(0.02)
+        cancel = {"requestId": "c1", "reason": "user"}
+        await agent.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        pong = await agent.request("ping")
+        assert pong["result"] == {}
+        for _ in range(100):
+            if "cancelled" in read_calls(log):
+                break
+            await asyncio.sleep(0.02)
+        assert read_calls(log) == ["poke", "cancelled"]
+        second = await agent.request("ping")
+        assert second["id"] != "c1"
+
+
+async def test_call_timeout_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    """A hung upstream call ends at call_timeout_s with a timeout error."""
+    config = write_config(
+        tmp_path, {"h": {"command": hostile_server("hang"), "call_timeout_s": 0.5}}, ALLOW_ALL
+    )
+    async with raw_agent(config) as agent:
+        await agent.initialize()
+        started = time.monotonic()
+        reply = await agent.request("tools/call", {"name": "h__poke", "arguments": {}})
+        assert reply["error"]["code"] == UPSTREAM_TIMEOUT
+        assert time.monotonic() - started < FAIL_FAST_S
+        assert (await agent.request("ping"))["result"] == {}
+
+
+async def test_crashing_upstream_fails_the_call_then_the_session(tmp_path: Path) -> None:
+    """The pending call gets a transport error at once; the session then ends (one strike)."""
+    async with raw_agent(_echo_config(tmp_path)) as agent:
+        await agent.initialize()
+        started = time.monotonic()
+        reply = await agent.request("tools/call", {"name": "echo__crash", "arguments": {}})
+        assert reply["error"]["code"] == UPSTREAM_FAILED
+        assert time.monotonic() - started < FAIL_FAST_S
+        assert await asyncio.wait_for(agent.proc.wait(), FAIL_FAST_S) == 1
+    assert "the session failed" in (tmp_path / "stderr.log").read_text()
+
+
+async def test_garbage_from_upstream_fails_the_call(tmp_path: Path) -> None:
+    """An upstream writing garbage fails the pending call with a transport error."""
+    config = write_config(tmp_path, {"h": {"command": hostile_server("garbage")}}, ALLOW_ALL)
+    async with raw_agent(config) as agent:
+        await agent.initialize()
+        reply = await agent.request("tools/call", {"name": "h__poke", "arguments": {}})
+        assert reply["error"]["code"] == UPSTREAM_FAILED
+        await asyncio.wait_for(agent.proc.wait(), FAIL_FAST_S)
+    assert "wrote garbage" in (tmp_path / "stderr.log").read_text()
+
+
+async def test_audit_write_failure_refuses_the_call(tmp_path: Path) -> None:
+    """When the audit file cannot grow (RLIMIT_FSIZE), the call is refused and never forwarded."""
+    config = _echo_config(tmp_path)
+    audit = tmp_path / "audit.log"
+    audit.write_bytes(b"")
+    limit = 1500  # room for a few records, then every write fails with EFBIG
+
+    def cap_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    async with raw_agent(config, preexec=cap_file_size) as agent:
+        await agent.initialize()
+        codes = []
+        for index in range(8):
+            args = {"text": f"call {index}"}
+            reply = await agent.request("tools/call", {"name": "echo__echo", "arguments": args})
+            codes.append(reply["error"]["code"] if "error" in reply else 0)
+    forwarded = codes.count(0)
+    assert 0 < forwarded < 8
+    assert codes[forwarded:] == [AUDIT_FAILED] * (8 - forwarded)
+    assert read_calls(tmp_path / "calls") == ["echo"] * forwarded
+    assert len(read_audit(audit)) == forwarded
+
+
+async def test_audit_sync_failure_refuses_and_ends_the_session(tmp_path: Path) -> None:
+    """An fdatasync failure refuses the call, crashes the log and tears the session down."""
+    config = load_config(_echo_config(tmp_path))
+    storage = FaultStorage()
+    glove_side, agent_side = socket.socketpair()
+    reader, writer = await socket_streams(glove_side.detach())
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_side)
+    mediation = await start_mediation(
+        config, reader, writer, audit_factory=lambda path: AuditLog(path, storage=storage)
+    )
+    agent = _SocketAgent(agent_reader, agent_writer)
+    await agent.call("initialize", {"protocolVersion": "2025-11-25"})
+    ok = await agent.call("tools/call", {"name": "echo__echo", "arguments": {"text": "a"}})
+    assert "result" in ok
+    storage.sync_errno = errno.EIO
+    refused = await agent.call("tools/call", {"name": "echo__echo", "arguments": {"text": "b"}})
+    assert refused["error"]["code"] == AUDIT_FAILED
+    failure = await asyncio.wait_for(mediation.wait(), FAIL_FAST_S)
+    assert failure is not None
+    agent_writer.close()
+    assert read_calls(tmp_path / "calls") == ["echo"]
+
+
+class _SocketAgent:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.next_id = 0
+
+    async def call(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        self.next_id += 1
+        message = {"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params}
+        self.writer.write(json.dumps(message).encode() + b"\n")
+        await self.writer.drain()
+        while True:
+            line = await asyncio.wait_for(self.reader.readline(), FAIL_FAST_S)
+            assert line
+            reply: dict[str, Any] = json.loads(line)
+            if reply.get("id") == self.next_id:
+                return reply
