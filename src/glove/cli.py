@@ -20,6 +20,8 @@ _COMMAND_MODULES = (
     "glove.run.exec_cli",
     "glove.control.diag_cli",
     "glove.journal.cli",
+    "glove.policy.cli",
+    "glove.mcp.cli",
 )
 
 
