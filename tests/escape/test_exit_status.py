@@ -65,3 +65,17 @@ def test_json_status_to_an_fd(sb: Sandbox) -> None:
     status = json.loads(data)
     assert status["outcome"] == "exited"
     assert status["exit_code"] == 7
+
+
+def test_json_status_does_not_follow_a_planted_symlink(sb: Sandbox) -> None:
+    """--json-status into the workspace never writes through a symlink the sandbox planted."""
+    victim = sb.base / "victim.txt"
+    victim.write_text("precious")
+    sb.give(victim)
+    plant = sb.run(["/bin/ln", "-s", str(victim), "/workspace/status.json"])
+    assert plant.returncode == 0, plant.describe()
+    assert (sb.ws / "status.json").is_symlink(), "control: the link is on the host"
+    res = sb.run(["/bin/true"], ["--json-status", str(sb.ws / "status.json")], json_status=False)
+    assert victim.read_text() == "precious", (
+        f"glove wrote through the planted link: {res.describe()}"
+    )

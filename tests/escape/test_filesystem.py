@@ -195,6 +195,13 @@ def test_tmpfs_size_caps_writes(sb: Sandbox) -> None:
     assert total <= cap + MIB, f"scratch held {total} bytes at once under --disk {cap}: {report}"
 
 
+def test_scratch_inodes_are_bounded(sb: Sandbox) -> None:
+    """Empty files cost no bytes, so a small --disk must also bound the number of files."""
+    report = sb.probe("inodes", {"dir": "/tmp", "max": 100_000}, flags=["--disk", "1M"])
+    assert report["made"] > 10, "control: /tmp accepts files"
+    assert report["errno"] == "ENOSPC", f"{report['made']} files in a 1 MiB scratch: {report}"
+
+
 def test_default_tmp_is_size_limited(sb: Sandbox) -> None:
     """Without --disk, /tmp still carries an explicit size below the kernel's default."""
     report = sb.probe("fill", {"paths": ["/tmp/fill"], "max": MIB})

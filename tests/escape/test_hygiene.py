@@ -143,6 +143,7 @@ def test_tiocsti_cannot_inject_into_the_host_terminal(sb: Sandbox) -> None:
         assert "open_dev_tty" in report, "/dev/tty opened: the host terminal still controls"
         injected = {k: v for k, v in report.items() if k.startswith("TIOCSTI") and "ok" in v}
         assert injected == {}, injected
+        assert "ok" not in report["TIOCSCTTY:0"], "the sandbox stole the host terminal"
         assert sb.tag.encode() not in _drain(slave), "sandbox injected into the host terminal"
     finally:
         os.close(master)
@@ -190,6 +191,37 @@ def test_tiocsti_denied_under_pty(sb: Sandbox) -> None:
         assert termios.tcgetattr(slave) == before, "the host terminal mode was not restored"
         os.set_blocking(slave, False)
         assert sb.tag.encode() not in _drain(slave), "sandbox injected into the host terminal"
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+def test_output_cap_holds_when_stdin_is_a_terminal(sb: Sandbox) -> None:
+    """A terminal on stdin is no side channel around --output: writes to fd 0 stay capped."""
+    master, slave = os.openpty()
+    try:
+        os.set_blocking(master, False)
+        arg = {"bytes": 256 * 1024, "stream": "fd0"}
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            [
+                "setsid",
+                "--ctty",
+                *sb.glove_argv(["--output", "4K"], sb.probe_cmd("output", arg), True),
+            ],
+            cwd=sb.ws,
+            env=sb.host_env(),
+            stdin=slave,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        seen = b""
+        while proc.poll() is None and time.monotonic() < started + 60:
+            seen += _drain(master, 0.1)
+        kill_tree(proc.pid)
+        proc.communicate(timeout=10)
+        seen += _drain(master, 0.3)
+        assert len(seen) <= 64 * 1024, f"{len(seen)} bytes reached the terminal past --output 4K"
     finally:
         os.close(master)
         os.close(slave)

@@ -165,3 +165,45 @@ def test_fork_bomb_is_contained(sb: Sandbox) -> None:
         )
     finally:
         kill_marked(marker)
+
+
+def test_cpu_time_counts_the_whole_tree(sb: Sandbox) -> None:
+    """Twelve burners share one CPU budget, or the per-process fallback was refused first."""
+    res, refused = run_limited(
+        sb,
+        "cpu_time",
+        ["--cpu-time", "2", "--wall-time", "60"],
+        sb.probe_cmd("cpu", {"max": 20, "procs": 12}),
+    )
+    entry = limit_report(res, "cpu_time")
+    if "per-process" in entry["mechanism"]:
+        assert refused, f"a per-process CPU limit was used without --accept-weaker: {entry}"
+        return
+    # 12 x 2 CPU-seconds per process would need ~12 s on 2 cores; a tree budget ends in ~1 s.
+    assert res.elapsed_s < 8, f"tree CPU budget not enforced: {res.elapsed_s:.1f}s {entry}"
+    assert entry["hit"] is True, res.describe()
+
+
+def test_memory_counts_the_whole_tree(sb: Sandbox) -> None:
+    """Eight processes cannot each hold 48 MiB under --memory 64M, unless refused first."""
+    res, refused = run_limited(
+        sb, "memory", ["--memory", "64M"], sb.probe_cmd("mem", {"bytes": 48 * MIB, "procs": 8})
+    )
+    entry = limit_report(res, "memory")
+    if "per-process" in entry["mechanism"]:
+        assert refused, f"a per-process memory limit was used without --accept-weaker: {entry}"
+        return
+    assert b'"allocated": true' not in res.stdout, f"384 MiB held under 64M: {res.stdout!r}"
+
+
+def test_stderr_counts_toward_the_output_cap(sb: Sandbox) -> None:
+    """Writing to stderr instead of stdout does not escape the output cap."""
+    res, _ = run_limited(
+        sb,
+        "output",
+        ["--output", "1M"],
+        sb.probe_cmd("output", {"bytes": 8 * MIB, "stream": "stderr"}),
+    )
+    assert len(res.stdout) + len(res.stderr) <= MIB + 64 * 1024, len(res.stderr)
+    assert res.status is not None
+    assert res.status["output"]["truncated"] is True, res.status

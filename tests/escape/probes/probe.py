@@ -349,6 +349,21 @@ def cmd_fill(arg: dict[str, Any]) -> object:
     return out
 
 
+def cmd_inodes(arg: dict[str, Any]) -> object:
+    """Create empty files in ``dir`` until refused or ``max`` exist (costs no bytes)."""
+    d = arg["dir"]
+    limit = int(arg["max"])
+    made = 0
+    error = None
+    try:
+        for made in range(limit):
+            os.close(os.open(f"{d}/i{made}", os.O_WRONLY | os.O_CREAT, 0o600))
+        made = limit
+    except OSError as exc:
+        error = err_name(exc)
+    return {"made": made, "errno": error}
+
+
 def cmd_links(arg: dict[str, Any]) -> object:
     """Follow planted symlinks, plant new ones, and hardlink files from outside."""
     out: dict[str, Any] = {"follow": {}, "plant": {}, "hardlink": {}}
@@ -706,6 +721,7 @@ def cmd_tty(arg: dict[str, Any]) -> object:
             return "injected"
 
         out[f"TIOCSTI:{name}"] = attempt(sti)
+        out[f"TIOCSCTTY:{name}"] = attempt(lambda fd=fd: fcntl.ioctl(fd, termios.TIOCSCTTY, 1))
         # TIOCLINUX subcode 6 (get selection mode) is harmless; EPERM/EINVAL/ENOTTY all deny.
         out[f"TIOCLINUX:{name}"] = attempt(
             lambda fd=fd: fcntl.ioctl(fd, 0x541C, struct.pack("b", 6))
@@ -728,15 +744,48 @@ def cmd_exit(arg: dict[str, Any]) -> object:
 def cmd_cpu(arg: dict[str, Any]) -> object:
     """Burn CPU until killed or ``max`` seconds of CPU have been used."""
     limit = float(arg.get("max", 60))
+    for _ in range(int(arg.get("procs", 1)) - 1):
+        if os.fork() == 0:
+            break  # every process burns on its own
     while time.process_time() < limit:
         for _ in range(100000):
             pass
     return {"cpu": time.process_time()}
 
 
+def _mem_many(size: int, procs: int) -> dict[str, Any]:
+    """Have ``procs`` processes each hold ``size`` touched bytes at once; count successes."""
+    r, w = os.pipe()
+    kids = []
+    for _ in range(procs):
+        pid = os.fork()
+        if pid == 0:
+            os.close(r)
+            try:
+                buf = bytearray(size)
+                for i in range(0, size, 4096):
+                    buf[i] = 1
+                os.write(w, b"1")
+                time.sleep(3)  # hold it while the others allocate
+            except MemoryError:
+                os.write(w, b"0")
+            os._exit(0)
+        kids.append(pid)
+    os.close(w)
+    for pid in kids:
+        os.waitpid(pid, 0)
+    got = b""
+    while chunk := os.read(r, 64):
+        got += chunk
+    return {"held": got.count(b"1"), "procs": procs, "allocated": got.count(b"1") == procs}
+
+
 def cmd_mem(arg: dict[str, Any]) -> object:
     """Allocate and touch ``bytes`` of memory; report whether it worked."""
     size = int(arg["bytes"])
+    procs = int(arg.get("procs", 1))
+    if procs > 1:
+        return _mem_many(size, procs)
     try:
         buf = bytearray(size)
         for i in range(0, size, 4096):
@@ -801,7 +850,9 @@ def cmd_output(arg: dict[str, Any]) -> object:
         os.wait()
     total = int(arg.get("bytes", 0))
     chunk = b"o" * 65536
-    out = sys.stdout.buffer
+    out = sys.stderr.buffer if arg.get("stream") == "stderr" else sys.stdout.buffer
+    if arg.get("stream") == "fd0":
+        out = os.fdopen(0, "wb", buffering=0, closefd=False)
     written = 0
     try:
         while written < total:
@@ -824,6 +875,7 @@ COMMANDS: dict[str, Callable[[dict[str, Any]], object]] = {
     "forkbomb": cmd_forkbomb,
     "hostname": cmd_hostname,
     "init": cmd_init,
+    "inodes": cmd_inodes,
     "ipc": cmd_ipc,
     "links": cmd_links,
     "mem": cmd_mem,
