@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import socket
+import stat
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -194,7 +195,20 @@ async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
 
     File descriptor 1 is then pointed at stderr, so nothing printed by accident can
     corrupt the protocol stream.
+
+    Raises:
+        McpError: stdin or stdout is not a pipe, socket or terminal (the way MCP clients
+            launch a stdio server).
     """
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)):
+            raise McpError(
+                f"{name} must be a pipe, a socket or a terminal: an MCP client launches "
+                "`glove mcp serve` with pipes"
+            )
+    if stat.S_ISSOCK(os.fstat(0).st_mode) and os.path.sameopenfile(0, 1):
+        return await socket_streams(_steal_stdout())
     return await fd_streams(os.dup(0), _steal_stdout())
 
 

@@ -37,8 +37,9 @@ def register(app: typer.Typer) -> None:
         )
 
         async def main() -> int:
+            settings = load_config(config)
             reader, writer = await stdio_streams()
-            return await serve_agent(load_config(config), reader, writer)
+            return await serve_agent(settings, reader, writer)
 
         try:
             code = asyncio.run(main())
