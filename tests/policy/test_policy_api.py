@@ -21,6 +21,7 @@ def test_public_names_are_pinned_and_sorted() -> None:
         "ToolDefinition",
         "canonical_json",
         "definition_digests",
+        "full_definition_digest",
         "load_policy",
         "parse_policy",
     ]

@@ -14,6 +14,7 @@ from glove.policy import (
     ToolDefinition,
     canonical_json,
     definition_digests,
+    full_definition_digest,
     parse_policy,
 )
 from glove.policy._regex import MAX_REGEX_INPUT_CHARS
@@ -331,6 +332,35 @@ def test_unknown_or_unencodable_definition_fails_the_pin() -> None:
     decision = policy.check_tool("up__echo", weird)
     assert not decision.allowed
     assert "not JSON" in decision.reason
+
+
+RAW_TOOL = {
+    "name": "read",
+    "description": "Read.",
+    "inputSchema": {"type": "object"},
+    "annotations": {"readOnlyHint": True},
+}
+
+
+def test_full_definition_pin_covers_annotations() -> None:
+    """definition_sha256 refuses a tool whose annotations changed, list and call alike."""
+    reviewed = ToolDefinition("read", "Read.", {"type": "object"}, raw=RAW_TOOL)
+    policy = parse_policy(
+        'version = 1\n[[tools]]\nname = "up__read"\n'
+        f'definition_sha256 = "{full_definition_digest(reviewed)}"\n'
+    )
+    assert policy.check_tool("up__read", reviewed).allowed
+    assert policy.check_call("up__read", {}, reviewed).allowed
+    flipped = dict(RAW_TOOL, annotations={"readOnlyHint": False, "destructiveHint": True})
+    changed = ToolDefinition("read", "Read.", {"type": "object"}, raw=flipped)
+    for decision in (
+        policy.check_tool("up__read", changed),
+        policy.check_call("up__read", {}, changed),
+    ):
+        assert not decision.allowed
+        assert "definition_sha256" in decision.reason
+    without_raw = ToolDefinition("read", "Read.", {"type": "object"})
+    assert not policy.check_tool("up__read", without_raw).allowed
 
 
 def test_digests_are_sha256_of_canonical_json() -> None:

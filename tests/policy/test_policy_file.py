@@ -52,6 +52,13 @@ CASES = [
     (tool(extra=f'description_sha256 = "{PIN.upper()}1"'), "tools[0].description_sha256", "hex"),
     (tool(extra='schema_sha256 = "abc"'), "tools[0].schema_sha256", "hex"),
     (tool(name="up__*", extra=f'schema_sha256 = "{PIN}"'), "tools[0].name", "pins"),
+    (tool(name="up__?", extra=f'definition_sha256 = "{PIN}"'), "tools[0].name", "pins"),
+    (tool(extra='definition_sha256 = "x"'), "tools[0].definition_sha256", "hex"),
+    (
+        tool(extra=f'effect = "deny"\ndefinition_sha256 = "{PIN}"'),
+        "tools[0].definition_sha256",
+        "deny rule",
+    ),
     (tool(extra='effect = "deny"\nstrict_args = true'), "tools[0].strict_args", "deny rule"),
     (
         tool(extra='effect = "deny"', args=arg('pointer = "/x"\nop = "eq"\nvalue = 1')),

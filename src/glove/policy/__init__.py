@@ -10,7 +10,12 @@ the file format and the contract with the MCP mediator::
 
 from glove.policy._engine import Decision, Policy, parse_policy
 from glove.policy._load import load_policy
-from glove.policy._pin import ToolDefinition, canonical_json, definition_digests
+from glove.policy._pin import (
+    ToolDefinition,
+    canonical_json,
+    definition_digests,
+    full_definition_digest,
+)
 from glove.policy.errors import PolicyError, PolicyFileError
 
 __all__ = [
@@ -21,6 +26,7 @@ __all__ = [
     "ToolDefinition",
     "canonical_json",
     "definition_digests",
+    "full_definition_digest",
     "load_policy",
     "parse_policy",
 ]

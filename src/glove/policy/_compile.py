@@ -301,13 +301,15 @@ def _tool_rule(spec: ToolRuleSpec, index: int) -> ToolRule:
     glob = is_glob(spec.name)
     description_pin = _pin(spec.description_sha256, f"{where}.description_sha256")
     schema_pin = _pin(spec.schema_sha256, f"{where}.schema_sha256")
-    if glob and (description_pin or schema_pin):
+    whole_pin = _pin(spec.definition_sha256, f"{where}.definition_sha256")
+    if glob and (description_pin or schema_pin or whole_pin):
         raise _Invalid(f"{where}.name", "pins are only allowed on exact tool names")
     if spec.effect == "deny":
         for key, used in (
             ("args", bool(spec.args)),
             ("description_sha256", description_pin is not None),
             ("schema_sha256", schema_pin is not None),
+            ("definition_sha256", whole_pin is not None),
             ("strict_args", spec.strict_args),
         ):
             if used:
@@ -325,6 +327,7 @@ def _tool_rule(spec: ToolRuleSpec, index: int) -> ToolRule:
         allow=spec.effect == "allow",
         description_sha256=description_pin,
         schema_sha256=schema_pin,
+        definition_sha256=whole_pin,
         strict_args=spec.strict_args,
         named_args=frozenset(arg.tokens[0] for arg in args if arg.tokens),
         args=args,

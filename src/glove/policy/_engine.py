@@ -18,7 +18,7 @@ import msgspec
 
 from glove.policy._compile import compile_policy
 from glove.policy._names import glob_match, is_valid_tool_name
-from glove.policy._pin import ToolDefinition, definition_digests
+from glove.policy._pin import ToolDefinition, definition_digests, full_definition_digest
 from glove.policy._rules import ToolRule
 
 __all__ = ["MAX_SHOWN_NAME_CHARS", "Decision", "Policy", "parse_policy"]
@@ -113,19 +113,22 @@ class Policy:
         name: str, rule: ToolRule, definition: ToolDefinition | None
     ) -> Decision | None:
         """The denial when a pinned definition is unknown or changed, else ``None``."""
-        if rule.description_sha256 is None and rule.schema_sha256 is None:
+        pins = (rule.description_sha256, rule.schema_sha256, rule.definition_sha256)
+        if pins == (None, None, None):
             return None
         if definition is None:
             reason = f"tool {name!r} is pinned by {rule.label} but its definition is unknown"
             return Decision(False, reason, rule.label)
         try:
             description, schema = definition_digests(definition)
+            whole = full_definition_digest(definition) if rule.definition_sha256 else None
         except (TypeError, RecursionError):
             reason = f"tool {name!r} is pinned by {rule.label} but its definition is not JSON"
             return Decision(False, reason, rule.label)
         for key, pinned, actual in (
             ("description_sha256", rule.description_sha256, description),
             ("schema_sha256", rule.schema_sha256, schema),
+            ("definition_sha256", rule.definition_sha256, whole),
         ):
             if pinned is not None and pinned != actual:
                 reason = (

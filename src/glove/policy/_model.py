@@ -45,6 +45,7 @@ class ToolRuleSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     effect: Literal["allow", "deny"] = "allow"
     description_sha256: str | msgspec.UnsetType = msgspec.UNSET
     schema_sha256: str | msgspec.UnsetType = msgspec.UNSET
+    definition_sha256: str | msgspec.UnsetType = msgspec.UNSET
     strict_args: bool = False
     args: list[ArgRuleSpec] = msgspec.field(default_factory=list)
 

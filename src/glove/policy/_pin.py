@@ -11,7 +11,13 @@ from collections.abc import Mapping
 
 import msgspec
 
-__all__ = ["ToolDefinition", "canonical_json", "definition_digests", "sha256_json"]
+__all__ = [
+    "ToolDefinition",
+    "canonical_json",
+    "definition_digests",
+    "full_definition_digest",
+    "sha256_json",
+]
 
 
 class ToolDefinition(msgspec.Struct, frozen=True):
@@ -22,11 +28,14 @@ class ToolDefinition(msgspec.Struct, frozen=True):
             given separately).
         description: the tool's description, or ``None`` when the upstream gives none.
         input_schema: the tool's ``inputSchema`` object, or ``None`` when unknown.
+        raw: the whole tool object as advertised (title, annotations, outputSchema...),
+            needed only by a ``definition_sha256`` pin; ``None`` when not supplied.
     """
 
     name: str
     description: str | None = None
     input_schema: Mapping[str, object] | None = None
+    raw: Mapping[str, object] | None = None
 
 
 def _plain(value: object) -> object:
@@ -79,3 +88,17 @@ def definition_digests(definition: ToolDefinition) -> tuple[str, str]:
         RecursionError: the schema is nested too deeply to encode.
     """
     return sha256_json(definition.description), sha256_json(definition.input_schema)
+
+
+def full_definition_digest(definition: ToolDefinition) -> str:
+    """The ``definition_sha256`` pin: SHA-256 of the canonical JSON of the whole tool object.
+
+    Covers everything the upstream advertises (title, annotations such as ``readOnlyHint``,
+    ``outputSchema``), not only the description and input schema. ``null`` when the
+    definition carries no ``raw`` object, so such a pin fails unless the mediator supplies it.
+
+    Raises:
+        TypeError: the object holds something JSON cannot represent.
+        RecursionError: the object is nested too deeply to encode.
+    """
+    return sha256_json(definition.raw)

@@ -337,6 +337,7 @@ class ToolRule:
         allow: ``True`` for ``effect = "allow"``.
         description_sha256: the pinned description digest, if any.
         schema_sha256: the pinned input schema digest, if any.
+        definition_sha256: the pinned digest of the whole tool object, if any.
         strict_args: whether top-level arguments no rule names are refused.
         named_args: the top-level keys the argument rules name.
         args: the argument rules, in file order.
@@ -348,6 +349,7 @@ class ToolRule:
     allow: bool
     description_sha256: str | None
     schema_sha256: str | None
+    definition_sha256: str | None
     strict_args: bool
     named_args: frozenset[str]
     args: tuple[ArgRule, ...]

@@ -91,7 +91,7 @@ def explain_cmd(
         if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
             raise _fail("--definition must be a tool object with a name")
         tool_definition = ToolDefinition(
-            raw["name"], raw.get("description"), raw.get("inputSchema")
+            raw["name"], raw.get("description"), raw.get("inputSchema"), raw=raw
         )
     if arguments is None:
         decision = policy.check_tool(tool, tool_definition)
@@ -132,13 +132,16 @@ def pin_cmd(
     upstream: str = typer.Option(
         ..., "--upstream", help="The upstream id the tools are exposed under (<id>__<tool>)."
     ),
+    full: bool = typer.Option(
+        False, "--full", help="Also pin the whole tool object (annotations, outputSchema...)."
+    ),
 ) -> None:
     """Print [[tools]] rules pinning each tool's description and input schema.
 
     Feed it the tools/list result you reviewed; paste the output into the policy and add
     argument rules under each.
     """
-    from glove.policy import ToolDefinition, definition_digests
+    from glove.policy import ToolDefinition, definition_digests, full_definition_digest
 
     try:
         if source == "-":
@@ -151,9 +154,12 @@ def pin_cmd(
     if len(text) > MAX_PIN_INPUT_BYTES:
         raise _fail(f"input larger than {MAX_PIN_INPUT_BYTES} bytes")
     for tool in _tools_of(_load_json(text, source)):
-        definition = ToolDefinition(tool["name"], tool.get("description"), tool.get("inputSchema"))
+        definition = ToolDefinition(
+            tool["name"], tool.get("description"), tool.get("inputSchema"), raw=tool
+        )
         try:
             description, schema = definition_digests(definition)
+            whole = full_definition_digest(definition)
         except (TypeError, RecursionError) as exc:
             raise _fail(f"tool {tool['name']!r} cannot be canonicalized: {exc}") from exc
         exposed = f"{upstream}__{tool['name']}"
@@ -161,4 +167,5 @@ def pin_cmd(
         typer.echo(f"name = {json.dumps(exposed)}")
         typer.echo(f'description_sha256 = "{description}"')
         typer.echo(f'schema_sha256 = "{schema}"')
+        typer.echo(f'{"" if full else "# "}definition_sha256 = "{whole}"')
         typer.echo("")
