@@ -17,7 +17,7 @@ EXIT_CORRUPT: Final = 1
 EXIT_TAMPERED: Final = 2
 EXIT_TRUNCATED: Final = 3
 EXIT_OTHER: Final = 4
-_EXIT_BY_ERROR: Final = {
+EXIT_BY_ERROR: Final = {
     "JournalCorrupt": EXIT_CORRUPT,
     "JournalTampered": EXIT_TAMPERED,
     "JournalTruncated": EXIT_TRUNCATED,
@@ -83,7 +83,7 @@ def verify_cmd(
         if report.tail is not None and report.tail.recoverable:
             typer.echo("  the tail is a crash remnant; opening the journal cuts it")
     if not report.ok:
-        raise typer.Exit(_EXIT_BY_ERROR.get(report.error or "", EXIT_OTHER))
+        raise typer.Exit(EXIT_BY_ERROR.get(report.error or "", EXIT_OTHER))
 
 
 def repair_cmd(
@@ -119,7 +119,7 @@ def repair_cmd(
         raise typer.Exit(EXIT_OTHER) from exc
     except (JournalError, OSError, ValueError) as exc:
         typer.echo(f"glove journal repair: {exc}", err=True)
-        raise typer.Exit(_EXIT_BY_ERROR.get(type(exc).__name__, EXIT_OTHER)) from exc
+        raise typer.Exit(EXIT_BY_ERROR.get(type(exc).__name__, EXIT_OTHER)) from exc
     finally:
         storage.close(lock_fd)
     for line in actions or ["nothing to repair"]:
