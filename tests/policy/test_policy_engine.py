@@ -397,9 +397,8 @@ def test_inspected_records_values_digests_and_omissions() -> None:
     assert policy.check_tool("up__t").inspected == {}
 
 
-secrets = st.text(min_size=12, max_size=40).filter(
-    lambda text: text.strip() == text and "'" not in text
-)
+# Wrapped in a marker no reason template contains, so a hit can only be a leaked value.
+secrets = st.text(max_size=30).map(lambda text: f"\u2603{text}\u2603")
 
 
 @settings(max_examples=60, deadline=None)
