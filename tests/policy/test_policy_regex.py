@@ -62,6 +62,9 @@ def test_agrees_with_re_fullmatch(pattern: str, texts: list[str]) -> None:
         ("x{3}", ["xxx"], ["xx", "xxxx"]),
         ("[\\]\\-]+", ["]-"], ["a"]),
         ("é+", ["éé"], ["e"]),
+        ("\\w+", ["aZ0_"], ["é", "-"]),  # ASCII classes, unlike re's Unicode defaults
+        ("\\d", ["5"], ["\u0663", "x"]),
+        ("[a-z]+", ["abc"], ["abc\n"]),  # whole-value match: no "$ before newline" hole
         ("\\{\\}\\(\\)\\^\\$\\/\\|\\*\\+\\?\\\\", ["{}()^$/|*+?\\"], [""]),
     ],
 )
