@@ -4,7 +4,7 @@ import posixpath
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from glove.policy._paths import DotDot, PathRejected, is_within, normalize_path, normalize_root
@@ -30,12 +30,14 @@ def reference_within(path: str, top: str) -> bool:
     return posixpath.commonpath([path, top]) == top
 
 
+@settings(deadline=None)  # no wall-clock deadline: CI machines are loaded
 @given(absolute_path)
 def test_normalize_agrees_with_posixpath(path: str) -> None:
     """Absolute paths normalize exactly as posixpath.normpath does (no symlinks assumed)."""
     assert normalize_path(path, base=None, dotdot=DotDot.NORMALIZE) == reference_normalize(path)
 
 
+@settings(deadline=None)  # no wall-clock deadline: CI machines are loaded
 @given(absolute_path)
 def test_normalized_paths_are_canonical(path: str) -> None:
     """A normalized path is absolute, has no ``.``/``..``/empty component and is a fixpoint."""
@@ -46,6 +48,7 @@ def test_normalized_paths_are_canonical(path: str) -> None:
     assert normalize_path(normal, base=None, dotdot=DotDot.DENY) == normal
 
 
+@settings(deadline=None)  # no wall-clock deadline: CI machines are loaded
 @given(relative_path, root)
 def test_relative_paths_join_the_base(path: str, base: str) -> None:
     """A relative path is normalized as if appended to the base."""
@@ -53,6 +56,7 @@ def test_relative_paths_join_the_base(path: str, base: str) -> None:
     assert normal == reference_normalize(base + "/" + path)
 
 
+@settings(deadline=None)  # no wall-clock deadline: CI machines are loaded
 @given(absolute_path, root)
 def test_containment_agrees_with_commonpath(path: str, top: str) -> None:
     """is_within on normalized paths agrees with posixpath.commonpath."""
@@ -60,6 +64,7 @@ def test_containment_agrees_with_commonpath(path: str, top: str) -> None:
     assert is_within(normal, top) == reference_within(normal, top)
 
 
+@settings(deadline=None)  # no wall-clock deadline: CI machines are loaded
 @given(st.lists(component, max_size=8), root)
 def test_traversal_never_escapes_a_root(parts: list[str], top: str) -> None:
     """root + components: inside exactly when the reference says so; never climbing is inside."""

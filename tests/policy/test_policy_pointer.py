@@ -3,7 +3,7 @@
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from glove.policy._pointer import (
@@ -97,6 +97,7 @@ def test_missing_sentinel_is_a_falsy_singleton() -> None:
     assert repr(MISSING) == "MISSING"
 
 
+@settings(deadline=None)  # no wall-clock deadline: CI machines are loaded
 @given(st.lists(st.text(max_size=6), max_size=6))
 def test_format_then_parse_round_trips(tokens: list[str]) -> None:
     """Any token list survives formatting and parsing unchanged."""
@@ -113,6 +114,7 @@ json_value = st.recursive(
 )
 
 
+@settings(deadline=None)  # no wall-clock deadline: CI machines are loaded
 @given(json_value, st.data())
 def test_every_reachable_value_resolves(document: Any, data: st.DataObject) -> None:
     """A path walked through a random document resolves to the value found by walking it."""
