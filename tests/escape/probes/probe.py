@@ -18,6 +18,7 @@ import json
 import os
 import signal
 import socket
+import stat
 import struct
 import sys
 import time
@@ -422,6 +423,74 @@ def _same_value_write(path: str) -> str:
         return "wrote"
     finally:
         os.close(fd)
+
+
+def cmd_proc_writable(arg: dict[str, Any]) -> object:
+    """Every non-process file under /proc that opens for writing (nothing is written)."""
+    found = []
+    skip = {"self", "thread-self"}
+    for root, dirs, files in os.walk("/proc"):
+        depth = root.count("/")
+        dirs[:] = [
+            d for d in dirs if depth < 5 and not (root == "/proc" and (d.isdigit() or d in skip))
+        ]
+        for name in files:
+            path = os.path.join(root, name)
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+            except OSError:
+                continue
+            st = os.fstat(fd)
+            os.close(fd)
+            if stat.S_ISCHR(st.st_mode) and st.st_rdev == os.makedev(1, 3):
+                continue  # masked by a /dev/null bind: writes go nowhere
+            found.append(path)
+    return {"writable": sorted(found)}
+
+
+def _suid_attempts(d: str) -> dict[str, Any]:
+    """Try every way to leave a setuid/setgid or file-capability executable in ``d``."""
+    src = "/bin/true"
+
+    def copy(name: str) -> str:
+        path = f"{d}/{name}"
+        with open(src, "rb") as f, open(path, "wb") as g:
+            g.write(f.read())
+        return path
+
+    def via_open() -> int:
+        fd = os.open(f"{d}/s-open", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o4755)
+        os.close(fd)
+        return 0
+
+    def via_fchmodat2() -> int:
+        path = copy("s-fchmodat2")
+        return raw(452, -100, path.encode(), 0o4755, 0)
+
+    def via_fchmod() -> None:
+        fd = os.open(copy("s-fchmod"), os.O_RDONLY)
+        try:
+            os.fchmod(fd, 0o4755)
+        finally:
+            os.close(fd)
+
+    # VFS_CAP_REVISION_2 with CAP_SETUID|CAP_SYS_ADMIN permitted and effective.
+    fcap = struct.pack("<IIIII", 0x02000001, (1 << 7) | (1 << 21), 0, 0, 0)
+    return {
+        "chmod": attempt(lambda: os.chmod(copy("s-chmod"), 0o4755)),
+        "chmod_setgid": attempt(lambda: os.chmod(copy("s-chmod-g"), 0o2755)),
+        "fchmod": attempt(via_fchmod),
+        "open_creat": attempt(via_open),
+        "mknod": attempt(lambda: os.mknod(f"{d}/s-mknod", 0o100000 | 0o4755)),
+        "fchmodat2": attempt(via_fchmodat2),
+        "cp_preserve": attempt(lambda: os.system(f"cp -p /usr/bin/su {d}/s-cp 2>/dev/null")),
+        "file_caps": attempt(lambda: os.setxattr(copy("s-fcap"), "security.capability", fcap)),
+    }
+
+
+def cmd_suid(arg: dict[str, Any]) -> object:
+    """Leave privileged executables in the workspace by every route; the host inspects them."""
+    return _suid_attempts(arg["dir"])
 
 
 def cmd_procsys(arg: dict[str, Any]) -> object:
@@ -886,12 +955,14 @@ COMMANDS: dict[str, Callable[[dict[str, Any]], object]] = {
     "pids": cmd_pids,
     "pids-limit": cmd_pids_limit,
     "privs": cmd_privs,
+    "proc-writable": cmd_proc_writable,
     "procsys": cmd_procsys,
     "read": cmd_read,
     "run": cmd_run,
     "seccomp": cmd_seccomp,
     "sockets": cmd_sockets,
     "spawn": cmd_spawn,
+    "suid": cmd_suid,
     "tty": cmd_tty,
     "userns": cmd_userns,
     "write": cmd_write,
