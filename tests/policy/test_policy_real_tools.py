@@ -146,3 +146,42 @@ async def test_pins_from_a_real_tools_list_hold_through_the_mediator(tmp_path: P
     denied = [record for record in audit if record.get("tool") == "fs__create_directory"]
     assert [record["decision"] for record in denied] == ["deny"]
     assert "schema_sha256" in denied[0]["reason"]
+
+
+SYMLINK_POLICY = """version = 1
+
+[[tools]]
+name = "fs__read_text_file"
+[[tools.args]]
+pointer = "/path"
+op = "path"
+roots = ["{root}"]
+"""
+
+
+async def test_symlinks_are_beyond_the_lexical_check(tmp_path: Path) -> None:
+    """The documented limit: a symlink inside a root passes the policy; the server refuses it."""
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("must not leak")
+    (root / "link").symlink_to(outside)
+    command = _server_command(root)
+    config = _write_config(tmp_path, command, SYMLINK_POLICY.format(root=root))
+    glove = [sys.executable, "-m", "glove.mcp", "mcp", "serve", "--config", str(config)]
+    params = StdioServerParameters(command=glove[0], args=glove[1:], env=dict(os.environ))
+    async with Client(params, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
+        try:
+            result = await client.call_tool(
+                "fs__read_text_file", {"path": str(root / "link" / "secret.txt")}
+            )
+            leaked = json.dumps(result.model_dump(mode="json"))
+            assert result.is_error
+        except MCPError as exc:
+            leaked = str(exc)
+        assert "must not leak" not in leaked
+    audit = [json.loads(line) for line in (tmp_path / "audit.log").read_text().splitlines()]
+    calls = [record for record in audit if record.get("tool") == "fs__read_text_file"]
+    # The policy allowed it (lexically inside the root); the upstream's realpath refused it.
+    assert calls[0]["decision"] == "allow"
