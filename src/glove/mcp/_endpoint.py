@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
@@ -76,6 +77,7 @@ class AgentEndpoint(Actor):
         self._initialized = False
         self._calls: dict[int | str, asyncio.Task[None]] = {}
         self.closed = asyncio.Event()
+        self.closed_callback: Callable[[AgentEndpoint], None] | None = None
 
     async def on_start(self) -> None:
         """Start reading the agent's stream."""
@@ -85,6 +87,8 @@ class AgentEndpoint(Actor):
         """Close the agent's stream."""
         self._writer.close()
         self.closed.set()
+        if self.closed_callback is not None:
+            self.closed_callback(self)
 
     async def handle(self, msg: object) -> object:
         """Endpoint messages: :class:`ToolsChanged` notifies the agent."""

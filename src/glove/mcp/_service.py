@@ -9,6 +9,7 @@ answer before the agent's stream closes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -39,6 +40,38 @@ class Mediation:
         self.supervisor = supervisor
         self._task = task
         self.endpoint: AgentEndpoint | None = None
+        self.endpoints: list[AgentEndpoint] = []
+        self.mediator: Mediator | None = None
+        self._attached = 0
+
+    @property
+    def failed(self) -> asyncio.Task[None]:
+        """The supervisor's task: done when the session has ended (failed or stopped)."""
+        return self._task
+
+    def attach(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> AgentEndpoint:
+        """Serve one more agent connection; the first becomes :attr:`endpoint`.
+
+        Raises:
+            RuntimeError: the session is not running.
+        """
+        assert self.mediator is not None
+        endpoint = AgentEndpoint(reader, writer, self.mediator)
+        self._attached += 1
+        self.endpoints.append(endpoint)
+        endpoint.closed_callback = self.endpoints.remove
+        if self.endpoint is None:
+            self.endpoint = endpoint
+        self.supervisor.start_child(
+            ChildSpec(f"endpoint-{self._attached}", lambda: endpoint, restart="temporary")
+        )
+        return endpoint
+
+    def tools_changed(self) -> None:
+        """Tell every connected agent that the tool list changed."""
+        for endpoint in list(self.endpoints):
+            with contextlib.suppress(ActorDead, Busy):
+                endpoint.tell(ToolsChanged())
 
     @property
     def upstreams(self) -> dict[str, UpstreamActor]:
@@ -83,12 +116,15 @@ def _definition_factory() -> Callable[[ToolInfo], Any]:
 
 async def start_mediation(
     config: McpConfig,
-    reader: asyncio.StreamReader,
-    writer: asyncio.StreamWriter,
+    reader: asyncio.StreamReader | None = None,
+    writer: asyncio.StreamWriter | None = None,
     *,
     audit_factory: Callable[[str], Any] | None = None,
 ) -> Mediation:
     """Start the upstreams and the audit log, build the registry, then serve the agent.
+
+    Without ``reader`` and ``writer`` no agent is attached yet: call
+    :meth:`Mediation.attach` for each connection (``glove run`` does).
 
     ``audit_factory(path)`` builds the audit actor (default :class:`glove.audit.AuditLog`);
     tests inject failing storage through it.
@@ -101,14 +137,12 @@ async def start_mediation(
     from glove.policy import load_policy
 
     policy = load_policy(config.policy)
-    endpoint_box: list[AgentEndpoint] = []
 
     def tools_changed(upstream_id: str) -> None:
         node = supervisor.child(f"mcp-{upstream_id}")
         assert isinstance(node, UpstreamActor)
         registry.set_upstream(upstream_id, node.tools, strict=False)
-        if endpoint_box:
-            endpoint_box[0].tell(ToolsChanged())
+        mediation.tools_changed()
 
     make_audit = audit_factory or AuditLog
     specs = [ChildSpec("audit", lambda: make_audit(config.audit))]
@@ -160,10 +194,9 @@ async def start_mediation(
         upstream_errors=(UpstreamError, ActorDead, Busy, KeyError),
         timeout_errors=(DeadlineExceeded,),
     )
-    endpoint = AgentEndpoint(reader, writer, mediator)
-    endpoint_box.append(endpoint)
-    mediation.endpoint = endpoint
-    supervisor.start_child(ChildSpec("endpoint", lambda: endpoint, restart="temporary"))
+    mediation.mediator = mediator
+    if reader is not None and writer is not None:
+        mediation.attach(reader, writer)
     return mediation
 
 
@@ -190,6 +223,22 @@ async def _wait_started(mediation: Mediation, config: McpConfig) -> None:
         raise McpError("the mediation failed to start")
 
 
+def _stdio_is_one_socket() -> bool:
+    """Check stdin/stdout are usable streams; True when both are the same socket.
+
+    Raises:
+        McpError: stdin or stdout is not a pipe, socket or terminal.
+    """
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)):
+            raise McpError(
+                f"{name} must be a pipe, a socket or a terminal: an MCP client launches "
+                "`glove mcp serve` with pipes"
+            )
+    return stat.S_ISSOCK(os.fstat(0).st_mode) and os.path.sameopenfile(0, 1)
+
+
 async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Wrap this process's stdin and stdout as asyncio streams for the agent.
 
@@ -200,14 +249,7 @@ async def stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         McpError: stdin or stdout is not a pipe, socket or terminal (the way MCP clients
             launch a stdio server).
     """
-    for fd, name in ((0, "stdin"), (1, "stdout")):
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)):
-            raise McpError(
-                f"{name} must be a pipe, a socket or a terminal: an MCP client launches "
-                "`glove mcp serve` with pipes"
-            )
-    if stat.S_ISSOCK(os.fstat(0).st_mode) and os.path.sameopenfile(0, 1):
+    if _stdio_is_one_socket():
         return await socket_streams(_steal_stdout())
     return await fd_streams(os.dup(0), _steal_stdout())
 
