@@ -29,11 +29,6 @@ PROBE_MARK = b"GLOVE-PROBE:"
 INSIDE_WS = "/workspace"
 INSIDE_PYTHON = "/usr/bin/python3"
 EXEC_TIMEOUT_S = 60.0
-# Until ``exec`` is registered in glove.cli, GLOVE_ESCAPE_SHIM=1 drives its typer module.
-_SHIM = (
-    "import sys, typer; from glove.run import exec_cli; app = typer.Typer(); "
-    "app.callback()(lambda: None); exec_cli.register(app); sys.argv[0] = 'glove'; app()"
-)
 HOST_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -118,10 +113,10 @@ class Sandbox:
     def glove_argv(self, flags: Sequence[str], cmd: Sequence[str], json_status: bool) -> list[str]:
         """The full host argv of one ``glove exec``."""
         status = ["--json-status", str(self.status_path)] if json_status else []
-        entry = ["-c", _SHIM] if os.environ.get("GLOVE_ESCAPE_SHIM") else ["-m", "glove"]
         argv = [
             self.user.python,
-            *entry,
+            "-m",
+            "glove",
             "exec",
             "--workspace",
             str(self.ws),

@@ -138,6 +138,7 @@ def mountinfo() -> list[dict[str, Any]]:
             mounts.append(
                 {
                     "mountpoint": fields[4].replace("\\040", " "),
+                    "root": fields[3],
                     "opts": fields[5].split(","),
                     "fstype": rfields[0],
                     "source": rfields[1] if len(rfields) > 1 else "",
