@@ -1,0 +1,88 @@
+"""``glove run``: an agent in the ``glove exec`` sandbox, its MCP tools mediated on the host.
+
+Thin typer layer: the orchestration is :func:`glove.mcp._run.run_mediated`, the sandbox is
+:mod:`glove.container`. See ``docs/mcp.md`` ("glove run").
+"""
+
+from __future__ import annotations
+
+import typer
+
+EXIT_SETUP_FAILED = 125
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``run`` command to ``app``."""
+
+    @app.command("run", context_settings={"allow_interspersed_args": False})
+    def run_(  # noqa: PLR0917 - typer maps each parameter to an option
+        command: list[str] = typer.Argument(..., help="The agent and its arguments."),
+        config: str = typer.Option(..., "--config", "-c", help="Mediator configuration (TOML)."),
+        profile: str | None = typer.Option(None, "--profile", help="Sandbox profile name or path."),
+        workspace: str | None = typer.Option(None, "--workspace", help="Workspace directory."),
+        bind: list[str] = typer.Option([], "--bind", help="SRC[:DST[:ro|rw]], repeatable."),
+        env: list[str] = typer.Option([], "--env", help="KEY=VALUE, repeatable."),
+        accept_weaker: list[str] = typer.Option(
+            [], "--accept-weaker", help="LIMIT or all: allow a per-process mechanism."
+        ),
+    ) -> None:
+        """Run AGENT in the sandbox with a mediated MCP server at /opt/glove/glove-mcp."""
+        import asyncio
+        import logging
+        import os
+        import sys
+        from pathlib import Path
+
+        from glove.container import (
+            Bind,
+            Overrides,
+            SandboxError,
+            build_spec,
+            load_profile,
+            run_async,
+        )
+        from glove.errors import GloveError
+        from glove.mcp._config import load_config
+        from glove.mcp._run import GUEST_DIR, run_mediated
+        from glove.run import parse_bind
+
+        logging.basicConfig(
+            stream=sys.stderr, level=logging.WARNING, format="glove run: %(levelname)s %(message)s"
+        )
+        cwd = str(Path.cwd())
+
+        async def sandbox(bind_dir: str, guest_env: dict[str, str]) -> int:
+            extra_env = dict(item.split("=", 1) for item in env if "=" in item)
+            overrides = Overrides(
+                workspace=workspace,
+                binds=(
+                    *(parse_bind(text, cwd) for text in bind),
+                    Bind(source=bind_dir, target=GUEST_DIR, mode="ro"),
+                ),
+                env={**extra_env, **guest_env},
+                accept_weaker=frozenset(accept_weaker),
+            )
+            spec = build_spec(
+                load_profile(profile),
+                command,
+                cwd=cwd,
+                host_env=dict(os.environ),
+                overrides=overrides,
+            )
+            result = await run_async(spec)
+            if result.outcome in ("setup_error", "exec_error", "limit") and result.error:
+                sys.stderr.write(f"glove run: {result.error}\n")
+            return result.exit_code
+
+        async def main() -> int:
+            return await run_mediated(load_config(config), sandbox)
+
+        if any("=" not in item for item in env):
+            typer.echo("glove run: --env wants KEY=VALUE", err=True)
+            raise typer.Exit(EXIT_SETUP_FAILED)
+        try:
+            code = asyncio.run(main())
+        except (GloveError, SandboxError) as exc:
+            typer.echo(f"glove run: {exc}", err=True)
+            raise typer.Exit(EXIT_SETUP_FAILED) from exc
+        raise typer.Exit(code)
