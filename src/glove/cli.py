@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "glove.journal.cli",
     "glove.policy.cli",
     "glove.mcp.cli",
+    "glove.run.run_cli",
 )
 
 
