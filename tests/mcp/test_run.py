@@ -1,0 +1,73 @@
+"""``glove run``: a stock SDK client inside the sandbox, mediated tools, nothing else."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+
+from glove.mcp.errors import INVALID_PARAMS
+
+from .conftest import FIXTURES, PYTHON, REPO, read_audit, read_calls, sdk_server, write_config
+
+POLICY = 'version = 1\n\n[[tools]]\nname = "echo__echo"\n'
+RUN_TIMEOUT_S = 90.0
+
+
+async def _glove_run(tmp_path: Path, *extra: str) -> tuple[int, bytes, bytes]:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    shutil.copy(FIXTURES / "sandboxed_agent.py", workspace)
+    proc = await asyncio.create_subprocess_exec(
+        PYTHON,
+        "-m",
+        "glove",
+        "run",
+        "--config",
+        str(tmp_path / "glove.toml"),
+        "--workspace",
+        str(workspace),
+        "--bind",
+        str(REPO / ".venv"),
+        "--",
+        str(REPO / ".venv" / "bin" / "python"),
+        "/workspace/sandboxed_agent.py",
+        *extra,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT_S)
+    assert proc.returncode is not None
+    return proc.returncode, out, err
+
+
+async def test_agent_in_the_sandbox_reaches_tools_only_through_glove(tmp_path: Path) -> None:
+    """The SDK client inside uses the shim; upstreams, host files and network are out of reach."""
+    log = tmp_path / "calls"
+    upstream = {"command": sdk_server("echo"), "env": {"GLOVE_TEST_CALL_LOG": str(log)}}
+    config = write_config(tmp_path, {"echo": upstream}, POLICY)
+    host_paths = [str(log), str(config), str(tmp_path / "audit.log"), str(FIXTURES)]
+    code, out, err = await _glove_run(tmp_path, *host_paths)
+    assert code == 0, err.decode()
+    report = json.loads(out)
+    assert report["tools"] == ["echo__echo"]
+    assert report["echo"] == "from the sandbox"
+    assert report["denied"] == INVALID_PARAMS
+    assert not [cmd for cmd in report["processes"] if "sdk_server" in cmd]
+    assert len(report["processes"]) <= 3
+    assert set(report["paths"].values()) == {"FileNotFoundError"}
+    assert report["network"] in ("OSError", "ConnectionRefusedError")
+    assert read_calls(log) == ["echo"]
+    decisions = [record["decision"] for record in read_audit(tmp_path / "audit.log")]
+    assert decisions == ["allow", "deny"]
+
+
+async def test_bad_config_refuses_before_running_anything(tmp_path: Path) -> None:
+    """A configuration error exits 125 and the agent never starts."""
+    write_config(tmp_path, {"echo": {"command": ["/nonexistent/server"]}}, POLICY)
+    code, out, err = await _glove_run(tmp_path)
+    assert code == 125
+    assert out == b""
+    assert b"cannot start" in err
