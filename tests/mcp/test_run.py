@@ -9,13 +9,24 @@ from pathlib import Path
 
 from glove.mcp.errors import INVALID_PARAMS
 
-from .conftest import FIXTURES, PYTHON, REPO, read_audit, read_calls, sdk_server, write_config
+from .conftest import (
+    FIXTURES,
+    PYTHON,
+    REPO,
+    npm_server,
+    read_audit,
+    read_calls,
+    sdk_server,
+    write_config,
+)
 
 POLICY = 'version = 1\n\n[[tools]]\nname = "echo__echo"\n'
 RUN_TIMEOUT_S = 90.0
 
 
-async def _glove_run(tmp_path: Path, *extra: str) -> tuple[int, bytes, bytes]:
+async def _glove_run(
+    tmp_path: Path, *extra: str, options: tuple[str, ...] = ()
+) -> tuple[int, bytes, bytes]:
     workspace = tmp_path / "ws"
     workspace.mkdir()
     shutil.copy(FIXTURES / "sandboxed_agent.py", workspace)
@@ -30,6 +41,7 @@ async def _glove_run(tmp_path: Path, *extra: str) -> tuple[int, bytes, bytes]:
         str(workspace),
         "--bind",
         str(REPO / ".venv"),
+        *options,
         "--",
         str(REPO / ".venv" / "bin" / "python"),
         "/workspace/sandboxed_agent.py",
@@ -62,6 +74,20 @@ async def test_agent_in_the_sandbox_reaches_tools_only_through_glove(tmp_path: P
     assert read_calls(log) == ["echo"]
     decisions = [record["decision"] for record in read_audit(tmp_path / "audit.log")]
     assert decisions == ["allow", "deny"]
+
+
+async def test_npm_upstream_inside_the_sandbox(tmp_path: Path) -> None:
+    """server-everything on the host answers an SDK client inside the sandbox through Glove."""
+    policy = 'version = 1\n\n[[tools]]\nname = "everything__echo"\n'
+    write_config(tmp_path, {"everything": {"command": npm_server("mcp-server-everything")}}, policy)
+    arguments = json.dumps({"message": "hello"})
+    options = ("--env", "AGENT_TOOL=everything__echo", "--env", f"AGENT_ARGS={arguments}")
+    code, out, err = await _glove_run(tmp_path, options=options)
+    assert code == 0, err.decode()
+    report = json.loads(out)
+    assert report["tools"] == ["everything__echo"]
+    assert report["echo"] == "Echo: hello"
+    assert not [cmd for cmd in report["processes"] if "mcp-server-everything" in cmd]
 
 
 async def test_bad_config_refuses_before_running_anything(tmp_path: Path) -> None:
