@@ -27,6 +27,7 @@ from glove.testing.storage import FaultStorage
 
 from .conftest import (
     ALLOW_ALL,
+    glove_command,
     hostile_server,
     raw_agent,
     read_audit,
@@ -237,3 +238,48 @@ class _SocketAgent:
             reply: dict[str, Any] = json.loads(line)
             if reply.get("id") == self.next_id:
                 return reply
+
+
+async def test_calls_run_concurrently_and_answer_out_of_order(tmp_path: Path) -> None:
+    """A slow call does not hold up a fast one sent after it on the same stream."""
+    async with raw_agent(_echo_config(tmp_path)) as agent:
+        await agent.initialize()
+        slow = {"name": "echo__slow", "arguments": {"seconds": 1.0}}
+        await agent.send({"jsonrpc": "2.0", "id": "slow", "method": "tools/call", "params": slow})
+        fast = {"name": "echo__echo", "arguments": {"text": "fast"}}
+        await agent.send({"jsonrpc": "2.0", "id": "fast", "method": "tools/call", "params": fast})
+        first = await agent.recv()
+        second = await agent.recv()
+    assert [first["id"], second["id"]] == ["fast", "slow"]
+    assert second["result"]["content"][0]["text"] == "done"
+
+
+async def test_duplicate_in_flight_id_is_refused(tmp_path: Path) -> None:
+    """Reusing the id of a call still in flight is an invalid request, not a mix-up."""
+    async with raw_agent(_echo_config(tmp_path)) as agent:
+        await agent.initialize()
+        slow = {"name": "echo__slow", "arguments": {"seconds": 0.5}}
+        message = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": slow}
+        await agent.send(message)
+        await agent.send(message)
+        replies = [await agent.recv(), await agent.recv()]
+    assert replies[0]["error"]["code"] == INVALID_REQUEST
+    assert replies[1]["result"]["content"][0]["text"] == "done"
+
+
+async def test_serve_exit_codes(tmp_path: Path) -> None:
+    """A bad configuration or an unstartable upstream exits 2 with the reason on stderr."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('policy = "p"\naudit = "a"\nbogus = 1\n[upstreams.x]\ncommand = ["x"]\n')
+    missing = write_config(tmp_path, {"x": {"command": ["/nonexistent/server"]}}, ALLOW_ALL)
+    for config, expected in ((bad, b"unknown field"), (missing, b"cannot start")):
+        proc = await asyncio.create_subprocess_exec(
+            *glove_command(config),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(b""), FAIL_FAST_S * 4)
+        assert proc.returncode == 2
+        assert out == b""
+        assert expected in err

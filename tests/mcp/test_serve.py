@@ -265,3 +265,24 @@ async def test_two_upstreams_are_namespaced(tmp_path: Path) -> None:
         for prefix in ("one", "two"):
             result = await client.call_tool(f"{prefix}__echo", {"text": prefix})
             assert _outcome(result)[0][0]["text"] == prefix
+
+
+async def test_a_correct_pin_keeps_the_tool(tmp_path: Path) -> None:
+    """Pinned to the digests of its current definition, a tool is listed and callable."""
+    from glove.policy import ToolDefinition, definition_digests
+
+    async with sdk_client(direct_params(sdk_server("echo"))) as direct:
+        tool = next(t for t in (await direct.list_tools()).tools if t.name == "echo")
+    description, schema = definition_digests(
+        ToolDefinition(tool.name, tool.description, tool.input_schema)
+    )
+    policy = (
+        f'version = 1\n\n[[tools]]\nname = "echo__echo"\n'
+        f'description_sha256 = "{description.removeprefix("sha256:")}"\n'
+        f'schema_sha256 = "{schema.removeprefix("sha256:")}"\n'
+    )
+    config = write_config(tmp_path, {"echo": {"command": sdk_server("echo")}}, policy)
+    async with sdk_client(glove_params(config)) as client:
+        assert [t.name for t in (await client.list_tools()).tools] == ["echo__echo"]
+        result = await client.call_tool("echo__echo", {"text": "pinned"})
+    assert _outcome(result)[0][0]["text"] == "pinned"
