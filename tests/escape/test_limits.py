@@ -26,6 +26,8 @@ def run_limited(
     """
     res = sb.run(cmd, flags, timeout=timeout)
     if res.returncode != 125:
+        mechanism = (res.status or {}).get("limits", {}).get(limit, {}).get("mechanism", "")
+        assert "per-process" not in mechanism, f"{limit}: weaker {mechanism} used unasked"
         return res, False
     assert res.status is not None, res.describe()
     assert res.status["outcome"] == "setup_error", res.describe()

@@ -46,6 +46,23 @@ def test_host_pids_are_invisible(sb: Sandbox) -> None:
     assert "init" not in pid1.split("\0")[0]
 
 
+def test_kill_minus_one_stays_inside(sb: Sandbox) -> None:
+    """kill(-1) from inside reaches no host process of the launching user."""
+    marker = sb.marker("victim")
+    victim = subprocess.Popen(
+        sb.user.argv(["/bin/bash", "-c", f"exec -a {marker} /bin/sleep 60"]),
+    )
+    try:
+        assert wait_until(lambda: host_pids_with(marker), 5), "control: the victim runs"
+        report = sb.probe("kill-all")
+        assert "ok" in report["kill_minus_one"], f"control: kill(-1) ran: {report}"
+        assert report["child_signal"] == signal.SIGTERM, f"control: it hit the sandbox: {report}"
+        assert host_pids_with(marker), "kill(-1) in the sandbox killed a host process"
+    finally:
+        kill_marked(marker)
+        victim.wait(timeout=10)
+
+
 def test_namespaces_differ_from_host(sb: Sandbox) -> None:
     """Every namespace of the sandboxed command is a fresh one, none the launcher's."""
     inside = sb.probe("ns")

@@ -60,6 +60,7 @@ DENIED_SYSCALLS = (
     "socket_netlink_route",
     "socket_netlink_dgram",
     "socket_netlink_uevent",
+    "x32_ptrace",
 )
 # Calls that must keep working: proof that the filter is not a blanket denial.
 ALLOWED_SYSCALLS = {

@@ -636,6 +636,7 @@ SYSCALLS: dict[str, Callable[[], object]] = {
     "socket_netlink_route": lambda: raw(41, 16, 3, 0),  # AF_NETLINK, SOCK_RAW, ROUTE
     "socket_netlink_dgram": lambda: raw(41, 16, 2, 0),
     "socket_netlink_uevent": lambda: raw(41, 16, 3, 15),  # NETLINK_KOBJECT_UEVENT
+    "x32_ptrace": lambda: raw(0x40000000 | 101, 0, 0, 0, 0),  # x32 ABI number space
     "socket_inet_stream": lambda: raw(41, 2, 1, 0),
     "socket_unix_stream": lambda: raw(41, 1, 1, 0),
 }
@@ -802,6 +803,18 @@ def cmd_tty(arg: dict[str, Any]) -> object:
     return out
 
 
+def cmd_kill_all(arg: dict[str, Any]) -> object:
+    """kill(-1, SIGKILL): every process this one may signal, which must be only the sandbox."""
+    child = os.fork()
+    if child == 0:  # a sandbox process for kill(-1) to find (control)
+        time.sleep(30)
+        os._exit(0)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    result = attempt(lambda: os.kill(-1, signal.SIGTERM))
+    _, status = os.waitpid(child, 0)
+    return {"kill_minus_one": result, "child_signal": os.WTERMSIG(status)}
+
+
 def cmd_exit(arg: dict[str, Any]) -> object:
     """Exit with a code or die by a signal."""
     if "signal" in arg:
@@ -947,6 +960,7 @@ COMMANDS: dict[str, Callable[[dict[str, Any]], object]] = {
     "init": cmd_init,
     "inodes": cmd_inodes,
     "ipc": cmd_ipc,
+    "kill-all": cmd_kill_all,
     "links": cmd_links,
     "mem": cmd_mem,
     "mountinfo": cmd_mountinfo,
