@@ -44,6 +44,7 @@ from glove.container.errors import (
 from glove.container.linux._cgroups import probe_host_limits
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._supervise import run
+from glove.container.linux._syscalls import create_file_no_symlinks
 
 
 async def run_async(
@@ -85,6 +86,7 @@ __all__ = [
     "SpecError",
     "UnsupportedPlatform",
     "build_spec",
+    "create_file_no_symlinks",
     "decode_profile",
     "launch",
     "load_profile",

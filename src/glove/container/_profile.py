@@ -169,9 +169,9 @@ def build_spec(
     accept |= over.accept_weaker
     workspace: str | None = None
     if over.workspace is not None:
-        workspace = os.path.realpath(Path(cwd, over.workspace))
+        workspace = os.path.normpath(Path(cwd, over.workspace))
     elif profile.workspace.enabled:
-        workspace = os.path.realpath(Path(cwd, profile.workspace.source))
+        workspace = os.path.normpath(Path(cwd, profile.workspace.source))
     env = {key: host_env[key] for key in profile.env.pass_ if key in host_env}
     env.update(profile.env.set)
     env.update(over.env)

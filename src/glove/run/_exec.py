@@ -6,7 +6,7 @@ not import the sandbox.
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import os
 import sys
 from pathlib import Path
@@ -15,13 +15,13 @@ from typing import Final, Literal
 import msgspec
 
 from glove.container import (
-    EXIT_SETUP_FAILED,
     Bind,
     Overrides,
     SandboxError,
     SandboxResult,
     SpecError,
     build_spec,
+    create_file_no_symlinks,
     load_profile,
     parse_seconds,
     parse_size,
@@ -55,7 +55,7 @@ class ExecOptions(msgspec.Struct, frozen=True):
 
 
 def parse_bind(text: str, cwd: str) -> Bind:
-    """Parse ``SRC[:DST[:ro|rw]]``; a relative SRC is taken from ``cwd`` and resolved.
+    """Parse ``SRC[:DST[:ro|rw]]``; a relative SRC is taken from ``cwd`` (links not resolved).
 
     Raises:
         SpecError: malformed text.
@@ -63,7 +63,8 @@ def parse_bind(text: str, cwd: str) -> Bind:
     parts = text.split(":")
     if len(parts) > 3 or not parts[0]:
         raise SpecError(f"--bind wants SRC[:DST[:ro|rw]], got {text!r}")
-    source = os.path.realpath(Path(cwd, parts[0]))
+    # Normalized, never resolved: a symlink on the way must be refused, not followed.
+    source = os.path.normpath(Path(cwd, parts[0]))
     target = parts[1] if len(parts) > 1 and parts[1] else source
     mode = parts[2] if len(parts) > 2 else "ro"
     if mode not in ("ro", "rw"):
@@ -99,22 +100,43 @@ def _limit_overrides(opts: ExecOptions) -> dict[str, float | int]:
     return limits
 
 
-def _write_status(target: str, result: SandboxResult) -> None:
-    data = result.to_json()
+def _open_status(target: str) -> int:
+    """Open the ``--json-status`` destination before the sandbox runs.
+
+    A number is an fd the caller already opened (used as is). A path is created without
+    following any symlink, and opened *before* the command starts, so neither a link planted
+    by an earlier sandbox nor one planted during this run can redirect the write.
+
+    Raises:
+        SpecError: the fd number is out of range, or the path cannot be created safely.
+    """
     if target.isdigit():
         fd = int(target)
         if fd > MAX_STATUS_FD:
             raise SpecError(f"--json-status fd {fd} is out of range")
-        with contextlib.suppress(OSError):
-            os.write(fd, data)
-        return
-    Path(target).write_bytes(data)
+        return os.dup(fd) if _fd_open(fd) else -1
+    try:
+        return create_file_no_symlinks(os.path.normpath(Path.cwd() / target))
+    except OSError as exc:
+        reason = "it goes through a symlink" if exc.errno == errno.ELOOP else exc.strerror
+        raise SpecError(f"cannot create --json-status file {target}: {reason}") from exc
+
+
+def _fd_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
 
 
 def exec_command(opts: ExecOptions) -> int:
     """Run ``glove exec`` and return its exit code (see ``docs/sandbox.md``)."""
     result: SandboxResult
+    status_fd = -1
     try:
+        if opts.json_status is not None:
+            status_fd = _open_status(opts.json_status)
         if opts.network != "none":
             raise SpecError(f"--network {opts.network!r}: only 'none' is available")
         cwd = str(Path.cwd())
@@ -138,10 +160,11 @@ def exec_command(opts: ExecOptions) -> int:
         result = setup_failure(str(exc))
     if result.outcome in ("setup_error", "exec_error", "limit") and result.error:
         sys.stderr.write(f"glove exec: {result.error}\n")
-    if opts.json_status is not None:
+    if status_fd >= 0:
         try:
-            _write_status(opts.json_status, result)
-        except (OSError, SpecError) as exc:
-            sys.stderr.write(f"glove exec: cannot write --json-status: {exc}\n")
-            return EXIT_SETUP_FAILED if result.outcome == "setup_error" else result.exit_code
+            os.write(status_fd, result.to_json())
+        except OSError as exc:
+            sys.stderr.write(f"glove exec: cannot write --json-status: {exc.strerror}\n")
+        finally:
+            os.close(status_fd)
     return result.exit_code

@@ -52,6 +52,7 @@ from glove.container.linux._mounts import (
     OpenedSource,
     build_root,
     forbid_nested_user_namespaces,
+    harden_proc,
     open_sources,
     scratch_used_bytes,
 )
@@ -262,6 +263,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         os.close(ctx.go_read)
         build_root(ctx.spec, ctx.sources)
         forbid_nested_user_namespaces()
+        harden_proc()
         _close_all_except({status, *ctx.stdio, *ctx.spec.pass_fds.values()})
         sc.prctl(sc.PR_SET_DUMPABLE, 0)
         sc.drop_all_capabilities(ctx.last_cap)

@@ -14,7 +14,7 @@ mounted inode is the one that was opened, applies read-only/nosuid/nodev recursi
 
 # Raw paths and dir fds inside a fresh mount namespace (pathlib adds nothing); /tmp here is
 # the staging point in the sandbox's own namespace, not a shared temporary directory.
-# ruff: noqa: PTH101, PTH102, PTH211, S108
+# ruff: noqa: PTH101, PTH102, PTH112, PTH113, PTH114, PTH211, S108
 from __future__ import annotations
 
 import contextlib
@@ -40,6 +40,10 @@ DEVICE_NODES: Final = ("null", "zero", "full", "random", "urandom", "tty")
 STICKY_WORLD_MODE: Final = 0o1777
 #: Default size of the root tmpfs when no disk limit is given.
 DEFAULT_SCRATCH_BYTES: Final = 1024 * 1024 * 1024
+#: The scratch tmpfs gets one inode per this many bytes of its size (so inodes are bounded
+#: by the disk limit too), and never fewer than MIN_SCRATCH_INODES.
+BYTES_PER_SCRATCH_INODE: Final = 4096
+MIN_SCRATCH_INODES: Final = 1024
 
 _O_PATH_NOFOLLOW: Final = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 _RESOLVE_STRICT: Final = sc.RESOLVE_NO_SYMLINKS | sc.RESOLVE_NO_MAGICLINKS
@@ -258,7 +262,14 @@ def build_root(spec: SandboxSpec, sources: list[OpenedSource]) -> None:
     origins = [_clone_origin(source) for source in sources]
     size = spec.limits.disk if spec.limits.disk is not None else DEFAULT_SCRATCH_BYTES
     root = STAGING_DIR
-    sc.mount("tmpfs", root, "tmpfs", sc.MS_NOSUID | sc.MS_NODEV, f"size={size},mode=0755")
+    inodes = max(MIN_SCRATCH_INODES, size // BYTES_PER_SCRATCH_INODE)
+    sc.mount(
+        "tmpfs",
+        root,
+        "tmpfs",
+        sc.MS_NOSUID | sc.MS_NODEV,
+        f"size={size},nr_inodes={inodes},mode=0755",
+    )
     for name in ("proc", "dev", "tmp"):
         os.mkdir(f"{root}/{name}", 0o755)
     os.chmod(f"{root}/tmp", STICKY_WORLD_MODE)
@@ -298,6 +309,70 @@ def forbid_nested_user_namespaces() -> None:
         os.write(fd, b"0")
     finally:
         os.close(fd)
+
+
+#: /proc entries made read-only (global kernel knobs a uid-0 mapping could otherwise write).
+PROC_READ_ONLY: Final = ("sys", "sysrq-trigger", "irq", "bus", "fs", "asound")
+#: /proc files hidden behind /dev/null.
+PROC_MASKED_FILES: Final = (
+    "kcore",
+    "kmsg",
+    "keys",
+    "timer_list",
+    "sched_debug",
+    "latency_stats",
+    "kallsyms",
+    "kpagecount",
+    "kpageflags",
+)
+#: /proc directories hidden behind an empty read-only tmpfs.
+PROC_MASKED_DIRS: Final = ("acpi", "scsi", "driver")
+
+
+_MASK_ATTRS: Final = (
+    sc.MOUNT_ATTR_RDONLY | sc.MOUNT_ATTR_NOSUID | sc.MOUNT_ATTR_NODEV | sc.MOUNT_ATTR_NOEXEC
+)
+
+
+def harden_proc() -> None:
+    """Make global kernel knobs in the fresh /proc read-only and mask kernel internals.
+
+    A root launcher's sandbox runs as host uid 0 (without capabilities): file-mode checks
+    alone would let it write root-owned /proc files such as ``/proc/sys/**`` and
+    ``/proc/sysrq-trigger``. The same set Docker masks is applied for every launcher.
+
+    Raises:
+        OSError: a mount step failed.
+    """
+    for name in PROC_READ_ONLY:
+        path = f"/proc/{name}"
+        if not os.path.lexists(path):
+            continue
+        sc.mount(path, path, None, sc.MS_BIND | sc.MS_REC)
+        fd = os.open(path, _O_PATH_NOFOLLOW)
+        try:
+            sc.mount_setattr_recursive(fd, _MASK_ATTRS)
+        finally:
+            os.close(fd)
+    for name in PROC_MASKED_FILES:
+        path = f"/proc/{name}"
+        if os.path.isfile(path):
+            sc.mount("/dev/null", path, None, sc.MS_BIND)
+            fd = os.open(path, _O_PATH_NOFOLLOW)
+            try:
+                sc.mount_setattr_recursive(fd, _MASK_ATTRS)
+            finally:
+                os.close(fd)
+    for name in PROC_MASKED_DIRS:
+        path = f"/proc/{name}"
+        if os.path.isdir(path) and not os.path.islink(path):
+            sc.mount(
+                "tmpfs",
+                path,
+                "tmpfs",
+                sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC,
+                "size=0",
+            )
 
 
 def scratch_used_bytes() -> int:

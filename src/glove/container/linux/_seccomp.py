@@ -14,8 +14,9 @@ the result reports as a seccomp violation (SIGSYS).
 from __future__ import annotations
 
 import errno
+import platform
 import tempfile
-from typing import Final
+from typing import Any, Final
 
 from glove.container.errors import UnsupportedPlatform
 from glove.container.linux import _syscalls as sc
@@ -88,7 +89,44 @@ _NAMESPACE_FLAGS: Final = (
     sc.CLONE_NEWNET,
 )
 
+S_ISUID: Final = 0o4000
+S_ISGID: Final = 0o2000
+O_CREAT: Final = 0o100
+O_TMPFILE: Final = 0o20200000
+#: fchmodat2 (Linux 6.6) is newer than this libseccomp's syscall table: use its number.
+SYS_FCHMODAT2_X86_64: Final = 452
+#: (syscall, index of its mode argument, index of its flags argument or None).
+_MODE_SYSCALLS: Final = (
+    ("chmod", 1, None), ("fchmod", 1, None), ("fchmodat", 2, None), ("creat", 1, None),
+    ("mknod", 1, None), ("mknodat", 2, None), ("open", 2, 1), ("openat", 3, 2),
+)  # fmt: skip
+
 _cached_program: bytes | None = None
+
+
+def _deny_setuid_creation(seccomp: Any, filt: Any, deny: int) -> None:
+    """Refuse to create or chmod a file with the setuid or setgid bit.
+
+    The workspace is a host directory: a setuid file made there by a root launcher's sandbox
+    (host uid 0 inside) would be a setuid-root program on the host. ``openat2`` hides its
+    mode in a struct the filter cannot read, so it answers ENOSYS and libc falls back.
+    """
+    rules: list[tuple[str | int, int, int | None]] = list(_MODE_SYSCALLS)
+    if platform.machine() == "x86_64":
+        rules.append((SYS_FCHMODAT2_X86_64, 2, None))
+    for name, mode_arg, flags_arg in rules:
+        for bit in (S_ISUID, S_ISGID):
+            mode = seccomp.Arg(mode_arg, seccomp.MASKED_EQ, bit, bit)
+            try:
+                if flags_arg is None:
+                    filt.add_rule(deny, name, mode)
+                    continue
+                for create in (O_CREAT, O_TMPFILE):
+                    flags = seccomp.Arg(flags_arg, seccomp.MASKED_EQ, create, create)
+                    filt.add_rule(deny, name, flags, mode)
+            except (ValueError, OSError, RuntimeError):
+                continue  # not on this architecture
+    filt.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")
 
 
 def _build() -> bytes:
@@ -119,6 +157,7 @@ def _build() -> bytes:
             seccomp.Arg(0, seccomp.EQ, family),
             seccomp.Arg(1, seccomp.MASKED_EQ, SOCK_TYPE_MASK, SOCK_RAW),
         )
+    _deny_setuid_creation(seccomp, filt, deny)
     with tempfile.TemporaryFile() as handle:
         filt.export_bpf(handle)
         handle.seek(0)

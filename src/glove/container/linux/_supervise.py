@@ -16,6 +16,7 @@ import errno
 import os
 import selectors
 import signal
+import stat
 import threading
 import time
 from typing import Final, NamedTuple
@@ -47,6 +48,8 @@ DRAIN_GRACE_S: Final = 0.5
 MAX_STATUS_BYTES: Final = 16 * 1024
 #: Scratch usage within this many bytes of the size counts as reaching the disk limit.
 DISK_HIT_SLACK_BYTES: Final = 64 * 1024
+#: Host stdin bytes buffered for a command that is not reading yet.
+MAX_STDIN_BUFFER_BYTES: Final = 256 * 1024
 #: Host signals passed on to the sandbox while ``run`` supervises from the main thread.
 FORWARDED_HOST_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -114,6 +117,11 @@ class _Supervisor:
         self.status = b""
         self.selector = selectors.DefaultSelector()
         self.sinks: dict[int, int] = {}
+        self.stdin_target: int | None = None
+        self.stdin_close_at_eof = False
+        self.stdin_buffer = bytearray()
+        self.stdin_eof = False
+        self.stdin_writing = False
 
     def _kill(self, process: SandboxProcess, reason: str) -> None:
         if self.kill_reason is None:
@@ -147,17 +155,74 @@ class _Supervisor:
             self._kill(process, "output")
         return True
 
-    def _pump_stdin(self, master: int) -> bool:
+    def attach_stdin(self, target: int, *, close_at_eof: bool) -> None:
+        """Pump the host's stdin into ``target`` (a pipe or the PTY master) without blocking.
+
+        The supervisor owns ``target`` from here on: it is closed at stdin EOF when
+        ``close_at_eof`` is set, and in any case when supervision ends.
+        """
+        self.stdin_target = target
+        self.stdin_close_at_eof = close_at_eof
+        os.set_blocking(target, False)
+
+    def _stdin_readable(self) -> None:
         try:
             chunk = os.read(self.stdin, READ_CHUNK_BYTES)
         except (BlockingIOError, InterruptedError):
-            return True
+            return
         except OSError:
-            return False
+            chunk = b""
         if not chunk:
-            return False
-        _write_all(master, chunk)
-        return True
+            self.selector.unregister(self.stdin)
+            self.stdin_eof = True
+            self._stdin_maybe_close()
+            return
+        self.stdin_buffer += chunk
+        if self.stdin_target is not None and not self.stdin_writing:
+            self.selector.register(self.stdin_target, selectors.EVENT_WRITE, "stdin-target")
+            self.stdin_writing = True
+        if len(self.stdin_buffer) >= MAX_STDIN_BUFFER_BYTES:
+            self.selector.unregister(self.stdin)  # backpressure: resume once drained
+
+    def _stdin_writable(self) -> None:
+        target = self.stdin_target
+        if target is None:
+            return
+        try:
+            written = os.write(target, self.stdin_buffer)
+        except BlockingIOError:
+            return
+        except OSError:
+            # The command closed its stdin: nothing more will be read; stop pumping.
+            self.stdin_buffer.clear()
+            written = 0
+            if not self.stdin_eof:
+                with contextlib.suppress(KeyError, ValueError):
+                    self.selector.unregister(self.stdin)
+                self.stdin_eof = True
+        was_full = len(self.stdin_buffer) >= MAX_STDIN_BUFFER_BYTES
+        del self.stdin_buffer[:written]
+        if not self.stdin_buffer:
+            self.selector.unregister(target)
+            self.stdin_writing = False
+            self._stdin_maybe_close()
+        if was_full and len(self.stdin_buffer) < MAX_STDIN_BUFFER_BYTES and not self.stdin_eof:
+            self.selector.register(self.stdin, selectors.EVENT_READ, "stdin")
+
+    def _stdin_maybe_close(self) -> None:
+        if self.stdin_eof and not self.stdin_buffer and self.stdin_close_at_eof:
+            self.close_stdin_target()
+
+    def close_stdin_target(self) -> None:
+        """Close the pump's target (idempotent)."""
+        target, self.stdin_target = self.stdin_target, None
+        if target is not None:
+            if self.stdin_writing:
+                with contextlib.suppress(KeyError, ValueError):
+                    self.selector.unregister(target)
+                self.stdin_writing = False
+            with contextlib.suppress(OSError):
+                os.close(target)
 
     def _check_watchdogs(self, process: SandboxProcess, deadline: float | None) -> None:
         now = time.monotonic()
@@ -172,8 +237,8 @@ class _Supervisor:
         ):
             self._kill(process, "cpu_time")
 
-    def supervise(  # noqa: PLR0912 - one select loop; the branches are its event kinds
-        self, process: SandboxProcess, outputs: list[int], master: int | None
+    def supervise(  # noqa: PLR0912, PLR0915 - one select loop; branches are its event kinds
+        self, process: SandboxProcess, outputs: list[int]
     ) -> None:
         """Run the loop until the init has exited and output is drained."""
         sel = self.selector
@@ -183,9 +248,13 @@ class _Supervisor:
         for fd in outputs:
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ, "output")
-        if master is not None and self.stdin >= 0:
-            with contextlib.suppress(ValueError, OSError):
+        if self.stdin_target is not None:
+            try:
                 sel.register(self.stdin, selectors.EVENT_READ, "stdin")
+            except (ValueError, OSError, PermissionError):
+                # Not pollable (a regular file is always readable, epoll refuses it).
+                self.stdin_eof = True
+                self._stdin_maybe_close()
         wall = self.spec.limits.wall_time
         deadline = process.released + wall if wall is not None else None
         cpu_polled = "cpu_time" in process.plans
@@ -219,14 +288,15 @@ class _Supervisor:
                     if not self._pump(fd, process):
                         sel.unregister(fd)
                         open_outputs.discard(fd)
-                elif role == "stdin" and master is not None and not self._pump_stdin(master):
-                    sel.unregister(fd)
+                elif role == "stdin":
+                    self._stdin_readable()
+                elif role == "stdin-target":
+                    self._stdin_writable()
             if exited_at is None:
                 self._check_watchdogs(process, deadline)
         with contextlib.suppress(OSError):
             while self._read_status(process.status_fd) and len(self.status) < MAX_STATUS_BYTES:
                 pass
-        sel.close()
 
     def result(self, process: SandboxProcess, started: float) -> SandboxResult:
         """Turn what was observed into the structured result."""
@@ -331,13 +401,28 @@ def _forward_host_signals(process: SandboxProcess):  # type: ignore[no-untyped-d
             signal.signal(signum, old)
 
 
+def _stdin_passes_directly(stdin: int) -> bool:
+    """Whether the host stdin can be handed to the command as is.
+
+    Only a pipe or a socket: a terminal, a file or a device could be reopened for writing
+    through ``/proc/self/fd/0`` (or written to directly, for a terminal opened read-write),
+    which would bypass the output limit and reach the host file. Those are pumped.
+    """
+    try:
+        mode = os.fstat(stdin).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
 def run(spec: SandboxSpec, *, stdin: int = 0, stdout: int = 1, stderr: int = 2) -> SandboxResult:
     """Run ``spec`` to completion and return its structured result.
 
     The command's stdout and stderr (or its PTY) are passed on to ``stdout``/``stderr``
     through the launcher, which counts them against the output limit. ``stdin`` is given to
-    the command directly (or pumped into the PTY). A sandbox that cannot be built returns a
-    ``setup_error`` result; a spec that is wrong before anything starts raises.
+    the command directly when it is a pipe or socket, and pumped through a pipe (or into the
+    PTY) otherwise. A sandbox that cannot be built returns a ``setup_error`` result; a spec
+    that is wrong before anything starts raises.
 
     Raises:
         LimitRefused: a requested limit cannot be enforced as asked.
@@ -358,13 +443,20 @@ def run(spec: SandboxSpec, *, stdin: int = 0, stdout: int = 1, stderr: int = 2) 
             stdio = (slave, slave, slave)
             outputs = [master]
             supervisor.sinks[master] = stdout
+            supervisor.attach_stdin(os.dup(master), close_at_eof=False)
         else:
             out_r, out_w = os.pipe2(os.O_CLOEXEC)
             err_r, err_w = os.pipe2(os.O_CLOEXEC)
             child_ends = [out_w, err_w]
             outputs = [out_r, err_r]
             supervisor.sinks = {out_r: stdout, err_r: stderr}
-            stdio = (stdin, out_w, err_w)
+            child_stdin = stdin
+            if not _stdin_passes_directly(stdin):
+                in_r, in_w = os.pipe2(os.O_CLOEXEC)
+                child_ends.append(in_r)
+                child_stdin = in_r
+                supervisor.attach_stdin(in_w, close_at_eof=True)
+            stdio = (child_stdin, out_w, err_w)
         try:
             process = launch(spec, stdio)
         except SandboxSetupError as exc:
@@ -381,13 +473,15 @@ def run(spec: SandboxSpec, *, stdin: int = 0, stdout: int = 1, stderr: int = 2) 
             with _forward_host_signals(process):
                 if master is not None:
                     with host_terminal(stdin, master):
-                        supervisor.supervise(process, outputs, master)
+                        supervisor.supervise(process, outputs)
                 else:
-                    supervisor.supervise(process, outputs, None)
+                    supervisor.supervise(process, outputs)
             return supervisor.result(process, started)
         finally:
             process.close()
     finally:
+        supervisor.close_stdin_target()
+        supervisor.selector.close()
         for fd in (*child_ends, *outputs):
             with contextlib.suppress(OSError):
                 os.close(fd)

@@ -244,6 +244,25 @@ def openat2(path: str, flags: int, resolve: int, dir_fd: int = -100) -> int:
     return _check(int(result), f"open {path}")
 
 
+def create_file_no_symlinks(path: str, mode: int = 0o644) -> int:
+    """Create or truncate ``path`` for writing, refusing any symlink on the way.
+
+    For files the launcher writes where a sandbox could have planted links (a status file in
+    the workspace): the path is resolved with ``RESOLVE_NO_SYMLINKS``, so neither the file
+    nor a parent directory can redirect the write.
+
+    Raises:
+        OSError: ELOOP when a symlink is met, or any open error.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC
+    how = _OpenHow(flags=flags, mode=mode, resolve=RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+    number = syscall_number("openat2")
+    result = _libc.syscall(
+        number, ctypes.c_int(-100), _b(path), ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how))
+    )
+    return _check(int(result), f"open {path}")
+
+
 class _MountAttr(ctypes.Structure):
     _fields_ = [
         (name, ctypes.c_uint64) for name in ("attr_set", "attr_clr", "propagation", "userns_fd")
