@@ -1,0 +1,139 @@
+"""The sans-IO limit planner, size parsing and spec validation."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from glove.container import (
+    Bind,
+    HostLimitSupport,
+    LimitRefused,
+    Limits,
+    SandboxSpec,
+    SpecError,
+    parse_seconds,
+    parse_size,
+    plan_limits,
+)
+
+ROOT_V1 = HostLimitSupport(cgroup_v1_memory=True, cgroup_v1_pids=True, cgroup_v1_cpuacct=True)
+UNPRIV = HostLimitSupport(host_uid=1000)
+ROOT_BARE = HostLimitSupport(host_uid=0)
+ALL = Limits(wall_time=1, cpu_time=1, memory=2**30, pids=10, disk=2**20, output=10)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("0", 0), ("4096", 4096), ("64M", 64 * 2**20), ("1G", 2**30), ("1.5GiB", 3 * 2**29),
+     ("2k", 2048), ("3T", 3 * 2**40), (" 7 M ", 7 * 2**20)],
+)  # fmt: skip
+def test_parse_size_accepts_suffixes(text: str, expected: int) -> None:
+    """Sizes take K/M/G/T binary suffixes, optionally with iB."""
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "x", "-1", "1X", "1.2.3M", "M"])
+def test_parse_size_rejects_garbage(text: str) -> None:
+    """Anything that is not a size is a SpecError."""
+    with pytest.raises(SpecError):
+        parse_size(text)
+
+
+@given(st.integers(min_value=0, max_value=2**50))
+def test_parse_size_round_trips_integers(value: int) -> None:
+    """A plain integer string parses to itself."""
+    assert parse_size(str(value)) == value
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "nan", "inf", "soon"])
+def test_parse_seconds_rejects_non_positive(text: str) -> None:
+    """Durations must be positive finite numbers."""
+    with pytest.raises(SpecError):
+        parse_seconds(text)
+
+
+def test_root_with_cgroups_gets_full_mechanisms() -> None:
+    """Every limit gets a whole-sandbox mechanism when v1 cgroups are writable."""
+    plans = plan_limits(ALL, ROOT_V1, frozenset())
+    assert {name: plan.mechanism for name, plan in plans.items()} == {
+        "wall_time": "watchdog",
+        "cpu_time": "cgroup-v1-cpuacct-watchdog",
+        "memory": "cgroup-v1-memory",
+        "pids": "cgroup-v1-pids",
+        "disk": "tmpfs-size",
+        "output": "pipe-accounting",
+    }
+    assert all(plan.full for plan in plans.values())
+
+
+def test_unprivileged_pids_use_the_userns_nproc_rlimit() -> None:
+    """Without cgroups, a non-zero uid still gets a per-sandbox pids cap."""
+    plans = plan_limits(Limits(pids=10), UNPRIV, frozenset())
+    assert plans["pids"].mechanism == "rlimit-nproc-userns"
+    assert plans["pids"].full
+
+
+@pytest.mark.parametrize("name", ["memory", "cpu_time"])
+def test_weaker_mechanism_is_refused_unless_accepted(name: str) -> None:
+    """A per-process fallback is refused with a reason naming the flag that accepts it."""
+    limits = Limits(**{name: 2**30 if name == "memory" else 1.0})
+    with pytest.raises(LimitRefused) as info:
+        plan_limits(limits, UNPRIV, frozenset())
+    assert info.value.limit == name
+    assert f"--accept-weaker {name}" in info.value.reason
+    accepted = plan_limits(limits, UNPRIV, frozenset({name}))
+    assert not accepted[name].full
+    assert plan_limits(limits, UNPRIV, frozenset({"all"}))[name].mechanism.startswith("rlimit")
+
+
+def test_root_without_cgroups_cannot_limit_pids_at_all() -> None:
+    """Host uid 0 is exempt from RLIMIT_NPROC, so pids is refused even if weaker is accepted."""
+    with pytest.raises(LimitRefused) as info:
+        plan_limits(Limits(pids=10), ROOT_BARE, frozenset({"all"}))
+    assert "uid 0" in info.value.reason
+
+
+def test_unknown_accept_weaker_name_is_an_error() -> None:
+    """A typo in --accept-weaker is not silently ignored."""
+    with pytest.raises(SpecError):
+        plan_limits(Limits(), UNPRIV, frozenset({"memroy"}))
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"memory": 1}, {"pids": 1}, {"disk": 10}, {"wall_time": 0}, {"cpu_time": -1},
+     {"output": -5}, {"wall_time": float("inf")}],
+)  # fmt: skip
+def test_out_of_range_limits_are_rejected(kwargs: dict[str, float]) -> None:
+    """Limits no mechanism could apply are a SpecError at construction."""
+    with pytest.raises(SpecError):
+        Limits(**kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "bind",
+    [{"source": "rel"}, {"source": "/x", "target": "/"}, {"source": "/x", "target": "/proc/x"},
+     {"source": "/x", "target": "/dev"}, {"source": "/x", "target": "/tmp/a"}],
+)  # fmt: skip
+def test_bad_binds_are_rejected(bind: dict[str, str]) -> None:
+    """Relative sources and targets on sandbox-owned paths are refused."""
+    with pytest.raises(SpecError):
+        Bind(**bind)  # type: ignore[arg-type]
+
+
+def test_spec_validation() -> None:
+    """Empty commands, NUL bytes, stdio fd numbers and bad env keys are refused."""
+    bad: list[dict[str, object]] = [
+        {"argv": ()},
+        {"argv": ("a\0b",)},
+        {"argv": ("x",), "pass_fds": {2: 5}},
+        {"argv": ("x",), "env": {"A=B": "1"}},
+        {"argv": ("x",), "cwd": "rel"},
+    ]
+    for kwargs in bad:
+        with pytest.raises(SpecError):
+            SandboxSpec(**kwargs)  # type: ignore[arg-type]
+    assert SandboxSpec(argv=("x",)).working_directory == "/"
+    assert SandboxSpec(argv=("x",), workspace="/w").working_directory == "/workspace"

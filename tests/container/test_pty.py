@@ -1,0 +1,101 @@
+"""PTY mode: a fresh terminal inside, host terminal raw during the run and restored after."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
+
+from tests.container.conftest import GloveExec
+
+#: How long a PTY session may take in these tests.
+PTY_DEADLINE_S = 30.0
+
+
+def _run_on_terminal(glove_exec: GloveExec, script: str, stdin_data: bytes = b"") -> tuple[
+    int, bytes, list[object], list[object], list[object]
+]:  # fmt: skip
+    """Run ``glove exec --pty`` with a host pty as its terminal; return rc, output, modes."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
+    before = termios.tcgetattr(slave)
+    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--pty", "--",
+            "/bin/sh", "-c", script]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=glove_exec.workspace, stdin=slave, stdout=slave,
+                            stderr=slave, start_new_session=True)  # fmt: skip
+    during: list[object] = []
+    seen = b""
+    deadline = time.monotonic() + PTY_DEADLINE_S
+    sent = False
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                seen += os.read(master, 65536)
+            except OSError:
+                break
+        if b"READY" in seen and not sent:
+            during = termios.tcgetattr(slave)
+            os.write(master, stdin_data)
+            sent = True
+        if proc.poll() is not None and not ready:
+            break
+    rc = proc.wait(timeout=10)
+    after = termios.tcgetattr(slave)
+    os.close(master)
+    os.close(slave)
+    return rc, seen, before, during, after
+
+
+def test_pty_gives_a_controlling_terminal(glove_exec: GloveExec) -> None:
+    """Inside, stdin is a terminal of the host's size, and it is the controlling tty."""
+    rc, seen, before, during, after = _run_on_terminal(
+        glove_exec,
+        "echo READY; test -t 0 && echo IS-TTY; stty size; "
+        "python3 -c 'import os; print(\"CTTY\", os.tcgetpgrp(0) == os.getpgrp())'; "
+        "read line; echo GOT-$line",
+        b"hello\r",
+    )
+    text = seen.decode(errors="replace")
+    assert rc == 0, text
+    assert "IS-TTY" in text
+    assert "33 101" in text
+    assert "CTTY True" in text
+    assert "GOT-hello" in text
+    assert during != before  # raw mode while the sandbox ran
+    assert after == before  # and restored after
+
+
+def test_pty_terminal_restored_after_a_limit_kill(glove_exec: GloveExec) -> None:
+    """A wall-time kill still restores the host terminal's mode."""
+    master, slave = os.openpty()
+    before = termios.tcgetattr(slave)
+    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--pty",
+            "--wall-time", "1", "--", "sleep", "30"]  # fmt: skip
+    rc = subprocess.run(argv, cwd=glove_exec.workspace, stdin=slave, stdout=slave,
+                        stderr=slave, timeout=30, check=False).returncode  # fmt: skip
+    after = termios.tcgetattr(slave)
+    os.close(master)
+    os.close(slave)
+    assert rc == 137
+    assert after == before
+
+
+def test_pty_tiocsti_is_denied() -> None:
+    """TIOCSTI on the sandbox's own terminal fails (seccomp), so nothing can be injected."""
+    code = (
+        "import fcntl, termios\n"
+        "try:\n    fcntl.ioctl(0, termios.TIOCSTI, b'x'); print('INJECTED')\n"
+        "except OSError as e:\n    print('DENIED', e.errno)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "glove", "exec", "--pty", "--", "python3", "-c", code],
+        capture_output=True, timeout=30, check=False, cwd="/var/tmp",
+    )  # fmt: skip
+    assert b"DENIED 1" in done.stdout
+    assert b"INJECTED" not in done.stdout
