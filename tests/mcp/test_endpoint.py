@@ -5,11 +5,15 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+import os
 import resource
+import signal
 import socket
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from glove.audit import AuditLog
 from glove.mcp import socket_streams, start_mediation
@@ -283,3 +287,16 @@ async def test_serve_exit_codes(tmp_path: Path) -> None:
         assert proc.returncode == 2
         assert out == b""
         assert expected in err
+
+
+async def test_sigterm_ends_the_upstreams_too(tmp_path: Path) -> None:
+    """SIGTERM to glove mcp serve stops it cleanly and leaves no upstream process behind."""
+    async with raw_agent(_echo_config(tmp_path)) as agent:
+        await agent.initialize()
+        reply = await agent.request("tools/call", {"name": "echo__pid", "arguments": {}})
+        upstream_pid = reply["result"]["structuredContent"]["result"]
+        os.kill(upstream_pid, 0)
+        agent.proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(agent.proc.wait(), FAIL_FAST_S * 2) == 0
+    with pytest.raises(ProcessLookupError):
+        os.kill(upstream_pid, 0)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import socket
 import stat
 from collections.abc import Callable
@@ -31,6 +32,7 @@ _log = logging.getLogger(__name__)
 
 STARTUP_MARGIN_S: Final = 5.0
 READ_LIMIT_BYTES: Final = 256 * 1024
+STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 class Mediation:
@@ -82,14 +84,20 @@ class Mediation:
             if isinstance(node, UpstreamActor)
         }
 
-    async def wait(self) -> BaseException | None:
-        """Wait until the agent hangs up or the session fails; return the failure, if any."""
+    async def wait(self, interrupt: asyncio.Event | None = None) -> BaseException | None:
+        """Wait until the agent hangs up, ``interrupt`` is set or the session fails.
+
+        Returns the session's failure, if it failed; the session is stopped either way.
+        """
         assert self.endpoint is not None
-        closed = asyncio.ensure_future(self.endpoint.closed.wait())
+        waits = {asyncio.ensure_future(self.endpoint.closed.wait())}
+        if interrupt is not None:
+            waits.add(asyncio.ensure_future(interrupt.wait()))
         try:
-            await asyncio.wait({closed, self._task}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({*waits, self._task}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            closed.cancel()
+            for waiter in waits:
+                waiter.cancel()
         return await self.stop()
 
     async def stop(self) -> BaseException | None:
@@ -289,13 +297,23 @@ async def fd_streams(
 async def serve(
     config: McpConfig, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> int:
-    """Serve one agent until it hangs up (0) or the session fails (1, reason on stderr).
+    """Serve one agent until it hangs up or a stop signal comes (0), or the session fails (1).
 
     Raises:
         GloveError: startup failed (invalid policy, upstream, tool name collision).
     """
     mediation = await start_mediation(config, reader, writer)
-    failure = await mediation.wait()
+    interrupt = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in STOP_SIGNALS:
+        # A signal stops the session cleanly, so the upstreams' process groups are ended
+        # (stdin EOF, SIGTERM, SIGKILL) instead of orphaned.
+        loop.add_signal_handler(signum, interrupt.set)
+    try:
+        failure = await mediation.wait(interrupt)
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
     if failure is not None:
         _log.error("glove mcp: the session failed: %s", failure)
         return 1
