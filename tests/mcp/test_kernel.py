@@ -56,3 +56,12 @@ def test_arguments_digest_is_canonical() -> None:
     """Key order does not change the digest; values do."""
     assert arguments_digest({"a": 1, "b": 2}) == arguments_digest({"b": 2, "a": 1})
     assert arguments_digest({"a": 1}) != arguments_digest({"a": 2})
+
+
+def test_long_request_ids_are_cut_for_the_audit() -> None:
+    """A string id longer than 128 characters is recorded cut; other ids as they are."""
+    from glove.mcp._kernel import _audit_id
+
+    assert _audit_id("x" * 500) == "x" * 128 + "..."
+    assert _audit_id(7) == 7
+    assert _audit_id(None) is None

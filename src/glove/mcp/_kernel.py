@@ -159,6 +159,16 @@ class Refusal(Exception):
         self.data = data
 
 
+MAX_AUDITED_ID_CHARS: Final = 128
+
+
+def _audit_id(request_id: object) -> object:
+    """The agent's id as recorded: a long string id is cut (the record size is bounded)."""
+    if isinstance(request_id, str) and len(request_id) > MAX_AUDITED_ID_CHARS:
+        return request_id[:MAX_AUDITED_ID_CHARS] + "..."
+    return request_id
+
+
 def arguments_digest(arguments: object) -> str:
     """The SHA-256 of the canonical JSON of the arguments (keys sorted)."""
     try:
@@ -226,7 +236,7 @@ class Mediator:
             {
                 "kind": "mcp.request",
                 "decision": "malformed",
-                "request_id": request_id,
+                "request_id": _audit_id(request_id),
                 "code": code,
                 "reason": why[:512],
             }
@@ -256,7 +266,7 @@ class Mediator:
             token = None
         record: dict[str, object] = {
             "kind": "mcp.call",
-            "request_id": request_id,
+            "request_id": _audit_id(request_id),
             "tool": name[:128],
             "args_sha256": arguments_digest(arguments if arguments is not None else {}),
         }
@@ -292,7 +302,7 @@ class Mediator:
                 {
                     "kind": "mcp.call",
                     "decision": "upstream_error",
-                    "request_id": request_id,
+                    "request_id": _audit_id(request_id),
                     "tool": name,
                     "upstream": tool.upstream_id,
                     "reason": str(exc)[:512],
