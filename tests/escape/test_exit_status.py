@@ -79,3 +79,17 @@ def test_json_status_does_not_follow_a_planted_symlink(sb: Sandbox) -> None:
     assert victim.read_text() == "precious", (
         f"glove wrote through the planted link: {res.describe()}"
     )
+
+
+def test_json_status_does_not_go_through_a_planted_directory_link(sb: Sandbox) -> None:
+    """--json-status WS/out/status.json is not created where a planted WS/out link points."""
+    elsewhere = sb.base / "elsewhere"
+    elsewhere.mkdir()
+    sb.give(elsewhere)
+    plant = sb.run(["/bin/ln", "-s", str(elsewhere), "/workspace/out"])
+    assert plant.returncode == 0, plant.describe()
+    assert (sb.ws / "out").is_symlink(), "control: the link is on the host"
+    res = sb.run(
+        ["/bin/true"], ["--json-status", str(sb.ws / "out" / "status.json")], json_status=False
+    )
+    assert not (elsewhere / "status.json").exists(), f"written through the link: {res.describe()}"

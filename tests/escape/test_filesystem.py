@@ -262,6 +262,25 @@ def test_symlink_planted_as_bind_source_is_not_followed(sb: Sandbox, host_secret
     assert "ok" not in report["/cache/secret.txt"], f"planted symlink followed: {report}"
 
 
+def test_bind_source_through_a_planted_directory_link(sb: Sandbox, host_secret: Path) -> None:
+    """A bind source whose parent the sandbox replaced with a symlink does not reach the host."""
+    sub = host_secret.parent / "sub"
+    sub.mkdir()
+    (sub / "s.txt").write_text(SECRET)
+    sub.chmod(0o755)
+    (sub / "s.txt").chmod(0o644)
+    plant = sb.run(["/bin/ln", "-s", str(host_secret.parent), "/workspace/cache"])
+    assert plant.returncode == 0, plant.describe()
+    res = sb.run(
+        sb.probe_cmd("read", {"paths": ["/cache/s.txt"]}), ["--bind", f"{sb.ws}/cache/sub:/cache"]
+    )
+    if res.returncode == 125:
+        assert res.status is not None
+        assert res.status["outcome"] == "setup_error"
+        return
+    assert "ok" not in res.probe()["/cache/s.txt"], "planted parent link followed"
+
+
 def test_device_nodes(sb: Sandbox) -> None:
     """Only the minimal /dev exists, mknod fails everywhere, the harmless devices work."""
     report = sb.probe("dev", {"dirs": ["/tmp", "/dev", "/dev/shm", "/workspace"]})

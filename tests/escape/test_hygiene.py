@@ -258,3 +258,19 @@ def test_pty_mode_restores_the_terminal_after_a_limit_kill(sb: Sandbox) -> None:
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_stdin_opened_read_write_is_no_way_out(sb: Sandbox) -> None:
+    """A host file given as read-write stdin cannot be written or reopened from inside."""
+    victim = sb.base / "stdin.txt"
+    victim.write_text("original")
+    sb.give(victim)
+    fd = os.open(victim, os.O_RDWR)
+    try:
+        res = sb.run(sb.probe_cmd("stdin", {"payload": "PWNED"}), stdin=fd)
+    finally:
+        os.close(fd)
+    assert res.returncode == 0, res.describe()
+    report = res.probe()
+    assert "ok" not in report["write"], report
+    assert victim.read_text() == "original", f"host file written through stdin: {report}"

@@ -764,6 +764,23 @@ def cmd_init(arg: dict[str, Any]) -> object:
     return out
 
 
+def cmd_stdin(arg: dict[str, Any]) -> object:
+    """What fd 0 is, and whether it reaches the host: as a directory, for writing, by path."""
+    out: dict[str, Any] = {}
+    try:
+        st = os.fstat(0)
+        out["mode"] = stat.filemode(st.st_mode)
+    except OSError as exc:
+        out["mode"] = err_name(exc)
+    out["link"] = attempt(lambda: os.readlink("/proc/self/fd/0"))
+    rel = arg.get("relative", "secret.txt")
+    out["openat"] = attempt(lambda: os.read(os.open(rel, os.O_RDONLY, dir_fd=0), 64))
+    out["via_proc"] = attempt(lambda: read_file(f"/proc/self/fd/0/{rel}"))
+    out["write"] = attempt(lambda: os.write(0, arg.get("payload", "PWNED").encode()))
+    out["reopen_rw"] = attempt(lambda: os.close(os.open("/proc/self/fd/0", os.O_RDWR)))
+    return out
+
+
 def cmd_env(arg: dict[str, Any]) -> object:
     """The environment as the sandboxed program receives it."""
     return {"env": dict(os.environ)}
@@ -976,6 +993,7 @@ COMMANDS: dict[str, Callable[[dict[str, Any]], object]] = {
     "run": cmd_run,
     "seccomp": cmd_seccomp,
     "sockets": cmd_sockets,
+    "stdin": cmd_stdin,
     "spawn": cmd_spawn,
     "suid": cmd_suid,
     "tty": cmd_tty,
