@@ -73,6 +73,7 @@ def test_paths_outside_the_binds_are_unreadable(sb: Sandbox, host_secret: Path) 
         "/etc/gshadow",
         "/etc/sudoers",
         "/etc/ssh",
+        "/etc/ssl/private",
         str(host_secret),
         str(host_secret.parent),
         str(Path(__file__).resolve().parent),

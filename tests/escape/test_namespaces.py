@@ -8,6 +8,8 @@ import signal
 import socket
 import subprocess
 
+import pytest
+
 from tests.escape._harness import (
     Sandbox,
     glove_pid,
@@ -150,8 +152,9 @@ def test_descendants_die_with_the_command(sb: Sandbox) -> None:
         kill_marked(marker)
 
 
-def test_sigkill_of_glove_kills_everything(sb: Sandbox) -> None:
-    """kill -9 of the glove process leaves nothing it started alive (die-with-parent)."""
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGHUP])
+def test_killing_glove_kills_everything(sb: Sandbox, signum: int) -> None:
+    """Killing the glove process (-9, TERM, HUP) leaves nothing it started alive."""
     marker = sb.marker("dwp")
     ready = "/workspace/ready"
     proc = sb.popen(
@@ -162,10 +165,11 @@ def test_sigkill_of_glove_kills_everything(sb: Sandbox) -> None:
         assert wait_until((sb.ws / "ready").exists, 20), "probe never got ready"
         # Control: the marked descendants exist while glove is alive.
         assert wait_until(lambda: len(host_pids_with(marker)) >= 4, 5), host_pids_with(marker)
-        os.kill(glove_pid(sb, proc.pid), signal.SIGKILL)
+        os.kill(glove_pid(sb, proc.pid), signum)
         assert wait_until(lambda: not host_pids_with(marker), SURVIVOR_GRACE_S), (
-            f"processes survived kill -9 of glove: {host_pids_with(marker)}"
+            f"processes survived signal {signum} to glove: {host_pids_with(marker)}"
         )
+        assert wait_until(lambda: proc.poll() is not None, 10), f"glove ignored signal {signum}"
         # The sandboxed probe itself (sleeping in the foreground) is gone too.
         assert wait_until(lambda: not _probe_processes(sb), SURVIVOR_GRACE_S)
     finally:

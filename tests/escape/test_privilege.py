@@ -61,6 +61,8 @@ DENIED_SYSCALLS = (
     "socket_netlink_dgram",
     "socket_netlink_uevent",
     "x32_ptrace",
+    "socket_vsock",
+    "syslog_read_all",
 )
 # Calls that must keep working: proof that the filter is not a blanket denial.
 ALLOWED_SYSCALLS = {

@@ -637,6 +637,8 @@ SYSCALLS: dict[str, Callable[[], object]] = {
     "socket_netlink_dgram": lambda: raw(41, 16, 2, 0),
     "socket_netlink_uevent": lambda: raw(41, 16, 3, 15),  # NETLINK_KOBJECT_UEVENT
     "x32_ptrace": lambda: raw(0x40000000 | 101, 0, 0, 0, 0),  # x32 ABI number space
+    "socket_vsock": lambda: raw(41, 40, 1, 0),  # AF_VSOCK: not isolated by the netns
+    "syslog_read_all": lambda: raw(103, 3, 0, 0),  # the kernel log: host-wide
     "socket_inet_stream": lambda: raw(41, 2, 1, 0),
     "socket_unix_stream": lambda: raw(41, 1, 1, 0),
 }
