@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 from glove.mcp.errors import INVALID_PARAMS
+from tests.conftest import Unpriv
 
 from .conftest import (
     FIXTURES,
@@ -25,13 +28,16 @@ RUN_TIMEOUT_S = 90.0
 
 
 async def _glove_run(
-    tmp_path: Path, *extra: str, options: tuple[str, ...] = ()
+    tmp_path: Path,
+    *extra: str,
+    options: tuple[str, ...] = (),
+    launcher: tuple[str, ...] = (PYTHON,),
 ) -> tuple[int, bytes, bytes]:
     workspace = tmp_path / "ws"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)
     shutil.copy(FIXTURES / "sandboxed_agent.py", workspace)
     proc = await asyncio.create_subprocess_exec(
-        PYTHON,
+        *launcher,
         "-m",
         "glove",
         "run",
@@ -88,6 +94,30 @@ async def test_npm_upstream_inside_the_sandbox(tmp_path: Path) -> None:
     assert report["tools"] == ["everything__echo"]
     assert report["echo"] == "Echo: hello"
     assert not [cmd for cmd in report["processes"] if "mcp-server-everything" in cmd]
+
+
+async def test_unprivileged_user_runs_a_mediated_agent(unpriv: Unpriv) -> None:
+    """As the unprivileged test user, the sandboxed agent still reaches only the mediated tools."""
+    folder = Path(tempfile.mkdtemp(prefix="glove-mcp-run-", dir="/var/tmp"))
+    try:
+        log = folder / "calls"
+        upstream = {"command": sdk_server("echo"), "env": {"GLOVE_TEST_CALL_LOG": str(log)}}
+        write_config(folder, {"echo": upstream}, POLICY)
+        (folder / "ws").mkdir()
+        if os.getuid() == 0:
+            for path in (folder, folder / "ws", folder / "glove.toml", folder / "policy.toml"):
+                os.chown(path, unpriv.uid, unpriv.gid)
+        launcher = tuple(unpriv.command(unpriv.python))
+        options = ("--accept-weaker", "all")
+        code, out, err = await _glove_run(folder, str(log), options=options, launcher=launcher)
+        assert code == 0, err.decode()
+        report = json.loads(out)
+        assert report["tools"] == ["echo__echo"]
+        assert report["echo"] == "from the sandbox"
+        assert report["paths"] == {str(log): "FileNotFoundError"}
+        assert read_calls(log) == ["echo"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 async def test_bad_config_refuses_before_running_anything(tmp_path: Path) -> None:
