@@ -93,3 +93,23 @@ def test_json_status_does_not_go_through_a_planted_directory_link(sb: Sandbox) -
         ["/bin/true"], ["--json-status", str(sb.ws / "out" / "status.json")], json_status=False
     )
     assert not (elsewhere / "status.json").exists(), f"written through the link: {res.describe()}"
+
+
+def test_seccomp_kill_is_reported_as_a_violation(sb: Sandbox) -> None:
+    """A command killed by the filter (SIGSYS) exits 128+31 and the result names seccomp."""
+    res = sb.run(["/workspace/rawsys", "int80-direct"])
+    if res.returncode == 3:  # the filter answered with an errno instead of killing
+        return
+    assert res.returncode == 128 + 31, res.describe()
+    assert res.status is not None
+    assert res.status["outcome"] == "signaled"
+    assert res.status["violation"] == "seccomp", res.status
+
+
+def test_stopped_command_still_ends_at_the_wall_limit(sb: Sandbox) -> None:
+    """A command that stops itself (SIGSTOP) is still killed at the wall limit."""
+    res = sb.run(["/bin/sh", "-c", "kill -STOP $$; sleep 60"], ["--wall-time", "2"])
+    assert res.elapsed_s < 12, res.elapsed_s
+    assert res.status is not None
+    assert res.status["outcome"] == "limit", res.describe()
+    assert res.status["limits"]["wall_time"]["hit"] is True

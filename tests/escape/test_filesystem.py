@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.escape._harness import Sandbox
+from tests.escape._harness import Sandbox, kill_tree, wait_until
 
 MIB = 1024 * 1024
 SECRET = "glove-host-secret"
@@ -280,6 +280,44 @@ def test_bind_source_through_a_planted_directory_link(sb: Sandbox, host_secret: 
         assert res.status["outcome"] == "setup_error"
         return
     assert "ok" not in res.probe()["/cache/s.txt"], "planted parent link followed"
+
+
+RACE_LAUNCHES = 12
+
+
+def test_bind_source_swapped_during_launch_never_widens(sb: Sandbox, host_secret: Path) -> None:
+    """A second sandbox swapping a bind source with a symlink (renameat2) never exposes the host.
+
+    Two agents share a workspace: one keeps exchanging ``WS/cache`` (a directory) with a
+    symlink to a host directory while the other is launched with ``--bind WS/cache:/cache``.
+    """
+    (sb.ws / "cache").mkdir()
+    (sb.ws / "cache" / "secret.txt").write_text("decoy")
+    (sb.ws / "cache.swap").symlink_to(host_secret.parent)
+    sb.give(sb.ws)
+    swapper = sb.popen(
+        sb.probe_cmd("swap", {"path": "/workspace/cache", "seconds": 60, "ready": "/workspace/go"}),
+        ["--wall-time", "90"],
+    )
+    try:
+        assert wait_until((sb.ws / "go").exists, 20), "control: the swapper started"
+        outcomes = []
+        for _ in range(RACE_LAUNCHES):
+            res = sb.run(
+                sb.probe_cmd("read", {"paths": ["/cache/secret.txt"]}),
+                ["--bind", f"{sb.ws}/cache:/cache:ro"],
+                json_status=False,
+            )
+            if res.returncode == 125:
+                outcomes.append("refused")
+                continue
+            got = res.probe()["/cache/secret.txt"]
+            assert got.get("ok") != SECRET, "a swapped bind source exposed the host directory"
+            outcomes.append(got.get("ok", "denied"))
+        assert "decoy" in outcomes or "refused" in outcomes, f"control: {outcomes}"
+    finally:
+        kill_tree(swapper.pid)
+        swapper.communicate(timeout=10)
 
 
 def test_device_nodes(sb: Sandbox) -> None:

@@ -783,6 +783,21 @@ def cmd_stdin(arg: dict[str, Any]) -> object:
     return out
 
 
+def cmd_swap(arg: dict[str, Any]) -> object:
+    """Keep exchanging a directory and a symlink at ``path`` (renameat2 RENAME_EXCHANGE)."""
+    path, other = arg["path"], arg["path"] + ".swap"
+    rename_exchange = 2
+    until = time.monotonic() + float(arg.get("seconds", 10))
+    swaps = 0
+    while time.monotonic() < until:
+        raw(316, -100, path.encode(), -100, other.encode(), rename_exchange)
+        swaps += 1
+        if swaps == 1 and "ready" in arg:
+            with open(arg["ready"], "w") as f:
+                f.write("swapping")
+    return {"swaps": swaps}
+
+
 def cmd_env(arg: dict[str, Any]) -> object:
     """The environment as the sandboxed program receives it."""
     return {"env": dict(os.environ)}
@@ -998,6 +1013,7 @@ COMMANDS: dict[str, Callable[[dict[str, Any]], object]] = {
     "stdin": cmd_stdin,
     "spawn": cmd_spawn,
     "suid": cmd_suid,
+    "swap": cmd_swap,
     "tty": cmd_tty,
     "userns": cmd_userns,
     "write": cmd_write,

@@ -8,6 +8,7 @@
  *   rawsys ioctl-hi     ioctl(-1, TIOCSTI/TIOCLINUX [| high bits]) and TIOCGWINSZ as control
  *   rawsys int80        i386 syscalls through int 0x80, each in a child (SIGSYS is reported)
  *   rawsys ids          real/effective/saved uid and the capability sets (setuid check)
+ *   rawsys int80-direct an i386 getpid in the main process (a seccomp kill is the result)
  *
  * Results: {"ret": R} on success, {"errno": "EPERM"} on failure, {"signal": N} when the
  * attempt's child was killed.
@@ -227,6 +228,10 @@ int main(int argc, char **argv) {
         rc = int80_all();
     else if (strcmp(argv[1], "ids") == 0)
         rc = ids();
+    else if (strcmp(argv[1], "int80-direct") == 0) {
+        fflush(stdout);
+        rc = (int)int80(NR32_getpid, 0, 0, 0) < 0 ? 3 : 4; /* a filter kill ends us here */
+    }
     printf("}\n");
     return rc;
 }
