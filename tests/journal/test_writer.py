@@ -330,3 +330,40 @@ async def test_writer_runs_under_running_as_a_supervised_child(jdir: Path, key: 
         await journal.close()
     assert receipt.seq == 1
     assert verify(jdir, key).clean
+
+
+async def test_pages_from_any_cursor_match_the_receipts(jdir: Path, key: bytes) -> None:
+    """Pages read through the sparse index equal the receipts appends returned, any cursor."""
+    limits = JournalLimits(max_segment_bytes=16 * 1024, max_segment_records=500, max_segments=1000)
+    journal = await open_journal(jdir, key, kind=JournalKind.RECEIPTS, limits=limits)
+    receipts = []
+    for _ in range(10):
+        receipts += await asyncio.gather(
+            *(journal.append(b"p" * (i % 90), kind=RecordKind.RECEIPT) for i in range(100))
+        )
+    assert (await journal.status()).segments > 3
+    by_seq = sorted(receipts, key=lambda r: r.seq)
+    for cursor in (0, 1, 62, 63, 64, 65, 127, 128, 333, 640, by_seq[-2].seq, by_seq[-1].seq):
+        page = await journal.page(cursor, 17)
+        want = [r for r in by_seq if r.seq > cursor][:17]
+        assert list(page.receipts) == want, cursor
+    await journal.close()
+    reopened = await open_journal(jdir, key, kind=JournalKind.RECEIPTS, limits=limits)
+    page = await reopened.page(by_seq[500].seq - 1, 5)
+    await reopened.close()
+    assert list(page.receipts) == by_seq[500:505]
+
+
+async def test_page_over_bytes_rewritten_while_open_fails_stop(jdir: Path, key: bytes) -> None:
+    """A page over a record rewritten (CRC fixed) while the writer runs is refused, not served."""
+    journal = await open_journal(jdir, key, kind=JournalKind.RECEIPTS)
+    await journal.append(b"original-payload", kind=RecordKind.RECEIPT)
+    seg = jdir / segment_name(0)
+    data = bytearray(seg.read_bytes())
+    data[-40] ^= 0xFF  # inside the tag: the CRC now fails
+    with seg.open("r+b") as fh:
+        fh.write(bytes(data))
+    with pytest.raises(JournalCorrupt):
+        await journal.page(0)
+    with pytest.raises(JournalFailed):
+        await journal.close()

@@ -43,6 +43,13 @@ from glove.journal._codec import (
 )
 from glove.journal.errors import JournalCorrupt, JournalTampered
 
+INDEX_STRIDE = 64
+"""Every INDEX_STRIDE-th record of a segment is remembered (seq, offset, previous tag), so a
+receipt page is read and authenticated from a nearby record instead of the segment's start."""
+
+IndexEntry = tuple[int, int, bytes]
+"""(seq, byte offset, chain tag before the record)."""
+
 
 class TailKind(enum.Enum):
     """What lies past the last good record of a segment."""
@@ -82,6 +89,7 @@ class SegmentScan:
     sealed: bool = False
     tail: TailFinding | None = None
     records: list[Record] = field(default_factory=list)
+    index: list[IndexEntry] = field(default_factory=list)
 
 
 def scan_segment(
@@ -144,6 +152,8 @@ def scan_segment(
             scan.sealed = True
         if keep_records:
             scan.records.append(record)
+        if scan.count % INDEX_STRIDE == 0:
+            scan.index.append((record.seq, offset, prev_tag))
         prev_tag = record.tag
         expected += 1
         offset += record.size

@@ -71,6 +71,9 @@ class Storage(Protocol):
     def read_file(self, path: str) -> bytes:
         """The whole content of ``path``."""
 
+    def read_at(self, path: str, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes of ``path`` from ``offset`` (fewer at end of file)."""
+
     def write_file_durably(self, path: str, data: bytes) -> None:
         """Write ``path`` as temp file, fsync, rename, fsync of the directory."""
 
@@ -151,6 +154,14 @@ class PosixStorage:
     def read_file(self, path: str) -> bytes:
         """See :class:`Storage`."""
         return Path(path).read_bytes()
+
+    def read_at(self, path: str, offset: int, size: int) -> bytes:
+        """See :class:`Storage`."""
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            return os.pread(fd, size, offset)
+        finally:
+            os.close(fd)
 
     def write_file_durably(self, path: str, data: bytes) -> None:
         """See :class:`Storage`."""

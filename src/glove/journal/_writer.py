@@ -25,7 +25,7 @@ import os
 import struct
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
 
@@ -45,6 +45,7 @@ from glove.journal._codec import (
 )
 from glove.journal._layout import TailCut
 from glove.journal._limits import ON_FULL, JournalKind, JournalLimits, OnFull
+from glove.journal._pages import read_receipts
 from glove.journal._receipts import (
     MAX_RECEIPT_PAGE,
     RECEIPT_KINDS,
@@ -52,9 +53,8 @@ from glove.journal._receipts import (
     ReceiptPage,
     decode_ack,
     encode_ack,
-    page_of,
 )
-from glove.journal._recovery import scan_segment
+from glove.journal._recovery import INDEX_STRIDE, IndexEntry, scan_segment
 from glove.journal._storage import LockHeld, PosixStorage, Storage
 from glove.journal.errors import (
     JournalChanged,
@@ -135,6 +135,8 @@ class _Segment:
     number: int
     first_seq: int
     last_seq: int
+    end: int
+    index: list[IndexEntry] = field(default_factory=list)
 
 
 def _failed_future(exc: BaseException) -> Deferred:
@@ -334,7 +336,8 @@ class JournalWriter(Actor):
                 scans[-1] = last
             self._journal_id = last.header.journal_id
             self._segments = [
-                _Segment(s.header.segment, s.header.first_seq, s.end.seq) for s in scans
+                _Segment(s.header.segment, s.header.first_seq, s.end.seq, s.good_end, s.index)
+                for s in scans
             ]
             self._seq, self._tag = last.end.seq, last.end.tag
             self._durable_seq = self._seq
@@ -391,7 +394,7 @@ class JournalWriter(Actor):
     def _start_next_segment_blocking(self, number: int) -> None:
         self._prune_blocking()
         self._create_segment_blocking(self._journal_id, number, self._seq + 1, self._tag)
-        self._segments.append(_Segment(number, self._seq + 1, self._seq))
+        self._segments.append(_Segment(number, self._seq + 1, self._seq, HEADER_BYTES))
         self._open_active(_layout.segment_name(number), HEADER_BYTES, 0)
 
     def _prune_blocking(self) -> None:
@@ -472,9 +475,13 @@ class JournalWriter(Actor):
         start_size, start_seq, start_tag = self._size, self._seq, self._tag
         seq, tag, size = start_seq, start_tag, start_size
         receipts = []
+        segment = self._segments[-1]
+        marks: list[IndexEntry] = []
         for pos, item in enumerate(items):
             seq += 1
             body = encode_body(seq, item.t_ns, item.kind, item.payload, pos)
+            if (seq - segment.first_seq) % INDEX_STRIDE == 0:
+                marks.append((seq, size, tag))
             tag = _chain.record_tag(self._key, self._journal_id, tag, seq, body)
             record = encode_record(body, tag)
             try:
@@ -496,7 +503,8 @@ class JournalWriter(Actor):
         self._size, self._seq, self._tag = size, seq, tag
         self._count += len(items)
         self._durable_seq = seq
-        self._segments[-1].last_seq = seq
+        segment.last_seq, segment.end = seq, size
+        segment.index.extend(marks)
         return receipts
 
     def _cut_back(self, size: int) -> None:
@@ -521,8 +529,11 @@ class JournalWriter(Actor):
             raise JournalFailed(f"short write of the seal record of {self.path}")
         try:
             self._storage.fdatasync(self._fd)
+            if (seq - active.first_seq) % INDEX_STRIDE == 0:
+                active.index.append((seq, self._size, self._tag))
+            self._size += len(record)
             self._seq, self._tag = seq, tag
-            active.last_seq = seq
+            active.last_seq, active.end = seq, self._size
             self._durable_seq = seq
             _layout.set_state(self._storage, self._rw_fd, SegmentState.SEALED)
             self._close_active()
@@ -552,13 +563,14 @@ class JournalWriter(Actor):
                 break
             if segment.last_seq <= after:
                 continue
-            name = _layout.segment_name(segment.number)
-            data = self._storage.read_file(str(Path(self.path) / name))
-            scan = scan_segment(data, self._key, name=name, keep_records=True)
             receipts.extend(
-                page_of(
+                read_receipts(
+                    self._storage,
+                    str(Path(self.path) / _layout.segment_name(segment.number)),
+                    self._key,
                     self._journal_id,
-                    scan.records,
+                    index=segment.index,
+                    end=segment.end,
                     after=after,
                     limit=limit - len(receipts),
                     durable=self._durable_seq,
