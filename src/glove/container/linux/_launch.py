@@ -242,6 +242,78 @@ def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:
     os._exit(127)
 
 
+def _fork_command(ctx: LaunchContext) -> tuple[int, str]:
+    """Fork the command (PTY mode needs TIOCSCTTY between fork and exec).
+
+    Returns the pid and, if the exec failed, the failure line to report.
+    """
+    exec_read, exec_write = (_above_targets(fd) for fd in os.pipe2(os.O_CLOEXEC))
+    command = os.fork()
+    if command == 0:
+        os.close(exec_read)
+        _exec_command(ctx, exec_write)
+    _forward(command)
+    os.close(exec_write)
+    failure = os.read(exec_read, 512).decode(errors="replace").strip()
+    os.close(exec_read)
+    return command, failure
+
+
+def _search_path(name: str, env: dict[str, str]) -> list[str]:
+    """The candidates execvp would try for ``name`` under the command's PATH."""
+    if "/" in name:
+        return [name]
+    path = env.get("PATH", os.defpath)
+    return [f"{entry or '.'}/{name}" for entry in path.split(":")]
+
+
+def _spawn_command(ctx: LaunchContext) -> tuple[int | None, str]:
+    """Start the command with posix_spawn (vfork: no page-table copy of this interpreter).
+
+    The init applies what posix_spawn cannot to itself first (the command inherits it): the
+    working directory, the rlimits and the OOM score. The spawn sets a new session, default
+    signal dispositions and an empty mask, and places stdio and passed fds. Every other fd
+    of the init is close-on-exec. Returns the pid, or None and the failure line.
+    """
+    spec = ctx.spec
+    os.chdir(spec.working_directory)
+    _apply_rlimits(ctx.plans)
+    with contextlib.suppress(OSError):
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+        os.write(fd, COMMAND_OOM_SCORE_ADJ)
+        os.close(fd)
+    mapping = {0: ctx.stdio[0], 1: ctx.stdio[1], 2: ctx.stdio[2], **spec.pass_fds}
+    staged = {target: _dup_above_targets(source) for target, source in mapping.items()}
+    actions = [(os.POSIX_SPAWN_DUP2, temp, target) for target, temp in staged.items()]
+    env = dict(spec.env)
+    denied: OSError | None = None
+    last: OSError | None = None
+    try:
+        for candidate in _search_path(spec.argv[0], env):
+            try:
+                command = os.posix_spawn(candidate, list(spec.argv), env, file_actions=actions,
+                                         setsid=True, setsigmask=(),
+                                         setsigdef=signal.valid_signals())  # fmt: skip
+            except OSError as exc:
+                if exc.errno == errno.EACCES:
+                    denied = exc
+                elif exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+                    return None, f"exec {exc.errno}"
+                last = exc
+                continue
+            _forward(command)
+            return command, ""
+    finally:
+        for temp in staged.values():
+            os.close(temp)
+    failure = denied or last
+    return None, f"exec {failure.errno if failure and failure.errno else errno.ENOENT}"
+
+
+def _dup_above_targets(fd: int) -> int:
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _STAGING_FD_MIN)
+
+
 def _forward(cmd_pid: int) -> None:
     def handler(signum: int, _frame: object) -> None:
         with contextlib.suppress(OSError):
@@ -264,28 +336,25 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         build_root(ctx.spec, ctx.sources)
         forbid_nested_user_namespaces()
         harden_proc()
-        _close_all_except({status, *ctx.stdio, *ctx.spec.pass_fds.values()})
+        kept = {status, *ctx.stdio, *ctx.spec.pass_fds.values()}
+        _close_all_except(kept)
+        for fd in kept:
+            os.set_inheritable(fd, False)  # only what the spawn places reaches the command
         sc.prctl(sc.PR_SET_DUMPABLE, 0)
         sc.drop_all_capabilities(ctx.last_cap)
         sc.load_seccomp_bpf(ctx.seccomp_bpf)
-        exec_read, exec_write = (_above_targets(fd) for fd in os.pipe2(os.O_CLOEXEC))
         _report(status, "ready")
-        command = os.fork()
-        if command == 0:
-            os.close(exec_read)
-            _exec_command(ctx, exec_write)
-        _forward(command)
-        os.close(exec_write)
+        command: int | None
+        if ctx.spec.pty:
+            command, failure = _fork_command(ctx)
+        else:
+            command, failure = _spawn_command(ctx)
         for fd in {*ctx.stdio, *ctx.spec.pass_fds.values()}:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        failure = os.read(exec_read, 512).decode(errors="replace").strip()
-        os.close(exec_read)
-        if failure:
-            _report(status, failure)
-        else:
-            _report(status, "started")
-        while True:
+        _report(status, failure or "started")
+        wait_status = 0
+        while command is not None:
             pid, wait_status = os.waitpid(-1, 0)
             if pid == command:
                 break
