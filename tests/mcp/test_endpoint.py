@@ -6,6 +6,7 @@ import asyncio
 import errno
 import json
 import os
+import random
 import resource
 import signal
 import socket
@@ -300,3 +301,51 @@ async def test_sigterm_ends_the_upstreams_too(tmp_path: Path) -> None:
         assert await asyncio.wait_for(agent.proc.wait(), FAIL_FAST_S * 2) == 0
     with pytest.raises(ProcessLookupError):
         os.kill(upstream_pid, 0)
+
+
+def _junk_frames(seed: int, count: int) -> list[bytes]:
+    """Deterministic hostile frames: random bytes, JSON of every shape, wrong JSON-RPC types."""
+    rng = random.Random(seed)
+    shapes: list[Any] = [
+        None,
+        True,
+        3.5,
+        "text",
+        [],
+        {},
+        {"jsonrpc": "2.0"},
+        {"jsonrpc": "2.0", "id": {}, "method": "tools/call"},
+        {"jsonrpc": "2.0", "id": 1, "method": 7},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": 5}},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "echo__echo"}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": "x"},
+        {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": []}},
+        {"jsonrpc": "2.0", "id": 5, "result": {}},
+        {"jsonrpc": "2.0", "id": 6, "error": {"code": "x"}},
+    ]
+    frames = []
+    for index in range(count):
+        if index % 3 == 0:
+            raw = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+            frames.append(raw.replace(b"\n", b" "))
+        else:
+            frames.append(json.dumps(rng.choice(shapes)).encode())
+    return frames
+
+
+async def test_hostile_agent_input_never_breaks_the_endpoint(tmp_path: Path) -> None:
+    """Hundreds of malformed frames get errors or silence; the stream then still works."""
+    async with raw_agent(_echo_config(tmp_path)) as agent:
+        await agent.initialize()
+        await agent.send_bytes(b"\n".join(_junk_frames(seed=1, count=300)) + b"\n")
+        params = {"name": "echo__echo", "arguments": {"text": "ok"}}
+        await agent.send(
+            {"jsonrpc": "2.0", "id": "final", "method": "tools/call", "params": params}
+        )
+        replies = 0
+        while (reply := await agent.recv()).get("id") != "final":
+            assert "error" in reply or reply.get("id") == 3  # id 3 is a valid call in the junk
+            replies += 1
+        assert reply["result"]["content"][0]["text"] == "ok"
+        assert replies > 100
+        assert agent.proc.returncode is None
