@@ -146,11 +146,25 @@ async def test_failed_fdatasync_is_not_retried_and_fails_closed(tmp_path: Path) 
         storage.sync_errno = errno.EIO
         with pytest.raises(AuditWriteFailed, match="not retried"):
             await log.append({"a": 2})
-        await asyncio.sleep(0)
+        for _ in range(100):
+            if log.state == "crashed":
+                break
+            await asyncio.sleep(0.01)
         assert log.state == "crashed"
         with pytest.raises(AuditUnavailable):
             await log.append({"a": 3})
     assert storage.syncs == 2
+
+
+async def test_concurrent_appends_share_fdatasync(tmp_path: Path) -> None:
+    """64 concurrent appends are all durable but need far fewer than 64 fdatasyncs."""
+    storage = FaultStorage()
+    async with running(AuditLog(tmp_path / "audit.jsonl", storage=storage)) as log:
+        before = storage.syncs
+        acks = await asyncio.gather(*(log.append({"i": i}) for i in range(64)))
+        syncs = storage.syncs - before
+    assert sorted(a.seq for a in acks) == list(range(1, 65))
+    assert syncs <= 8, syncs
 
 
 async def test_rotation_bounds_the_files_and_keeps_the_sequence(tmp_path: Path) -> None:

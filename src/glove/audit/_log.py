@@ -2,8 +2,10 @@
 
 Each :meth:`AuditLog.append` is an ask: the actor encodes the record as one JSON line with a
 sequence number and a UTC timestamp, writes it with one ``write(2)`` on an append-only
-descriptor, calls ``fdatasync`` and only then replies. A caller that audits "before
-forwarding" therefore really has the record on disk before it forwards anything.
+descriptor, calls ``fdatasync`` and only then replies. Records that arrive while a batch is
+being synced share the next ``fdatasync`` (group commit); each reply still waits for it. A
+caller that audits "before forwarding" therefore really has the record on disk before it
+forwards anything.
 
 Failure is fail-closed and typed (:mod:`glove.audit.errors`):
 
@@ -29,6 +31,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
@@ -51,6 +54,10 @@ DEFAULT_KEEP_FILES: Final = 4
 """Default number of rotated files kept (``PATH.1`` .. ``PATH.4``)."""
 AUDIT_APPEND_TIMEOUT_S: Final = 5.0
 """Default deadline of one append, write and fdatasync included."""
+MAX_AUDIT_BATCH: Final = 512
+"""Most records one group commit writes before its fdatasync."""
+MAX_PENDING_AUDIT_APPENDS: Final = 4096
+"""Most appends waiting for a group commit; beyond it appends get AuditUnavailable."""
 RESERVED_KEYS: Final = frozenset({"seq", "ts"})
 """Keys the log sets itself; a record may not carry them."""
 
@@ -59,6 +66,12 @@ _log = logging.getLogger(__name__)
 
 class _SyncFailed(AuditWriteFailed):
     """fdatasync (or a rotation step) failed: the log's state is unknown; crash, never retry."""
+
+
+@dataclass(slots=True)
+class _Waiting:
+    fields: bytes
+    future: asyncio.Future[AuditAck]
 
 
 class _Append(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -109,6 +122,9 @@ class AuditLog(Actor):
         self._fd = -1
         self._size = 0
         self._seq = 0
+        self._queue: list[_Waiting] = []
+        self._flushing = False
+        self._failed = False
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -167,17 +183,55 @@ class AuditLog(Actor):
             await self.run_blocking(self._storage.close, fd)
 
     async def handle(self, msg: object) -> object:
-        """Write one record: one write, then fdatasync, then the reply."""
+        """Queue one record for the next group commit; the reply waits for its fdatasync."""
         if not isinstance(msg, _Append):
             raise TypeError(f"audit log got unexpected message {type(msg).__name__}")
-        try:
-            return await self.run_blocking(self._append_blocking, msg.fields)
-        except _SyncFailed:
-            raise  # never retry a failed fsync: crash, the supervisor decides
-        except AuditWriteFailed as exc:
-            future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-            future.set_exception(exc)
+        future: asyncio.Future[AuditAck] = asyncio.get_running_loop().create_future()
+        if self._failed:
+            future.set_exception(AuditUnavailable(f"audit log {self.path} has failed"))
             return Deferred(future)
+        if len(self._queue) >= MAX_PENDING_AUDIT_APPENDS:
+            future.set_exception(AuditUnavailable(f"audit log {self.path} is overloaded"))
+            return Deferred(future)
+        self._queue.append(_Waiting(msg.fields, future))
+        if not self._flushing:
+            self._flushing = True
+            self.spawn_task(self._flush(), name="group-commit")
+        return Deferred(future)
+
+    async def _flush(self) -> None:
+        # Appends that arrive while a batch syncs form the next batch: one fdatasync for many
+        # concurrent appenders, and every reply still waits for the fdatasync of its record.
+        try:
+            while self._queue:
+                batch = self._queue[:MAX_AUDIT_BATCH]
+                del self._queue[:MAX_AUDIT_BATCH]
+                try:
+                    acks, error = await self.run_blocking(
+                        self._commit_blocking, [w.fields for w in batch]
+                    )
+                except BaseException as exc:
+                    self._failed = True
+                    # fdatasync failed (never retried) or we were stopped mid-commit: nothing
+                    # pending may be acknowledged; the exception crashes the actor.
+                    failure = (
+                        exc
+                        if isinstance(exc, AuditError)
+                        else AuditUnavailable(f"audit log {self.path} stopped while writing")
+                    )
+                    for waiting in [*batch, *self._queue]:
+                        if not waiting.future.done():
+                            waiting.future.set_exception(failure)
+                    self._queue.clear()
+                    raise
+                for waiting, ack in zip(batch, acks, strict=False):
+                    if not waiting.future.done():
+                        waiting.future.set_result(ack)
+                for waiting in batch[len(acks) :]:
+                    if not waiting.future.done() and error is not None:
+                        waiting.future.set_exception(error)
+        finally:
+            self._flushing = False
 
     # -- blocking side (the actor's executor) -------------------------------------------------
 
@@ -222,29 +276,54 @@ class AuditLog(Actor):
         self._seq = _last_seq(last, self.path)
         return end
 
-    def _append_blocking(self, fields: bytes) -> AuditAck:
-        seq = self._seq + 1
-        ts = _utc_timestamp(self._clock())
-        head = b'{"seq":%d,"ts":"%s"' % (seq, ts.encode())
-        line = head + (b"," + fields[1:] if fields != b"{}" else b"}") + b"\n"
-        if self._size + len(line) > self._max_bytes:
-            self._rotate()
+    def _commit_blocking(
+        self, batch: list[bytes]
+    ) -> tuple[list[AuditAck], AuditWriteFailed | None]:
+        acks: list[AuditAck] = []
+        index = 0
+        while index < len(batch):
+            lines: list[bytes] = []
+            chunk: list[AuditAck] = []
+            size = self._size
+            for fields in batch[index:]:
+                seq = self._seq + len(chunk) + 1
+                ts = _utc_timestamp(self._clock())
+                head = b'{"seq":%d,"ts":"%s"' % (seq, ts.encode())
+                line = head + (b"," + fields[1:] if fields != b"{}" else b"}") + b"\n"
+                if size + len(line) > self._max_bytes:
+                    break
+                lines.append(line)
+                chunk.append(AuditAck(seq, ts))
+                size += len(line)
+            if not lines:
+                self._rotate()
+                continue
+            try:
+                self._write_lines(lines)
+            except _SyncFailed:
+                raise  # never retried: the flusher fails everything and crashes the actor
+            except AuditWriteFailed as exc:
+                return acks, exc
+            self._size, self._seq = size, chunk[-1].seq
+            acks.extend(chunk)
+            index += len(chunk)
+        return acks, None
+
+    def _write_lines(self, lines: list[bytes]) -> None:
         storage = self._storage
-        try:
-            written = storage.write(self._fd, line)
-        except OSError as exc:
-            self._cut_back()
-            raise AuditWriteFailed(f"write failed: {exc}") from exc
-        if written != len(line):
-            self._cut_back()
-            raise AuditWriteFailed(f"short write of {written}/{len(line)} bytes (disk full?)")
+        for line in lines:
+            try:
+                written = storage.write(self._fd, line)
+            except OSError as exc:
+                self._cut_back()
+                raise AuditWriteFailed(f"write failed: {exc}") from exc
+            if written != len(line):
+                self._cut_back()
+                raise AuditWriteFailed(f"short write of {written}/{len(line)} bytes (disk full?)")
         try:
             storage.fdatasync(self._fd)
         except OSError as exc:
             raise _SyncFailed(f"fdatasync failed, not retried: {exc}") from exc
-        self._size += len(line)
-        self._seq = seq
-        return AuditAck(seq, ts)
 
     def _cut_back(self) -> None:
         try:
