@@ -65,3 +65,15 @@ def test_long_request_ids_are_cut_for_the_audit() -> None:
     assert _audit_id("x" * 500) == "x" * 128 + "..."
     assert _audit_id(7) == 7
     assert _audit_id(None) is None
+
+
+def test_public_api_is_sorted_and_complete() -> None:
+    """glove.mcp re-exports a sorted __all__ of names that exist, errors rooted at GloveError."""
+    import glove.mcp
+    from glove.errors import GloveError
+
+    assert glove.mcp.__all__ == sorted(glove.mcp.__all__)
+    for name in glove.mcp.__all__:
+        assert hasattr(glove.mcp, name), name
+    assert issubclass(glove.mcp.McpError, GloveError)
+    assert issubclass(glove.mcp.UpstreamTransportError, glove.mcp.UpstreamError)

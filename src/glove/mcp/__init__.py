@@ -17,7 +17,6 @@ from glove.mcp._service import (
 )
 from glove.mcp._upstream import CallTool, ListTools, UpstreamActor
 from glove.mcp.errors import (
-    AuditRefused,
     FrameTooLarge,
     FramingError,
     MalformedMessage,
@@ -27,12 +26,10 @@ from glove.mcp.errors import (
     UpstreamCallFailed,
     UpstreamError,
     UpstreamProtocolError,
-    UpstreamTimeout,
     UpstreamTransportError,
 )
 
 __all__ = [
-    "AuditRefused",
     "CallTool",
     "ExposedTool",
     "FrameTooLarge",
@@ -52,7 +49,6 @@ __all__ = [
     "UpstreamConfig",
     "UpstreamError",
     "UpstreamProtocolError",
-    "UpstreamTimeout",
     "UpstreamTransportError",
     "decode_message",
     "expose_name",

@@ -122,13 +122,13 @@ def tool_info(raw: dict[str, Any]) -> ToolInfo:
     """Read the parts of one tool definition Glove needs.
 
     Raises:
-        UpstreamProtocolError: the definition has no string ``name`` or a non-object schema.
+        TypeError: the definition has no string ``name`` or a non-object schema.
     """
     name = raw.get("name")
     description = raw.get("description")
     schema = raw.get("inputSchema", {})
     if not isinstance(name, str) or not isinstance(schema, dict):
-        raise UpstreamProtocolError("?", "a tool definition needs a name and an object schema")
+        raise TypeError("a tool definition needs a string name and an object inputSchema")
     return ToolInfo(name, description if isinstance(description, str) else None, schema, raw)
 
 
@@ -368,7 +368,7 @@ class UpstreamActor(Actor):
             try:
                 page = msgspec.json.decode(raw, type=ListToolsPage)
                 tools.extend(tool_info(definition) for definition in page.tools)
-            except (msgspec.DecodeError, UpstreamProtocolError) as exc:
+            except (msgspec.DecodeError, TypeError) as exc:
                 raise UpstreamProtocolError(self.upstream_id, f"bad tools/list: {exc}") from exc
             if len(tools) > MAX_TOOLS:
                 raise UpstreamProtocolError(self.upstream_id, f"more than {MAX_TOOLS} tools")

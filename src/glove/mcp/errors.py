@@ -13,9 +13,11 @@ Every error carries who caused it: the agent (malformed input), an upstream serv
         ├── UpstreamError            an upstream server failed the call
         │   ├── UpstreamTransportError   it died, hung, closed its pipe or wrote garbage
         │   ├── UpstreamCallFailed       it answered the request with a JSON-RPC error
-        │   ├── UpstreamTimeout          the caller's deadline passed (also a TimeoutError)
         │   └── UpstreamProtocolError    it answered with something the protocol forbids
-        └── AuditRefused             the audit append failed, so the request was refused
+
+A call past its deadline surfaces as :class:`glove.actors.DeadlineExceeded` (a
+``TimeoutError``); an audit failure as the :mod:`glove.audit` error that caused it. The
+agent sees each as a JSON-RPC error with one of the codes below.
 """
 
 from __future__ import annotations
@@ -98,13 +100,5 @@ class UpstreamCallFailed(UpstreamError):
         self.remote_message = message
 
 
-class UpstreamTimeout(UpstreamError, TimeoutError):
-    """The caller's deadline passed before the upstream answered; the call was cancelled."""
-
-
 class UpstreamProtocolError(UpstreamError):
     """The upstream answered with something the protocol forbids (bad handshake, bad result)."""
-
-
-class AuditRefused(McpError):
-    """The audit record could not be made durable, so the request was refused."""
