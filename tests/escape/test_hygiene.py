@@ -274,3 +274,32 @@ def test_stdin_opened_read_write_is_no_way_out(sb: Sandbox) -> None:
     report = res.probe()
     assert "ok" not in report["write"], report
     assert victim.read_text() == "original", f"host file written through stdin: {report}"
+
+
+def test_output_cap_holds_under_pty(sb: Sandbox) -> None:
+    """Under --pty, what reaches the host terminal is still bounded by --output."""
+    master, slave = os.openpty()
+    try:
+        os.set_blocking(master, False)
+        arg = {"bytes": 256 * 1024}
+        argv = sb.glove_argv(["--pty", "--output", "4K"], sb.probe_cmd("output", arg), True)
+        proc = subprocess.Popen(
+            ["setsid", "--ctty", *argv],
+            cwd=sb.ws,
+            env=sb.host_env({"TERM": "xterm"}),
+            stdin=slave,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+        )
+        seen = b""
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:
+            seen += _drain(master, 0.1)
+        kill_tree(proc.pid)
+        proc.communicate(timeout=10)
+        seen += _drain(master, 0.3)
+        assert seen.count(b"o") > 0, "control: output reached the terminal"
+        assert seen.count(b"o") <= 4096, f"{seen.count(b'o')} bytes past --output 4K"
+    finally:
+        os.close(master)
+        os.close(slave)

@@ -209,3 +209,13 @@ def test_stderr_counts_toward_the_output_cap(sb: Sandbox) -> None:
     assert len(res.stdout) + len(res.stderr) <= MIB + 64 * 1024, len(res.stderr)
     assert res.status is not None
     assert res.status["output"]["truncated"] is True, res.status
+
+
+def test_endless_writer_ends_at_the_output_cap(sb: Sandbox) -> None:
+    """An endless writer (yes) is stopped at --output without any wall limit: no hang."""
+    res, _ = run_limited(sb, "output", ["--output", "4K"], ["/usr/bin/yes"], timeout=30)
+    assert len(res.stdout) <= 4096, len(res.stdout)
+    assert len(res.stdout) > 0, "control: output flowed"
+    assert res.status is not None
+    assert res.status["output"]["truncated"] is True, res.status
+    assert limit_report(res, "output")["hit"] is True
