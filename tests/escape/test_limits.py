@@ -219,3 +219,12 @@ def test_endless_writer_ends_at_the_output_cap(sb: Sandbox) -> None:
     assert res.status is not None
     assert res.status["output"]["truncated"] is True, res.status
     assert limit_report(res, "output")["hit"] is True
+
+
+def test_accept_weaker_all(sb: Sandbox) -> None:
+    """--accept-weaker all lets every limit run, each naming the mechanism that enforced it."""
+    flags = ["--memory", "256M", "--cpu-time", "30", "--pids", "64", "--wall-time", "30"]
+    res = sb.run(["/bin/true"], [*flags, "--accept-weaker", "all"])
+    assert res.returncode == 0, res.describe()
+    for name in ("memory", "cpu_time", "pids", "wall_time"):
+        limit_report(res, name)

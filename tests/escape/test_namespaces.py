@@ -212,11 +212,12 @@ def test_uid_map_has_one_mapping_of_the_invoker(sb: Sandbox) -> None:
 
 
 def test_sandbox_init_is_not_a_stepping_stone(sb: Sandbox) -> None:
-    """The command cannot use its init's or parent's fds, memory, environment or root."""
+    """The command cannot take its init's fds (/proc, pidfd_getfd), memory, environ or root."""
     report = sb.probe("init")
     targets = {k: v for k, v in report.items() if k not in {"self", "ppid"}}
     assert targets, f"control: the probe found no init or parent to attack: {report}"
     for pid, entry in targets.items():
+        assert entry["pidfd_getfd"].get("ok", []) == [], f"pidfd_getfd on {pid}: {entry}"
         for key in ("mem_rw", "environ", "root"):
             assert "ok" not in entry[key], f"/proc/{pid}/{key}: {entry[key]}"
         used = {n: fd for n, fd in entry["fds"].items() if n != "list" and "ok" in fd["use"]}

@@ -762,6 +762,24 @@ def cmd_init(arg: dict[str, Any]) -> object:
 
             fds[name] = {"target": target, "use": attempt(use)}
         entry["fds"] = fds
+
+        def getfds(pid: int = pid) -> list[int]:
+            pidfd = raw(434, pid, 0)  # pidfd_open
+            got = []
+            try:
+                for n in range(64):
+                    try:
+                        got.append(n)
+                        os.close(raw(438, pidfd, n, 0))  # pidfd_getfd
+                    except OSError as exc:
+                        got.pop()
+                        if exc.errno == errno.EPERM:
+                            raise
+            finally:
+                os.close(pidfd)
+            return got
+
+        entry["pidfd_getfd"] = attempt(getfds)
         out[str(pid)] = entry
     return out
 
