@@ -67,6 +67,7 @@ DENIED_SYSCALLS: Final = (
     "quotactl",
     "lookup_dcookie",
     "vhangup",
+    "syslog",
     "fanotify_init",
 )
 
@@ -75,8 +76,14 @@ TIOCLINUX: Final = 0x541C
 #: Compare only the low 32 bits of an ioctl request (CVE-2019-10063: the kernel truncates).
 IOCTL_REQUEST_MASK: Final = 0xFFFFFFFF
 
-AF_NETLINK: Final = 16
-AF_PACKET: Final = 17
+AF_UNIX: Final = 1
+AF_INET: Final = 2
+AF_INET6: Final = 10
+#: Highest allowed socket family number (AF_INET6); the lower gaps are listed below.
+MAX_ALLOWED_FAMILY: Final = AF_INET6
+DENIED_LOW_FAMILIES: Final = tuple(
+    family for family in range(MAX_ALLOWED_FAMILY) if family not in (AF_UNIX, AF_INET)
+)
 SOCK_RAW: Final = 3
 SOCK_TYPE_MASK: Final = 0xF
 _NAMESPACE_FLAGS: Final = (
@@ -148,9 +155,14 @@ def _build() -> bytes:
         filt.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     for request in (TIOCSTI, TIOCLINUX):
         filt.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, IOCTL_REQUEST_MASK, request))
-    for family in (AF_NETLINK, AF_PACKET):
-        filt.add_rule(deny, "socket", seccomp.Arg(0, seccomp.EQ, family))
-    for family in (2, 10):  # AF_INET, AF_INET6: no raw sockets
+    # Socket families: an allowlist of AF_UNIX, AF_INET and AF_INET6. Everything else is
+    # refused: netlink and packet sockets reach kernel surfaces, and AF_VSOCK is not isolated
+    # by the network namespace at all (it reaches the hypervisor host on a VM).
+    for call in ("socket", "socketpair"):
+        filt.add_rule(deny, call, seccomp.Arg(0, seccomp.GT, MAX_ALLOWED_FAMILY))
+        for family in DENIED_LOW_FAMILIES:
+            filt.add_rule(deny, call, seccomp.Arg(0, seccomp.EQ, family))
+    for family in (AF_INET, AF_INET6):  # no raw IP sockets
         filt.add_rule(
             deny,
             "socket",

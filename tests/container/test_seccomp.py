@@ -1,0 +1,82 @@
+"""The seccomp filter as the command meets it: denials, ENOSYS for clone3, what still works."""
+
+from __future__ import annotations
+
+import json
+import platform
+
+import pytest
+
+from tests.container.conftest import GloveExec
+
+# Each entry: name -> (syscall number on x86_64, args). Made from inside by ctypes.
+PROBE = r"""
+import ctypes, json, os, errno
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+calls = json.loads(os.environ["CALLS"])
+out = {}
+for name, (nr, args) in calls.items():
+    pid = os.fork()
+    if pid == 0:
+        r = libc.syscall(nr, *[ctypes.c_long(a) for a in args])
+        e = ctypes.get_errno()
+        word = "ok" if r >= 0 else errno.errorcode.get(e, str(e))
+        os.write(1, f"{name} {word}\n".encode())
+        os._exit(0)
+    os.waitpid(pid, 0)
+"""
+TIOCSTI_HIGH_BITS = 0x5412 | (1 << 32)
+CALLS = {
+    "ptrace_traceme": (101, [0, 0, 0, 0]),
+    "process_vm_readv": (310, [1, 0, 0, 0, 0, 0]),
+    "keyctl": (250, [0, 0, 0, 0]),
+    "mount": (165, [0, 0, 0, 0, 0]),
+    "fsopen": (430, [0, 0]),
+    "unshare_user": (272, [0x10000000]),
+    "setns": (308, [0, 0]),
+    "clone3": (435, [0, 0]),
+    "clone_newnet": (56, [0x40000000 | 17, 0, 0, 0, 0]),
+    "bpf": (321, [0, 0, 0]),
+    "perf_event_open": (298, [0, 0, 0, 0, 0]),
+    "userfaultfd": (323, [0]),
+    "io_uring_setup": (425, [1, 0]),
+    "open_by_handle_at": (304, [0, 0, 0]),
+    "ioctl_tiocsti_high_bits": (16, [0, TIOCSTI_HIGH_BITS, 0]),
+    "socket_netlink": (41, [16, 3, 0]),
+    "socket_vsock": (41, [40, 1, 0]),
+    "socket_raw": (41, [2, 3, 1]),
+    "chmod_setuid": (90, [0, 0o4755]),
+    "getpid": (39, []),
+    "socket_inet": (41, [2, 1, 0]),
+}
+EXPECTED = dict.fromkeys(CALLS, "EPERM") | {
+    "clone3": "ENOSYS",
+    "getpid": "ok",
+    "socket_inet": "ok",
+}
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="syscall numbers are x86_64")
+def test_seccomp_denials_from_inside(glove_exec: GloveExec) -> None:
+    """Each denied call fails with the planned errno; ordinary calls still work."""
+    done = glove_exec("python3", "-c", PROBE, flags=("--env", f"CALLS={json.dumps(CALLS)}"))
+    seen = dict(line.split() for line in done.stdout.splitlines())
+    assert seen == EXPECTED
+
+
+def test_foreign_architecture_entry_is_killed_and_reported(glove_exec: GloveExec) -> None:
+    """An int 0x80 (i386) syscall kills the process; the result says seccomp violation."""
+    # mmap an executable page holding: mov eax, 20 (getpid i386); int 0x80; ret
+    code = (
+        "import ctypes, mmap\n"
+        "buf = mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)\n"
+        "buf.write(bytes([0xb8, 20, 0, 0, 0, 0xcd, 0x80, 0xc3]))\n"
+        "addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))\n"
+        "ctypes.CFUNCTYPE(ctypes.c_int)(addr)()\n"
+        "print('survived')\n"
+    )
+    done = glove_exec("python3", "-c", code)
+    assert "survived" not in done.stdout
+    assert done.rc == 128 + 31
+    assert done.status["violation"] == "seccomp"
