@@ -324,6 +324,7 @@ def test_device_nodes(sb: Sandbox) -> None:
     """Only the minimal /dev exists, mknod fails everywhere, the harmless devices work."""
     report = sb.probe("dev", {"dirs": ["/tmp", "/dev", "/dev/shm", "/workspace"]})
     assert report["dev_null_write"] == {"ok": 1}
+    assert report["mkfifo_tmp"] == {"ok": "created"}, "control: FIFOs are fine"
     assert report["dev_urandom_read"] == {"ok": 16}
     assert report["dev_zero_read"] == {"ok": True}
     extra = {f"/dev/{n}" for n in report["dev"]["ok"]} - ALLOWED_DEV

@@ -44,3 +44,23 @@ def test_network_none_flag_is_accepted(sb: Sandbox) -> None:
     assert report["loopback"] == {"ok": "ping"}
     assert report["ifaces"] == ["lo"]
     assert report["tcp_1.1.1.1:80"].get("errno") == "ENETUNREACH"
+
+
+NETWORK_TOOLS = {
+    "curl": ["curl", "-sS", "--max-time", "3", "http://1.1.1.1/"],
+    "wget": ["wget", "-q", "-T", "3", "-O", "/dev/null", "http://1.1.1.1/"],
+    "ping": ["ping", "-c", "1", "-W", "2", "1.1.1.1"],
+    "nc": ["nc", "-z", "-w", "2", "1.1.1.1", "80"],
+    "getent": ["getent", "hosts", "example.com"],
+    "ssh": ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3", "git@github.com"],
+    "bash_dev_tcp": ["bash", "-c", "exec 3<>/dev/tcp/1.1.1.1/80"],
+}
+
+
+def test_network_tools_cannot_reach_out(sb: Sandbox) -> None:
+    """curl, wget, ping, nc, getent, ssh and bash's /dev/tcp all fail (127 = tool absent)."""
+    report = sb.probe("run", {"argvs": NETWORK_TOOLS})
+    ran = {k: v for k, v in report.items() if v.get("rc") not in (None, 127)}
+    assert "bash_dev_tcp" in ran, f"control: bash runs inside: {report}"
+    reached = {k: v for k, v in ran.items() if v["rc"] == 0}
+    assert reached == {}, f"network tools succeeded: {reached}"

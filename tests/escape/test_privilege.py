@@ -128,6 +128,14 @@ def test_setuid_binary_gains_nothing(sb: Sandbox) -> None:
     assert ids["NoNewPrivs"] == "1", ids
 
 
+def test_strace_cannot_attach(sb: Sandbox) -> None:
+    """strace (ptrace) fails inside the sandbox while it works on the host."""
+    control = sb.host(["strace", "-o", "/dev/null", "/bin/true"])
+    assert control.returncode == 0, f"control: strace works on the host: {control.stderr!r}"
+    res = sb.run(["/usr/bin/strace", "-o", "/dev/null", "/bin/true"])
+    assert res.returncode != 0, res.describe()
+
+
 def test_system_setuid_tools_do_not_escalate(sb: Sandbox) -> None:
     """The host's own setuid tools (su, newuidmap, mount) cannot raise privileges inside."""
     report = sb.probe(

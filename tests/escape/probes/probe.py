@@ -404,6 +404,7 @@ def cmd_dev(arg: dict[str, Any]) -> object:
 
             mk[path] = attempt(do)
     out["mknod"] = mk
+    out["mkfifo_tmp"] = attempt(lambda: os.mkfifo("/tmp/glove-fifo") or "created")
     out["dev_null_write"] = attempt(lambda: write_file("/dev/null", b"x"))
     out["dev_urandom_read"] = attempt(lambda: len(read_file("/dev/urandom", 16)))
     out["dev_zero_read"] = attempt(lambda: read_file("/dev/zero", 4) == b"\0\0\0\0")
