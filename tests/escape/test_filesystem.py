@@ -138,6 +138,32 @@ def test_read_only_bind_submounts_stay_read_only(sb: Sandbox, bind_with_submount
     assert not (bind_with_submount / "sub" / "x").exists()
 
 
+@pytest.fixture
+def usr_submount(sb: Sandbox) -> Iterator[Path]:
+    """A world-writable tmpfs mounted under the host's /usr for the duration of one test."""
+    point = Path(f"/usr/local/share/glove-escape-{sb.tag}")
+    point.mkdir(parents=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m,mode=1777", "glove-escape", str(point)],
+        check=True,
+        timeout=10,
+    )
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", "-l", str(point)], check=False, timeout=10)
+        point.rmdir()
+
+
+def test_system_bind_submounts_are_read_only(sb: Sandbox, usr_submount: Path) -> None:
+    """A writable host mount below /usr is read-only inside (recursive ro of system binds)."""
+    control = sb.host(["/usr/bin/touch", str(usr_submount / "control")])
+    assert control.returncode == 0, f"control: the host can write there: {control.stderr!r}"
+    report = sb.probe("write", {"paths": [str(usr_submount / "x")]})
+    assert report["paths"][str(usr_submount / "x")].get("errno") in {"EROFS", "EACCES"}, report
+    assert not (usr_submount / "x").exists()
+
+
 def test_read_only_workspace_and_its_submounts(sb: Sandbox) -> None:
     """--workspace-mode ro refuses writes to the workspace and to a submount inside it."""
     sub = sb.ws / "mnt"
