@@ -8,22 +8,25 @@ stays fast: the work a command does is imported inside the command.
 from __future__ import annotations
 
 import importlib
+import sys
 
 import typer
 
 from glove._version import __version__
 
-# Command families, in the order ``glove --help`` lists them. A module is listed here only
-# once its commands work end to end.
-_COMMAND_MODULES = (
-    "glove.host.doctor_cli",
-    "glove.run.exec_cli",
-    "glove.control.diag_cli",
-    "glove.journal.cli",
-    "glove.policy.cli",
-    "glove.mcp.cli",
-    "glove.run.run_cli",
-)
+# Command families: the top-level command each module registers, in the order
+# ``glove --help`` lists them. A module is listed here only once its commands work end to
+# end. A run of one command imports only that command's module (``glove exec`` must not pay
+# for the journal, policy or MCP imports); ``--help`` imports them all.
+_COMMAND_MODULES = {
+    "doctor": "glove.host.doctor_cli",
+    "exec": "glove.run.exec_cli",
+    "run": "glove.run.run_cli",
+    "mcp": "glove.mcp.cli",
+    "policy": "glove.policy.cli",
+    "journal": "glove.journal.cli",
+    "diag": "glove.control.diag_cli",
+}
 
 
 def _version_callback(value: bool) -> None:
@@ -32,8 +35,11 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit
 
 
-def build_app() -> typer.Typer:
-    """Assemble the typer application from the registered command modules."""
+def build_app(only: str | None = None) -> typer.Typer:
+    """Assemble the typer application from the registered command modules.
+
+    With ``only`` naming a registered command, just that command's module is imported.
+    """
     app = typer.Typer(
         name="glove",
         help="Contain AI coding agents: sandbox, MCP mediation, audit and receipts.",
@@ -55,14 +61,16 @@ def build_app() -> typer.Typer:
     ) -> None:
         """Glove: contain AI coding agents."""
 
-    for name in _COMMAND_MODULES:
-        importlib.import_module(name).register(app)
+    wanted = [_COMMAND_MODULES[only]] if only in _COMMAND_MODULES else _COMMAND_MODULES.values()
+    for module in wanted:
+        importlib.import_module(module).register(app)
     return app
 
 
 def main() -> None:
     """Entry point of the ``glove`` console script."""
-    build_app()()
+    args = sys.argv[1:]
+    build_app(only=args[0] if args else None)()
 
 
 if __name__ == "__main__":
