@@ -13,19 +13,22 @@ def test_wall_time_kills_the_whole_tree(glove_exec: GloveExec) -> None:
     """The watchdog kills a setsid'd, double-forked and a stopped grandchild along with sh."""
     marker = f"glove-wall-{os.getpid()}-{glove_exec.who}"
     script = (
-        f"setsid sh -c 'exec -a {marker} sleep 300' & "
-        f"(sh -c 'exec -a {marker} sleep 300' &) ; "
-        f"sh -c 'kill -STOP $$; exec -a {marker} sleep 300' & "
-        "sleep 300"
+        f"setsid bash -c 'exec -a {marker} sleep 300' & "
+        f"(bash -c 'exec -a {marker} sleep 300' &) ; "
+        f"bash -c 'kill -STOP $$; exec -a {marker} sleep 300' & "
+        f"sleep 0.5; pgrep -c -f ^{marker}; sleep 300"
     )
     started = time.monotonic()
     done = glove_exec.sh(script, flags=("--wall-time", "1"))
     assert time.monotonic() - started < 20
     assert done.rc == 137
+    assert done.stdout.strip() == "2"  # control: the running markers were visible inside
     assert done.status["outcome"] == "limit"
     assert done.status["limits"]["wall_time"] == {"value": 1.0, "mechanism": "watchdog",
                                                   "hit": True}  # fmt: skip
-    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True, check=False)
+    left = subprocess.run(
+        ["pgrep", "-f", f"^{marker}"], capture_output=True, text=True, check=False
+    )
     assert left.stdout == ""
 
 
@@ -134,3 +137,30 @@ def test_bad_limit_values_are_setup_errors(glove_exec: GloveExec) -> None:
         done = glove_exec("true", flags=flags)
         assert done.rc == 125
         assert word in done.status["error"]
+
+
+def test_stalled_reader_does_not_stall_the_watchdog(glove_exec: GloveExec) -> None:
+    """With nobody reading glove's stdout, --wall-time still kills the sandbox on time."""
+    marker = f"glove-stall-{os.getpid()}-{glove_exec.who}"
+    status_path = glove_exec.workspace.parent / "stall.json"
+    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--wall-time", "1",
+            "--json-status", str(status_path), "--",
+            "/bin/bash", "-c", f"exec -a {marker} yes"]  # fmt: skip
+    read_end, write_end = os.pipe()
+    proc = subprocess.Popen(argv, cwd=glove_exec.workspace, stdout=write_end,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    os.close(write_end)
+    try:
+        time.sleep(0.5)
+        running = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
+        assert running.stdout, "control: the marker process runs while the reader stalls"
+        time.sleep(3.5)
+        left = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, text=True,
+                              check=False)  # fmt: skip
+        assert left.stdout == "", "the sandbox outlived its wall time behind a stalled reader"
+    finally:
+        os.close(read_end)
+        proc.wait(timeout=30)
+    assert '"wall_time":{"value":1.0,"mechanism":"watchdog","hit":true}' in (
+        status_path.read_text()
+    )

@@ -48,6 +48,10 @@ DRAIN_GRACE_S: Final = 0.5
 MAX_STATUS_BYTES: Final = 16 * 1024
 #: Scratch usage within this many bytes of the size counts as reaching the disk limit.
 DISK_HIT_SLACK_BYTES: Final = 64 * 1024
+#: Output held for a slow reader before the sandbox's output pipes stop being read.
+MAX_PENDING_OUTPUT_BYTES: Final = 1024 * 1024
+#: Bytes written to a writable sink at once (PIPE_BUF: a pipe write this size never blocks).
+SINK_WRITE_BYTES: Final = 4096
 #: Host stdin bytes buffered for a command that is not reading yet.
 MAX_STDIN_BUFFER_BYTES: Final = 256 * 1024
 #: Host signals passed on to the sandbox while ``run`` supervises from the main thread.
@@ -62,15 +66,14 @@ class _Output:
         self.total = 0
         self.truncated = False
 
-    def forward(self, data: bytes, sink: int) -> bool:
-        """Pass on what fits under the cap; return False once the cap is exceeded."""
+    def admit(self, data: bytes) -> bytes:
+        """Return the part of ``data`` that fits under the cap (sets ``truncated`` if cut)."""
         allowed = data
         if self.cap is not None and self.total + len(data) > self.cap:
             allowed = data[: max(0, self.cap - self.total)]
             self.truncated = True
-        _write_all(sink, allowed)
         self.total += len(allowed)
-        return not self.truncated
+        return allowed
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -117,6 +120,11 @@ class _Supervisor:
         self.status = b""
         self.selector = selectors.DefaultSelector()
         self.sinks: dict[int, int] = {}
+        self.pending: dict[int, bytearray] = {}
+        self.sink_watched: set[int] = set()
+        self.dead_sinks: set[int] = set()
+        self.reading: set[int] = set()
+        self.paused: set[int] = set()
         self.stdin_target: int | None = None
         self.stdin_close_at_eof = False
         self.stdin_buffer = bytearray()
@@ -151,9 +159,66 @@ class _Supervisor:
             raise
         if not chunk:
             return False
-        if not self.output.forward(chunk, self.sinks[fd]):
+        allowed = self.output.admit(chunk)
+        if allowed:
+            self._queue(self.sinks[fd], allowed)
+        if self.output.truncated:
             self._kill(process, "output")
         return True
+
+    def _queue(self, sink: int, data: bytes) -> None:
+        """Queue output for ``sink``; written when it is writable so a stalled reader of
+        the launcher's output never stalls the watchdogs."""
+        if sink in self.dead_sinks:
+            return
+        if sink not in self.sink_watched:
+            try:
+                self.selector.register(sink, selectors.EVENT_WRITE, "sink")
+            except (ValueError, OSError):
+                _write_all(sink, data)  # a regular file or device: writes do not stall
+                return
+            self.sink_watched.add(sink)
+        pending = self.pending.setdefault(sink, bytearray())
+        pending += data
+        if len(pending) >= MAX_PENDING_OUTPUT_BYTES:
+            for out_fd, target in self.sinks.items():
+                if target == sink and out_fd in self.reading:
+                    self.selector.unregister(out_fd)
+                    self.reading.discard(out_fd)
+                    self.paused.add(out_fd)
+
+    def _sink_writable(self, sink: int) -> None:
+        pending = self.pending.get(sink, bytearray())
+        try:
+            written = os.write(sink, pending[:SINK_WRITE_BYTES])
+        except BlockingIOError:
+            return
+        except OSError:
+            written = len(pending)  # the reader went away: drop what it will never read
+            self.dead_sinks.add(sink)
+        del pending[:written]
+        if not pending:
+            self.selector.unregister(sink)
+            self.sink_watched.discard(sink)
+        if len(pending) < MAX_PENDING_OUTPUT_BYTES:
+            for out_fd in [fd for fd in self.paused if self.sinks[fd] == sink]:
+                self.paused.discard(out_fd)
+                self.selector.register(out_fd, selectors.EVENT_READ, "output")
+                self.reading.add(out_fd)
+
+    def flush(self, outputs: list[int]) -> None:
+        """After the sandbox is gone: read what is left in the pipes, write everything out."""
+        for fd in outputs:
+            with contextlib.suppress(OSError):
+                while chunk := os.read(fd, READ_CHUNK_BYTES):
+                    allowed = self.output.admit(chunk)
+                    if not allowed:
+                        break
+                    self.pending.setdefault(self.sinks[fd], bytearray()).extend(allowed)
+        for sink, pending in self.pending.items():
+            if sink not in self.dead_sinks and pending:
+                _write_all(sink, bytes(pending))
+            pending.clear()
 
     def attach_stdin(self, target: int, *, close_at_eof: bool) -> None:
         """Pump the host's stdin into ``target`` (a pipe or the PTY master) without blocking.
@@ -248,6 +313,7 @@ class _Supervisor:
         for fd in outputs:
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ, "output")
+            self.reading.add(fd)
         if self.stdin_target is not None:
             try:
                 sel.register(self.stdin, selectors.EVENT_READ, "stdin")
@@ -287,7 +353,10 @@ class _Supervisor:
                 elif role == "output":
                     if not self._pump(fd, process):
                         sel.unregister(fd)
+                        self.reading.discard(fd)
                         open_outputs.discard(fd)
+                elif role == "sink":
+                    self._sink_writable(fd)
                 elif role == "stdin":
                     self._stdin_readable()
                 elif role == "stdin-target":
@@ -476,6 +545,7 @@ def run(spec: SandboxSpec, *, stdin: int = 0, stdout: int = 1, stderr: int = 2) 
                         supervisor.supervise(process, outputs)
                 else:
                     supervisor.supervise(process, outputs)
+            supervisor.flush(outputs)
             return supervisor.result(process, started)
         finally:
             process.close()
