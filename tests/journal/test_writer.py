@@ -136,7 +136,9 @@ async def test_enospc_cuts_back_and_appends_resume(jdir: Path, key: bytes) -> No
     with pytest.raises(JournalFull, match="No space"):
         await journal.append(b"two")
     assert seg.stat().st_size == size
+    assert "No space" in (await journal.status()).degraded
     third = await journal.append(b"three")
+    assert (await journal.status()).degraded == ""
     await journal.close()
     assert third.seq == 2
     report = verify(jdir, key)

@@ -120,6 +120,8 @@ class JournalStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     acked: int
     pending: int
     recovered: tuple[str, ...]
+    degraded: str = ""
+    """Why the last batch was refused (ENOSPC, a limit); empty once an append succeeds."""
 
 
 @dataclass(slots=True)
@@ -189,6 +191,7 @@ class JournalWriter(Actor):
         self._idle = asyncio.Event()
         self._idle.set()
         self.recovered: list[TailCut] = []
+        self._degraded = ""
 
     # -- actor hooks --------------------------------------------------------------------------
 
@@ -460,14 +463,17 @@ class JournalWriter(Actor):
             if take == 0:
                 refusal = self._can_rotate()
                 if refusal is not None:
+                    self._degraded = str(refusal)
                     return receipts, refusal
                 self._rotate_blocking()
                 continue
             try:
                 receipts.extend(self._write_batch_blocking(batch[index : index + take]))
             except JournalFull as exc:
+                self._degraded = str(exc)
                 return receipts, exc
             index += take
+        self._degraded = ""
         return receipts, None
 
     def _write_batch_blocking(self, items: list[_Pending]) -> list[Receipt]:
@@ -612,4 +618,5 @@ class JournalWriter(Actor):
             self._acked,
             len(self._queue),
             tuple(f"{c.kind} tail {c.length}B at {c.segment}:{c.offset}" for c in self.recovered),
+            self._degraded,
         )
