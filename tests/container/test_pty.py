@@ -99,3 +99,40 @@ def test_pty_tiocsti_is_denied() -> None:
     )  # fmt: skip
     assert b"DENIED 1" in done.stdout
     assert b"INJECTED" not in done.stdout
+
+
+def test_window_size_follows_sigwinch(glove_exec: GloveExec) -> None:
+    """A host resize plus SIGWINCH reaches the command as a new size on its terminal."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 20, 70, 0, 0))
+    script = "trap 'stty size' WINCH; echo READY; for i in $(seq 1 100); do sleep 0.1; done"
+    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--pty", "--",
+            "/bin/bash", "-c", script]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=glove_exec.workspace, stdin=slave, stdout=slave,
+                            stderr=slave, start_new_session=True)  # fmt: skip
+    seen = b""
+    deadline = time.monotonic() + PTY_DEADLINE_S
+    resized = False
+    try:
+        while time.monotonic() < deadline and b"44 132" not in seen:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                seen += os.read(master, 65536)
+            if b"READY" in seen and not resized:
+                fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 44, 132, 0, 0))
+                os.kill(proc.pid if not glove_exec.wrap else _child_of(proc.pid), 28)
+                resized = True
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        os.close(master)
+        os.close(slave)
+    assert b"44 132" in seen, seen
+
+
+def _child_of(pid: int) -> int:
+    """The pid of ``pid``'s only child (runuser's child is the glove launcher)."""
+    from pathlib import Path
+
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(children[0])
