@@ -124,7 +124,7 @@ def worker(runs: int, warmup: int) -> dict[str, Any]:
         "python": command_runner([py, "-c", "pass"], ws),
         "bwrap": command_runner(bwrap_argv(ensure_bwrap(), ws), ws),
         "cli": command_runner(
-            [py, "-m", "glove", "exec", "--workspace", ws, "--", "/bin/true"], ws
+            [py, "-P", "-m", "glove", "exec", "--workspace", ws, "--", "/bin/true"], ws
         ),
     }
     errors: dict[str, str] = {}

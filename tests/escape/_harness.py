@@ -113,8 +113,10 @@ class Sandbox:
     def glove_argv(self, flags: Sequence[str], cmd: Sequence[str], json_status: bool) -> list[str]:
         """The full host argv of one ``glove exec``."""
         status = ["--json-status", str(self.status_path)] if json_status else []
+        # -P: never let the workspace (the cwd) shadow modules of the host-side glove process.
         argv = [
             self.user.python,
+            "-P",
             "-m",
             "glove",
             "exec",

@@ -303,3 +303,17 @@ def test_output_cap_holds_under_pty(sb: Sandbox) -> None:
     finally:
         os.close(master)
         os.close(slave)
+
+
+def test_python_m_glove_ignores_planted_modules(sb: Sandbox) -> None:
+    """A module the sandbox plants in the workspace is not imported by ``python -m glove`` there."""
+    marker = sb.base / "hijacked"
+    plant = f"open({str(marker)!r}, 'w').write('ran on the host')\n"
+    res = sb.run(["/bin/sh", "-c", f'printf %s "{plant}" > /workspace/typer.py'])
+    assert res.returncode == 0, res.describe()
+    assert (sb.ws / "typer.py").exists(), "control: the plant is on the host"
+    argv = sb.user.argv([sb.user.python, "-m", "glove", "exec", "--", "/bin/true"])
+    p = subprocess.run(
+        argv, cwd=sb.ws, env=sb.host_env(), capture_output=True, timeout=60, check=False
+    )
+    assert not marker.exists(), f"planted typer.py ran on the host (rc {p.returncode})"
