@@ -369,3 +369,31 @@ async def test_page_over_bytes_rewritten_while_open_fails_stop(jdir: Path, key: 
         await journal.page(0)
     with pytest.raises(JournalFailed):
         await journal.close()
+
+
+async def test_failed_fsync_escalates_to_the_supervisor(jdir: Path, key: bytes) -> None:
+    """Under a one-strike supervisor a failed fdatasync tears the tree down, reason recorded."""
+    from glove.actors import ChildSpec, Supervisor
+
+    storage = FaultStorage()
+    spec = ChildSpec(
+        "journal", lambda: JournalWriter(jdir, key, kind=JournalKind.SESSION, storage=storage)
+    )
+    sup = Supervisor("session-1", [spec], strategy="one_for_all", intensity=0)
+    async with running(sup):
+        writer = sup.child("journal")
+        assert isinstance(writer, JournalWriter)
+        journal = glove.journal.Journal(writer)
+        await journal.append(b"fine")
+        storage.sync_errno = errno.EIO
+        with pytest.raises(JournalFailed):
+            await journal.append(b"lost")
+        for _ in range(200):
+            if sup.state in ("crashed", "stopped"):
+                break
+            await asyncio.sleep(0.01)
+        assert sup.state == "crashed"
+    assert any("JournalFailed" in (e.reason or "") for e in sup.exits)
+    reopened = await open_journal(jdir, key, kind=JournalKind.SESSION)
+    assert (await reopened.status()).seq in (1, 2)
+    await reopened.close()
