@@ -34,6 +34,7 @@ def run_limited(
     message = (res.status.get("error") or "") + res.stderr.decode(errors="replace")
     spelled = {limit, limit.replace("_", "-")}
     assert any(s in message for s in spelled), f"refusal does not name {limit}: {message}"
+    assert "accept-weaker" in message, f"refusal does not say how to accept: {message}"
     res = sb.run(cmd, [*flags, "--accept-weaker", limit.replace("_", "-")], timeout=timeout)
     if res.returncode == 125:  # the CLI may spell limits with underscores
         res = sb.run(cmd, [*flags, "--accept-weaker", limit], timeout=timeout)
