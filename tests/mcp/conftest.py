@@ -101,6 +101,17 @@ def read_calls(log: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
+CALL_LOG_WAIT_S = 15.0
+
+
+async def wait_for_call(log: Path, name: str, timeout: float = CALL_LOG_WAIT_S) -> list[str]:
+    """Wait until the fixture server recorded ``name``; return everything it recorded."""
+    async with asyncio.timeout(timeout):
+        while name not in read_calls(log):
+            await asyncio.sleep(0.02)
+    return read_calls(log)
+
+
 def read_audit(path: Path) -> list[dict[str, Any]]:
     """The audit records written so far."""
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []

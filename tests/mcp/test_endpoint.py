@@ -38,6 +38,7 @@ from .conftest import (
     read_audit,
     read_calls,
     sdk_server,
+    wait_for_call,
     write_config,
 )
 
@@ -125,19 +126,12 @@ async def test_agent_cancellation_reaches_the_upstream(tmp_path: Path) -> None:
         await agent.initialize()
         call = {"jsonrpc": "2.0", "id": "c1", "method": "tools/call"}
         await agent.send({**call, "params": {"name": "h__poke", "arguments": {}}})
-        for _ in range(100):
-            if read_calls(log):
-                break
-            await asyncio.sleep(0.02)
+        await wait_for_call(log, "poke")
         cancel = {"requestId": "c1", "reason": "user"}
         await agent.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
         pong = await agent.request("ping")
         assert pong["result"] == {}
-        for _ in range(100):
-            if "cancelled" in read_calls(log):
-                break
-            await asyncio.sleep(0.02)
-        assert read_calls(log) == ["poke", "cancelled"]
+        assert await wait_for_call(log, "cancelled") == ["poke", "cancelled"]
         second = await agent.request("ping")
         assert second["id"] != "c1"
 

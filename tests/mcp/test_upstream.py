@@ -15,7 +15,7 @@ import pytest
 from glove.actors import DeadlineExceeded, running
 from glove.mcp import CallTool, ListTools, UpstreamActor, UpstreamConfig, UpstreamTransportError
 
-from .conftest import hostile_server, read_calls, sdk_server
+from .conftest import hostile_server, sdk_server, wait_for_call
 
 FAIL_FAST_S = 5.0
 
@@ -77,11 +77,7 @@ async def test_deadline_cancels_upstream_and_drops_the_late_reply(tmp_path: Path
         with pytest.raises(DeadlineExceeded):
             await actor.ask(CallTool("poke", {}), timeout=0.3)
         assert time.monotonic() - started < FAIL_FAST_S
-        for _ in range(50):
-            if "cancelled" in read_calls(log):
-                break
-            await asyncio.sleep(0.05)
-        assert read_calls(log) == ["poke", "cancelled"]
+        assert await wait_for_call(log, "cancelled") == ["poke", "cancelled"]
         assert actor.state == "running"
 
 
