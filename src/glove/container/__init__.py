@@ -17,8 +17,6 @@ daemon); ``SandboxSpec.pass_fds`` passes extra descriptors (sockets) into the co
 
 from __future__ import annotations
 
-import asyncio
-
 from glove.container._limits import LIMIT_NAMES, HostLimitSupport, LimitPlan, Limits, plan_limits
 from glove.container._limits import parse_seconds as parse_seconds
 from glove.container._limits import parse_size as parse_size
@@ -59,6 +57,8 @@ async def run_async(
         SpecError: the spec is invalid on this host.
         UnsupportedPlatform: the machine lacks seccomp or namespaces.
     """
+    import asyncio  # here, not at module level: the CLI never needs it
+
     return await asyncio.to_thread(run, spec, stdin=stdin, stdout=stdout, stderr=stderr)
 
 

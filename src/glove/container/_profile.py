@@ -10,7 +10,6 @@ profile's acceptance of a weaker mechanism for that limit (the caller asked expl
 from __future__ import annotations
 
 import os
-from importlib import resources
 from pathlib import Path
 from typing import Final, Literal
 
@@ -105,10 +104,10 @@ def load_profile(name_or_path: str | None) -> Profile:
         return decode_profile(data, name)
     if not name.isidentifier():
         raise ProfileError(f"no embedded profile named {name!r}")
-    resource = resources.files("glove.container") / "profiles" / f"{name}.toml"
+    resource = Path(__file__).parent / "profiles" / f"{name}.toml"
     try:
         data = resource.read_bytes()
-    except (OSError, FileNotFoundError) as exc:
+    except OSError as exc:
         raise ProfileError(f"no embedded profile named {name!r}") from exc
     return decode_profile(data, f"<embedded {name}>")
 

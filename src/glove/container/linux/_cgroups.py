@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-import uuid
 from pathlib import Path
 from typing import Final
 
@@ -96,7 +95,7 @@ class CgroupSet:
         Raises:
             SandboxSetupError: a group or a limit file could not be written.
         """
-        self.name = f"sbx-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        self.name = f"sbx-{os.getpid()}-{os.urandom(6).hex()}"
         self.dirs: dict[str, Path] = {}
         try:
             for plan in plans.values():

@@ -14,8 +14,8 @@ the result reports as a seccomp violation (SIGSYS).
 from __future__ import annotations
 
 import errno
+import os
 import platform
-import tempfile
 from typing import Any, Final
 
 from glove.container.errors import UnsupportedPlatform
@@ -70,6 +70,9 @@ DENIED_SYSCALLS: Final = (
     "syslog",
     "fanotify_init",
 )
+
+#: Upper bound on the exported filter (BPF programs are limited to 4096 instructions).
+MAX_BPF_BYTES: Final = 4096 * 8
 
 TIOCSTI: Final = 0x5412
 TIOCLINUX: Final = 0x541C
@@ -170,10 +173,13 @@ def _build() -> bytes:
             seccomp.Arg(1, seccomp.MASKED_EQ, SOCK_TYPE_MASK, SOCK_RAW),
         )
     _deny_setuid_creation(seccomp, filt, deny)
-    with tempfile.TemporaryFile() as handle:
-        filt.export_bpf(handle)
-        handle.seek(0)
-        return handle.read()
+    fd = os.memfd_create("glove-seccomp", os.MFD_CLOEXEC)
+    try:
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            filt.export_bpf(handle)
+        return os.pread(fd, MAX_BPF_BYTES, 0)
+    finally:
+        os.close(fd)
 
 
 def seccomp_program() -> bytes:
