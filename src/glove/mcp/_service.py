@@ -107,6 +107,8 @@ class Mediation:
             # tearing down after a failure would cut its teardown short.
             self.supervisor.stop()
         await asyncio.wait({self._task})
+        if not self._task.cancelled():
+            self._task.exception()  # retrieved: the reason is read from the supervisor
         failure = self.supervisor.exit_reason
         if failure is None or isinstance(failure, asyncio.CancelledError):
             return None
