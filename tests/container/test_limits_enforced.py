@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
+from pathlib import Path
 
 from tests.container.conftest import GloveExec
 
@@ -164,3 +166,36 @@ def test_stalled_reader_does_not_stall_the_watchdog(glove_exec: GloveExec) -> No
     assert '"wall_time":{"value":1.0,"mechanism":"watchdog","hit":true}' in (
         status_path.read_text()
     )
+
+
+def test_nothing_outlives_a_killed_launcher(glove_exec: GloveExec) -> None:
+    """SIGKILL to the glove process takes the sandbox with it (PR_SET_PDEATHSIG on init)."""
+    marker = f"glove-orphan-{os.getpid()}-{glove_exec.who}"
+    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--",
+            "/bin/bash", "-c", f"(exec -a {marker} sleep 300) & exec -a {marker} sleep 300"]  # fmt: skip
+    proc = subprocess.Popen(argv, cwd=glove_exec.workspace, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            found = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
+            if len(found.stdout.split()) == 2:
+                break
+            time.sleep(0.05)
+        assert len(found.stdout.split()) == 2, "control: both sleepers started"
+        launcher = proc.pid
+        if glove_exec.wrap:
+            launcher = int(
+                Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0]
+            )
+        os.kill(launcher, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            left = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
+            if not left.stdout:
+                break
+            time.sleep(0.05)
+        assert left.stdout == b""
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
