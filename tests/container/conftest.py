@@ -49,8 +49,18 @@ class GloveExec:
         """Run ``glove exec FLAGS -- CMD`` in the workspace and decode its json status."""
         status_path = self.workspace.parent / "status.json"
         status_path.unlink(missing_ok=True)
-        argv = [*self.wrap, self.python, "-m", "glove", "exec",
-                "--json-status", str(status_path), *flags, "--", *cmd]  # fmt: skip
+        argv = [
+            *self.wrap,
+            self.python,
+            "-m",
+            "glove",
+            "exec",
+            "--json-status",
+            str(status_path),
+            *flags,
+            "--",
+            *cmd,
+        ]
         done = subprocess.run(
             argv,
             cwd=self.workspace,
@@ -63,8 +73,14 @@ class GloveExec:
         status = json.loads(status_path.read_text()) if status_path.exists() else {}
         return ExecResult(done.returncode, done.stdout, done.stderr, status)
 
-    def sh(self, script: str, *, flags: tuple[str, ...] = (), timeout: float = RUN_TIMEOUT_S,
-           stdin: str | None = None) -> ExecResult:  # fmt: skip
+    def sh(
+        self,
+        script: str,
+        *,
+        flags: tuple[str, ...] = (),
+        timeout: float = RUN_TIMEOUT_S,
+        stdin: str | None = None,
+    ) -> ExecResult:
         """Run a shell script in the sandbox."""
         return self("/bin/sh", "-c", script, flags=flags, timeout=timeout, stdin=stdin)
 

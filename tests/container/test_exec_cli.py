@@ -147,8 +147,23 @@ def test_environment_is_scrubbed(glove_exec: GloveExec) -> None:
     done = glove_exec.sh("env | sort", flags=("--env", "EXTRA=1"))
     keys = {line.split("=", 1)[0] for line in done.stdout.splitlines()}
     assert "EXTRA" in keys
-    assert keys <= {"EXTRA", "PATH", "HOME", "TMPDIR", "TERM", "LANG", "LC_ALL", "LC_CTYPE",
-                    "LANGUAGE", "TZ", "COLORTERM", "NO_COLOR", "PWD", "SHLVL", "_"}  # fmt: skip
+    assert keys <= {
+        "EXTRA",
+        "PATH",
+        "HOME",
+        "TMPDIR",
+        "TERM",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "LANGUAGE",
+        "TZ",
+        "COLORTERM",
+        "NO_COLOR",
+        "PWD",
+        "SHLVL",
+        "_",
+    }
 
 
 def test_privileges_are_gone(glove_exec: GloveExec) -> None:

@@ -50,8 +50,9 @@ def _capture(spec: SandboxSpec) -> tuple[int, str, str, str]:
 
 def test_minimal_spec_runs(workspace: Path) -> None:
     """A spec built in code (no profile) runs and returns the exit code."""
-    spec = SandboxSpec(argv=("sh", "-c", "pwd; exit 4"), binds=SYSTEM_BINDS,
-                       workspace=str(workspace), env=ENV)  # fmt: skip
+    spec = SandboxSpec(
+        argv=("sh", "-c", "pwd; exit 4"), binds=SYSTEM_BINDS, workspace=str(workspace), env=ENV
+    )
     code, outcome, out, _ = _capture(spec)
     assert (code, outcome, out) == (4, "exited", "/workspace\n")
 
@@ -63,9 +64,13 @@ def test_passed_socket_is_the_only_extra_fd(workspace: Path) -> None:
     os.set_inheritable(leaked_dir, True)
     try:
         script = "ls /proc/self/fd; echo ping >&3; read line <&3; echo got=$line"
-        spec = SandboxSpec(argv=("sh", "-c", script), binds=SYSTEM_BINDS,
-                           workspace=str(workspace), env=ENV,
-                           pass_fds={3: inside_end.fileno()})  # fmt: skip
+        spec = SandboxSpec(
+            argv=("sh", "-c", script),
+            binds=SYSTEM_BINDS,
+            workspace=str(workspace),
+            env=ENV,
+            pass_fds={3: inside_end.fileno()},
+        )
         host_end.settimeout(30)
         replies: list[bytes] = []
 
@@ -100,8 +105,7 @@ def test_launch_from_a_multithreaded_process(workspace: Path) -> None:
     for thread in spinners:
         thread.start()
     try:
-        spec = SandboxSpec(argv=("true",), binds=SYSTEM_BINDS, workspace=str(workspace),
-                           env=ENV)  # fmt: skip
+        spec = SandboxSpec(argv=("true",), binds=SYSTEM_BINDS, workspace=str(workspace), env=ENV)
         codes = [_capture(spec)[0] for _ in range(10)]
     finally:
         stop.set()
@@ -113,8 +117,12 @@ def test_launch_from_a_multithreaded_process(workspace: Path) -> None:
 def test_fork_fallback_path(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The fork, unshare, fork path gives the same sandbox as clone3."""
     monkeypatch.setenv("GLOVE_SANDBOX_LAUNCH", "fork")
-    spec = SandboxSpec(argv=("sh", "-c", "echo $$; hostname; grep NoNewPrivs /proc/self/status"),
-                       binds=SYSTEM_BINDS, workspace=str(workspace), env=ENV)  # fmt: skip
+    spec = SandboxSpec(
+        argv=("sh", "-c", "echo $$; hostname; grep NoNewPrivs /proc/self/status"),
+        binds=SYSTEM_BINDS,
+        workspace=str(workspace),
+        env=ENV,
+    )
     code, outcome, out, _ = _capture(spec)
     assert (code, outcome) == (0, "exited")
     assert out.split() == ["2", "glove", "NoNewPrivs:", "1"]
@@ -124,8 +132,7 @@ async def test_run_async_does_not_block_the_loop(workspace: Path) -> None:
     """run_async supervises in a worker thread; the event loop keeps running meanwhile."""
     import asyncio
 
-    spec = SandboxSpec(argv=("sleep", "0.5"), binds=SYSTEM_BINDS, workspace=str(workspace),
-                       env=ENV)  # fmt: skip
+    spec = SandboxSpec(argv=("sleep", "0.5"), binds=SYSTEM_BINDS, workspace=str(workspace), env=ENV)
     ticks = 0
 
     async def tick() -> None:
@@ -136,8 +143,9 @@ async def test_run_async_does_not_block_the_loop(workspace: Path) -> None:
 
     ticker = asyncio.create_task(tick())
     with open(os.devnull, "wb") as null:
-        result = await run_async(spec, stdin=null.fileno(), stdout=null.fileno(),
-                                 stderr=null.fileno())  # fmt: skip
+        result = await run_async(
+            spec, stdin=null.fileno(), stdout=null.fileno(), stderr=null.fileno()
+        )
     ticker.cancel()
     assert result.outcome == "exited"
     assert ticks >= 5
@@ -145,8 +153,12 @@ async def test_run_async_does_not_block_the_loop(workspace: Path) -> None:
 
 def test_launch_and_kill_the_tree(workspace: Path) -> None:
     """launch() returns a live SandboxProcess whose kill() ends the whole tree."""
-    spec = SandboxSpec(argv=("sh", "-c", "sleep 100 & sleep 100"), binds=SYSTEM_BINDS,
-                       workspace=str(workspace), env=ENV)  # fmt: skip
+    spec = SandboxSpec(
+        argv=("sh", "-c", "sleep 100 & sleep 100"),
+        binds=SYSTEM_BINDS,
+        workspace=str(workspace),
+        env=ENV,
+    )
     with open(os.devnull, "wb") as null:
         process = launch(spec, (null.fileno(), null.fileno(), null.fileno()))
     try:
@@ -162,8 +174,13 @@ def test_profile_spec_builds_with_overrides(workspace: Path) -> None:
     """build_spec applies the default profile and the caller's limits."""
     from glove.container import Overrides
 
-    spec = build_spec(load_profile("default"), ["true"], cwd=str(workspace), host_env={},
-                      overrides=Overrides(limits={"wall_time": 5.0}))  # fmt: skip
+    spec = build_spec(
+        load_profile("default"),
+        ["true"],
+        cwd=str(workspace),
+        host_env={},
+        overrides=Overrides(limits={"wall_time": 5.0}),
+    )
     assert spec.workspace == str(workspace)
     assert spec.limits == Limits(wall_time=5.0, memory=4 * 2**30, pids=1024, disk=2**30)
     assert _capture(spec)[:2] == (0, "exited")

@@ -26,8 +26,11 @@ def test_wall_time_kills_the_whole_tree(glove_exec: GloveExec) -> None:
     assert done.rc == 137
     assert done.stdout.strip() == "2"  # control: the running markers were visible inside
     assert done.status["outcome"] == "limit"
-    assert done.status["limits"]["wall_time"] == {"value": 1.0, "mechanism": "watchdog",
-                                                  "hit": True}  # fmt: skip
+    assert done.status["limits"]["wall_time"] == {
+        "value": 1.0,
+        "mechanism": "watchdog",
+        "hit": True,
+    }
     left = subprocess.run(
         ["pgrep", "-f", f"^{marker}"], capture_output=True, text=True, check=False
     )
@@ -128,14 +131,20 @@ def test_cpu_time_limit(glove_exec: GloveExec) -> None:
     assert time.monotonic() - started < 10
     assert done.status["outcome"] == "limit"
     assert done.status["limits"]["cpu_time"] == {
-        "value": 1.0, "mechanism": "cgroup-v1-cpuacct-watchdog", "hit": True}  # fmt: skip
+        "value": 1.0,
+        "mechanism": "cgroup-v1-cpuacct-watchdog",
+        "hit": True,
+    }
 
 
 def test_bad_limit_values_are_setup_errors(glove_exec: GloveExec) -> None:
     """Malformed or out-of-range limit values fail with 125 and say why."""
-    for flags, word in ((("--memory", "12x"), "not a size"), (("--pids", "1"), "pids"),
-                        (("--wall-time", "-3"), "seconds"),
-                        (("--accept-weaker", "bogus"), "unknown")):  # fmt: skip
+    for flags, word in (
+        (("--memory", "12x"), "not a size"),
+        (("--pids", "1"), "pids"),
+        (("--wall-time", "-3"), "seconds"),
+        (("--accept-weaker", "bogus"), "unknown"),
+    ):
         done = glove_exec("true", flags=flags)
         assert done.rc == 125
         assert word in done.status["error"]
@@ -145,20 +154,34 @@ def test_stalled_reader_does_not_stall_the_watchdog(glove_exec: GloveExec) -> No
     """With nobody reading glove's stdout, --wall-time still kills the sandbox on time."""
     marker = f"glove-stall-{os.getpid()}-{glove_exec.who}"
     status_path = glove_exec.workspace.parent / "stall.json"
-    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--wall-time", "1",
-            "--json-status", str(status_path), "--",
-            "/bin/bash", "-c", f"exec -a {marker} yes"]  # fmt: skip
+    argv = [
+        *glove_exec.wrap,
+        glove_exec.python,
+        "-m",
+        "glove",
+        "exec",
+        "--wall-time",
+        "1",
+        "--json-status",
+        str(status_path),
+        "--",
+        "/bin/bash",
+        "-c",
+        f"exec -a {marker} yes",
+    ]
     read_end, write_end = os.pipe()
-    proc = subprocess.Popen(argv, cwd=glove_exec.workspace, stdout=write_end,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    proc = subprocess.Popen(
+        argv, cwd=glove_exec.workspace, stdout=write_end, stderr=subprocess.DEVNULL
+    )
     os.close(write_end)
     try:
         time.sleep(0.5)
         running = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
         assert running.stdout, "control: the marker process runs while the reader stalls"
         time.sleep(3.5)
-        left = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, text=True,
-                              check=False)  # fmt: skip
+        left = subprocess.run(
+            ["pgrep", "-f", f"^{marker}"], capture_output=True, text=True, check=False
+        )
         assert left.stdout == "", "the sandbox outlived its wall time behind a stalled reader"
     finally:
         os.close(read_end)
@@ -171,10 +194,20 @@ def test_stalled_reader_does_not_stall_the_watchdog(glove_exec: GloveExec) -> No
 def test_nothing_outlives_a_killed_launcher(glove_exec: GloveExec) -> None:
     """SIGKILL to the glove process takes the sandbox with it (PR_SET_PDEATHSIG on init)."""
     marker = f"glove-orphan-{os.getpid()}-{glove_exec.who}"
-    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--",
-            "/bin/bash", "-c", f"(exec -a {marker} sleep 300) & exec -a {marker} sleep 300"]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=glove_exec.workspace, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)  # fmt: skip
+    argv = [
+        *glove_exec.wrap,
+        glove_exec.python,
+        "-m",
+        "glove",
+        "exec",
+        "--",
+        "/bin/bash",
+        "-c",
+        f"(exec -a {marker} sleep 300) & exec -a {marker} sleep 300",
+    ]
+    proc = subprocess.Popen(
+        argv, cwd=glove_exec.workspace, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:

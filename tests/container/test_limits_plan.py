@@ -26,9 +26,17 @@ ALL = Limits(wall_time=1, cpu_time=1, memory=2**30, pids=10, disk=2**20, output=
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("0", 0), ("4096", 4096), ("64M", 64 * 2**20), ("1G", 2**30), ("1.5GiB", 3 * 2**29),
-     ("2k", 2048), ("3T", 3 * 2**40), (" 7 M ", 7 * 2**20)],
-)  # fmt: skip
+    [
+        ("0", 0),
+        ("4096", 4096),
+        ("64M", 64 * 2**20),
+        ("1G", 2**30),
+        ("1.5GiB", 3 * 2**29),
+        ("2k", 2048),
+        ("3T", 3 * 2**40),
+        (" 7 M ", 7 * 2**20),
+    ],
+)
 def test_parse_size_accepts_suffixes(text: str, expected: int) -> None:
     """Sizes take K/M/G/T binary suffixes, optionally with iB."""
     assert parse_size(text) == expected
@@ -103,9 +111,16 @@ def test_unknown_accept_weaker_name_is_an_error() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"memory": 1}, {"pids": 1}, {"disk": 10}, {"wall_time": 0}, {"cpu_time": -1},
-     {"output": -5}, {"wall_time": float("inf")}],
-)  # fmt: skip
+    [
+        {"memory": 1},
+        {"pids": 1},
+        {"disk": 10},
+        {"wall_time": 0},
+        {"cpu_time": -1},
+        {"output": -5},
+        {"wall_time": float("inf")},
+    ],
+)
 def test_out_of_range_limits_are_rejected(kwargs: dict[str, float]) -> None:
     """Limits no mechanism could apply are a SpecError at construction."""
     with pytest.raises(SpecError):
@@ -114,9 +129,14 @@ def test_out_of_range_limits_are_rejected(kwargs: dict[str, float]) -> None:
 
 @pytest.mark.parametrize(
     "bind",
-    [{"source": "rel"}, {"source": "/x", "target": "/"}, {"source": "/x", "target": "/proc/x"},
-     {"source": "/x", "target": "/dev"}, {"source": "/x", "target": "/tmp/a"}],
-)  # fmt: skip
+    [
+        {"source": "rel"},
+        {"source": "/x", "target": "/"},
+        {"source": "/x", "target": "/proc/x"},
+        {"source": "/x", "target": "/dev"},
+        {"source": "/x", "target": "/tmp/a"},
+    ],
+)
 def test_bad_binds_are_rejected(bind: dict[str, str]) -> None:
     """Relative sources and targets on sandbox-owned paths are refused."""
     with pytest.raises(SpecError):

@@ -17,17 +17,33 @@ from tests.container.conftest import GloveExec
 PTY_DEADLINE_S = 30.0
 
 
-def _run_on_terminal(glove_exec: GloveExec, script: str, stdin_data: bytes = b"") -> tuple[
-    int, bytes, list[object], list[object], list[object]
-]:  # fmt: skip
+def _run_on_terminal(
+    glove_exec: GloveExec, script: str, stdin_data: bytes = b""
+) -> tuple[int, bytes, list[object], list[object], list[object]]:
     """Run ``glove exec --pty`` with a host pty as its terminal; return rc, output, modes."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
     before = termios.tcgetattr(slave)
-    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--pty", "--",
-            "/bin/sh", "-c", script]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=glove_exec.workspace, stdin=slave, stdout=slave,
-                            stderr=slave, start_new_session=True)  # fmt: skip
+    argv = [
+        *glove_exec.wrap,
+        glove_exec.python,
+        "-m",
+        "glove",
+        "exec",
+        "--pty",
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+    ]
+    proc = subprocess.Popen(
+        argv,
+        cwd=glove_exec.workspace,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
     during: list[object] = []
     seen = b""
     deadline = time.monotonic() + PTY_DEADLINE_S
@@ -75,10 +91,28 @@ def test_pty_terminal_restored_after_a_limit_kill(glove_exec: GloveExec) -> None
     """A wall-time kill still restores the host terminal's mode."""
     master, slave = os.openpty()
     before = termios.tcgetattr(slave)
-    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--pty",
-            "--wall-time", "1", "--", "sleep", "30"]  # fmt: skip
-    rc = subprocess.run(argv, cwd=glove_exec.workspace, stdin=slave, stdout=slave,
-                        stderr=slave, timeout=30, check=False).returncode  # fmt: skip
+    argv = [
+        *glove_exec.wrap,
+        glove_exec.python,
+        "-m",
+        "glove",
+        "exec",
+        "--pty",
+        "--wall-time",
+        "1",
+        "--",
+        "sleep",
+        "30",
+    ]
+    rc = subprocess.run(
+        argv,
+        cwd=glove_exec.workspace,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        timeout=30,
+        check=False,
+    ).returncode
     after = termios.tcgetattr(slave)
     os.close(master)
     os.close(slave)
@@ -95,8 +129,11 @@ def test_pty_tiocsti_is_denied() -> None:
     )
     done = subprocess.run(
         [sys.executable, "-m", "glove", "exec", "--pty", "--", "python3", "-c", code],
-        capture_output=True, timeout=30, check=False, cwd="/var/tmp",
-    )  # fmt: skip
+        capture_output=True,
+        timeout=30,
+        check=False,
+        cwd="/var/tmp",
+    )
     assert b"DENIED 1" in done.stdout
     assert b"INJECTED" not in done.stdout
 
@@ -106,10 +143,26 @@ def test_window_size_follows_sigwinch(glove_exec: GloveExec) -> None:
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 20, 70, 0, 0))
     script = "trap 'stty size' WINCH; echo READY; for i in $(seq 1 100); do sleep 0.1; done"
-    argv = [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--pty", "--",
-            "/bin/bash", "-c", script]  # fmt: skip
-    proc = subprocess.Popen(argv, cwd=glove_exec.workspace, stdin=slave, stdout=slave,
-                            stderr=slave, start_new_session=True)  # fmt: skip
+    argv = [
+        *glove_exec.wrap,
+        glove_exec.python,
+        "-m",
+        "glove",
+        "exec",
+        "--pty",
+        "--",
+        "/bin/bash",
+        "-c",
+        script,
+    ]
+    proc = subprocess.Popen(
+        argv,
+        cwd=glove_exec.workspace,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
     seen = b""
     deadline = time.monotonic() + PTY_DEADLINE_S
     resized = False
