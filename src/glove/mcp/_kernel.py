@@ -277,10 +277,10 @@ class Mediator:
             raise Refusal(INVALID_PARAMS, f"Unknown tool: {name[:128]}")
         definition = self._definition_of(tool.info)
         record.update(upstream=tool.upstream_id, upstream_tool=tool.info.name)
-        listed = self.policy.check_tool(name, definition)
-        decision = (
-            listed if not listed.allowed else self.policy.check_call(name, arguments, definition)
-        )
+        # check_call re-checks everything check_tool does; check_tool is asked only to tell
+        # a hidden tool (answered like an unknown one) from a call whose arguments failed.
+        decision = self.policy.check_call(name, arguments, definition)
+        hidden = not decision.allowed and not self.policy.check_tool(name, definition).allowed
         record.update(
             decision="allow" if decision.allowed else "deny",
             reason=decision.reason,
@@ -288,7 +288,7 @@ class Mediator:
             inspected=dict(decision.inspected),
         )
         await self.record(record)
-        if not listed.allowed:
+        if hidden:
             # A tool the policy hides looks exactly like a tool that does not exist.
             raise Refusal(INVALID_PARAMS, f"Unknown tool: {name[:128]}")
         if not decision.allowed:
