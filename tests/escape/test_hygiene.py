@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import termios
@@ -16,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from tests.escape._harness import INSIDE_PYTHON, PROBE_MARK, ExecResult, Sandbox, kill_tree
+from tests.escape._harness import (
+    INSIDE_PYTHON,
+    PROBE_MARK,
+    ExecResult,
+    Sandbox,
+    glove_pid,
+    kill_tree,
+)
 
 SECRET = "glove-inherited-secret"
 FILE_FD = 40
@@ -317,3 +325,40 @@ def test_python_m_glove_ignores_planted_modules(sb: Sandbox) -> None:
         argv, cwd=sb.ws, env=sb.host_env(), capture_output=True, timeout=60, check=False
     )
     assert not marker.exists(), f"planted typer.py ran on the host (rc {p.returncode})"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP])
+def test_pty_mode_restores_the_terminal_when_glove_is_signalled(sb: Sandbox, signum: int) -> None:
+    """TERM or HUP to glove during --pty leaves the host terminal as it found it."""
+    master, slave = os.openpty()
+    try:
+        before = termios.tcgetattr(slave)
+        os.set_blocking(master, False)
+        ready = "/workspace/ready"
+        cmd = ["/bin/sh", "-c", f"touch {ready}; exec sleep 30"]
+        proc = subprocess.Popen(
+            ["setsid", "--ctty", *sb.glove_argv(["--pty"], cmd, True)],
+            cwd=sb.ws,
+            env=sb.host_env({"TERM": "xterm"}),
+            stdin=slave,
+            stdout=slave,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            deadline = time.monotonic() + 30
+            while not (sb.ws / "ready").exists() and time.monotonic() < deadline:
+                _drain(master, 0.05)
+            assert (sb.ws / "ready").exists(), "control: the command started"
+            assert termios.tcgetattr(slave) != before, "control: glove put the tty in raw mode"
+            os.kill(glove_pid(sb, proc.pid), signum)  # setsid execs in place
+            deadline = time.monotonic() + 15
+            while proc.poll() is None and time.monotonic() < deadline:
+                _drain(master, 0.1)
+            assert proc.poll() is not None, f"glove ignored signal {signum}"
+        finally:
+            kill_tree(proc.pid)
+            proc.communicate(timeout=10)
+        assert termios.tcgetattr(slave) == before, f"terminal left raw after signal {signum}"
+    finally:
+        os.close(master)
+        os.close(slave)
