@@ -171,3 +171,17 @@ async def test_stop_kills_the_process_group() -> None:
         assert pid is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+async def test_silent_server_fails_startup_within_its_timeout() -> None:
+    """A program that never answers the handshake fails startup at startup_timeout_s."""
+    actor = UpstreamActor("s", _config(["sleep", "60"], startup_timeout_s=1.0))
+    started = time.monotonic()
+    async with running(actor):
+        pass
+    assert time.monotonic() - started < FAIL_FAST_S
+    assert isinstance(actor.exit_reason, UpstreamTransportError)
+    assert "no handshake" in str(actor.exit_reason)
+    assert actor.pid is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(actor.pid, 0)
