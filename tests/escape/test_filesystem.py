@@ -309,13 +309,24 @@ def test_bind_source_through_a_planted_directory_link(sb: Sandbox, host_secret: 
 
 
 RACE_LAUNCHES = 12
+# The racing reader runs without probe.py: with --workspace swapped, /workspace changes.
+PROBE_READ = (
+    "import json\n"
+    "try:\n    r = {{'ok': open('{path}').read()}}\n"
+    "except OSError as e:\n    r = {{'errno': e.errno}}\n"
+    "print('GLOVE-PROBE:' + json.dumps({{'read': r}}))"
+)
 
 
-def test_bind_source_swapped_during_launch_never_widens(sb: Sandbox, host_secret: Path) -> None:
+@pytest.mark.parametrize("how", ["bind", "workspace"])
+def test_source_swapped_during_launch_never_widens(
+    sb: Sandbox, host_secret: Path, how: str
+) -> None:
     """A second sandbox swapping a bind source with a symlink (renameat2) never exposes the host.
 
     Two agents share a workspace: one keeps exchanging ``WS/cache`` (a directory) with a
-    symlink to a host directory while the other is launched with ``--bind WS/cache:/cache``.
+    symlink to a host directory while the other is launched with ``--bind WS/cache:/cache``
+    (or with ``--workspace WS/cache``).
     """
     (sb.ws / "cache").mkdir()
     (sb.ws / "cache" / "secret.txt").write_text("decoy")
@@ -329,15 +340,16 @@ def test_bind_source_swapped_during_launch_never_widens(sb: Sandbox, host_secret
         assert wait_until((sb.ws / "go").exists, 20), "control: the swapper started"
         outcomes = []
         for _ in range(RACE_LAUNCHES):
-            res = sb.run(
-                sb.probe_cmd("read", {"paths": ["/cache/secret.txt"]}),
-                ["--bind", f"{sb.ws}/cache:/cache:ro"],
-                json_status=False,
-            )
+            if how == "bind":
+                path, flags = "/cache/secret.txt", ["--bind", f"{sb.ws}/cache:/cache:ro"]
+            else:
+                path, flags = "/workspace/secret.txt", ["--workspace", f"{sb.ws}/cache"]
+            cmd = ["/usr/bin/python3", "-I", "-S", "-c", PROBE_READ.format(path=path)]
+            res = sb.run(cmd, flags, json_status=False)
             if res.returncode == 125:
                 outcomes.append("refused")
                 continue
-            got = res.probe()["/cache/secret.txt"]
+            got = res.probe()["read"]
             assert got.get("ok") != SECRET, "a swapped bind source exposed the host directory"
             outcomes.append(got.get("ok", "denied"))
         assert "decoy" in outcomes or "refused" in outcomes, f"control: {outcomes}"
