@@ -40,6 +40,9 @@ def test_exit_status_mapping(sb: Sandbox, case: str) -> None:
         assert res.status["signal"] == signum, res.status
     if outcome in {"setup_error", "exec_error"}:
         assert res.status["error"], "a refusal must say why"
+    contract = {"outcome", "exit_code", "signal", "durations", "limits", "output", "error"}
+    assert contract <= set(res.status), f"json-status lacks {contract - set(res.status)}"
+    assert set(res.status["output"]) >= {"bytes", "truncated"}, res.status["output"]
 
 
 def test_json_status_to_an_fd(sb: Sandbox) -> None:
