@@ -199,6 +199,12 @@ def test_tiocsti_denied_under_pty(sb: Sandbox) -> None:
         before = termios.tcgetattr(slave)
         report = _pty_probe(sb, master, slave, {"payload": f"#{sb.tag}"})
         assert report["isatty"] == [True, True, True], "control: the command runs on a pty"
+        extra = {
+            n: t
+            for n, t in report["fds"].items()
+            if n not in {"0", "1", "2"} and "ok" in t and not t["ok"].endswith("/fd")
+        }
+        assert extra == {}, f"fds inside under --pty (the pty master?): {extra}"
         assert "open_dev_tty" not in report, "control: the fresh pty is the controlling tty"
         injected = {k: v for k, v in report.items() if k.startswith("TIOCSTI") and "ok" in v}
         assert injected == {}, f"TIOCSTI worked under --pty: {injected}"

@@ -828,6 +828,10 @@ def cmd_tty(arg: dict[str, Any]) -> object:
     import termios
 
     out: dict[str, Any] = {
+        "fds": {
+            n: attempt(lambda n=n: os.readlink(f"/proc/self/fd/{n}"))
+            for n in os.listdir("/proc/self/fd")
+        },
         "isatty": [os.isatty(fd) for fd in (0, 1, 2)],
         "sid_is_self": os.getsid(0) == os.getpid(),
     }
