@@ -199,7 +199,8 @@ class AgentEndpoint(Actor):
         task.add_done_callback(lambda _: self._calls.pop(request.id, None))
 
     async def _call(self, request: Request) -> None:
-        agent_token = ((request.params or {}).get("_meta") or {}).get("progressToken")
+        meta = (request.params or {}).get("_meta")
+        agent_token = meta.get("progressToken") if isinstance(meta, dict) else None
 
         def progress(params: dict[str, Any]) -> None:
             if request.id in self._calls:
