@@ -83,6 +83,11 @@ async def test_malformed_frames_get_typed_errors(tmp_path: Path) -> None:
         batch = await agent.recv()
         assert batch["error"]["code"] == INVALID_REQUEST
         assert "id" not in batch
+        deep = b"[" * 100_000 + b"]" * 100_000
+        await agent.send_bytes(
+            b'{"jsonrpc":"2.0","id":9,"method":"ping","params":{"a":' + deep + b"}}\n"
+        )
+        assert (await agent.recv())["error"]["code"] == INVALID_REQUEST
         await agent.send_bytes(b'{"jsonrpc":"2.0","id":null,"method":"ping"}\n')
         assert (await agent.recv())["error"]["code"] == INVALID_REQUEST
         await agent.send_bytes(b'{"jsonrpc":"2.0","id":"x' + b"a" * (5 * 1024 * 1024) + b'"}\n')
@@ -97,7 +102,7 @@ async def test_malformed_frames_get_typed_errors(tmp_path: Path) -> None:
         assert ok["result"]["content"][0]["text"] == "ok"
     assert read_calls(tmp_path / "calls") == ["echo"]
     decisions = [r["decision"] for r in read_audit(tmp_path / "audit.log")]
-    assert decisions == ["malformed"] * 5 + ["allow"]
+    assert decisions == ["malformed"] * 6 + ["allow"]
 
 
 async def test_list_changed_reaches_the_agent(tmp_path: Path) -> None:

@@ -90,6 +90,14 @@ def test_decode_kinds() -> None:
         (b'{"jsonrpc":"2.0","id":4}', INVALID_REQUEST, 4),
         (b'{"jsonrpc":"2.0","id":5,"result":{},"error":{"code":1,"message":""}}', -32600, None),
         (b'"just a string"', INVALID_REQUEST, None),
+        (
+            b'{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":'
+            + b"[" * 5000
+            + b"]" * 5000
+            + b"}}",
+            INVALID_REQUEST,
+            None,
+        ),
     ],
 )
 def test_decode_refuses_with_the_right_code(

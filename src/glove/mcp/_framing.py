@@ -131,8 +131,9 @@ def decode_message(line: bytes) -> Message:
     """Decode one frame into a typed JSON-RPC message.
 
     Raises:
-        MalformedMessage: the frame is not JSON (code -32700), or it is a batch or otherwise
-            not a JSON-RPC 2.0 request, notification or response (code -32600).
+        MalformedMessage: the frame is not JSON (code -32700), or it is a batch, nested too
+            deeply, or otherwise not a JSON-RPC 2.0 request, notification or response
+            (code -32600).
     """
     try:
         wire = _WIRE_DECODER.decode(line)
@@ -142,6 +143,9 @@ def decode_message(line: bytes) -> Message:
         ) from exc
     except msgspec.DecodeError as exc:
         raise MalformedMessage(f"not JSON: {exc}", code=PARSE_ERROR) from exc
+    except RecursionError as exc:
+        # Valid JSON nested deeper than the decoder's recursion limit (about a thousand).
+        raise MalformedMessage("JSON nested too deeply") from exc
     request_id = None if isinstance(wire.id, msgspec.UnsetType) else wire.id
     if wire.jsonrpc != JSONRPC_VERSION:
         raise MalformedMessage('"jsonrpc" must be "2.0"', request_id=request_id)

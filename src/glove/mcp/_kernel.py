@@ -173,7 +173,7 @@ def arguments_digest(arguments: object) -> str:
     """The SHA-256 of the canonical JSON of the arguments (keys sorted)."""
     try:
         encoded = _ENCODER.encode(arguments)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         encoded = b"<unencodable>"
     return "sha256:" + hashlib.sha256(encoded).hexdigest()
 

@@ -200,7 +200,8 @@ async def start_mediation(
         audit,  # type: ignore[arg-type]
         forward,
         _definition_factory(),
-        audit_errors=(AuditError, ActorDead, Busy, DeadlineExceeded),
+        # A record the encoder cannot write (nested too deeply) is refused like any failure.
+        audit_errors=(AuditError, ActorDead, Busy, DeadlineExceeded, RecursionError),
         upstream_errors=(UpstreamError, ActorDead, Busy, KeyError),
         timeout_errors=(DeadlineExceeded,),
     )
