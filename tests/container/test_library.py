@@ -184,3 +184,30 @@ def test_profile_spec_builds_with_overrides(workspace: Path) -> None:
     assert spec.workspace == str(workspace)
     assert spec.limits == Limits(wall_time=5.0, memory=4 * 2**30, pids=1024, disk=2**30)
     assert _capture(spec)[:2] == (0, "exited")
+
+
+def test_no_descriptor_or_cgroup_leaks_across_runs(workspace: Path) -> None:
+    """Repeated runs (ok, failing setup, refused limit) leave the launcher's fd count flat."""
+    from glove.container import LimitRefused
+
+    ok = SandboxSpec(
+        argv=("true",),
+        binds=SYSTEM_BINDS,
+        workspace=str(workspace),
+        env=ENV,
+        limits=Limits(pids=64, wall_time=10),
+    )
+    broken = SandboxSpec(argv=("true",), binds=(*SYSTEM_BINDS, Bind("/nonexistent-glove")), env=ENV)
+    refused = SandboxSpec(argv=("true",), binds=SYSTEM_BINDS, env=ENV, limits=Limits(cpu_time=1.0))
+    _capture(ok)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(5):
+        assert _capture(ok)[:2] == (0, "exited")
+        with pytest.raises(Exception, match="nonexistent-glove"):
+            _capture(broken)
+        if os.geteuid() != 0:
+            with pytest.raises(LimitRefused):
+                _capture(refused)
+    assert len(os.listdir("/proc/self/fd")) == before
+    leftovers = list(Path("/sys/fs/cgroup/pids/glove").glob(f"sbx-{os.getpid()}-*"))
+    assert leftovers == []
