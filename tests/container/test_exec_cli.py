@@ -195,3 +195,18 @@ def test_network_is_loopback_only(glove_exec: GloveExec) -> None:
     assert lines[0] == "['all', 'default', 'lo']"
     assert lines[1] == "101"  # ENETUNREACH
     assert lines[2] == "lo-ok"
+
+
+def test_bind_nested_inside_the_workspace(glove_exec: GloveExec) -> None:
+    """A --bind whose target is under /workspace appears there, read-only, over the workspace."""
+    src = glove_exec.workspace.parent / "nested"
+    src.mkdir()
+    (src / "f").write_text("inner")
+    done = glove_exec.sh(
+        "cat /workspace/sub/f; touch /workspace/sub/g; touch /workspace/ok",
+        flags=("--bind", f"{src}:/workspace/sub:ro"),
+    )
+    assert done.stdout == "inner"
+    assert "Read-only" in done.stderr
+    assert (glove_exec.workspace / "ok").exists()
+    assert not (src / "g").exists()

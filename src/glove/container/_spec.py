@@ -70,7 +70,8 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     Attributes:
         argv: the command and its arguments; ``argv[0]`` is searched in the sandbox ``PATH``.
-        binds: host paths to expose, applied in order (later ones may nest in earlier ones).
+        binds: host paths to expose, applied in order after the workspace (later ones may
+            nest in earlier ones and in the workspace).
         workspace: host directory bound at ``workspace_target``, or None for no workspace.
         workspace_target: where the workspace appears inside.
         workspace_mode: ``rw`` or ``ro``.

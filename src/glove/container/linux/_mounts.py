@@ -117,10 +117,11 @@ def open_sources(spec: SandboxSpec) -> list[OpenedSource]:
     Raises:
         SpecError: a source is missing (and not optional), unreadable, or passes a symlink.
     """
+    # The workspace goes first so that binds may nest inside it (``--bind SRC:/workspace/x``).
     binds = list(spec.binds)
     if spec.workspace is not None:
-        binds.append(
-            Bind(source=spec.workspace, target=spec.workspace_target, mode=spec.workspace_mode)
+        binds.insert(
+            0, Bind(source=spec.workspace, target=spec.workspace_target, mode=spec.workspace_mode)
         )
     opened: list[OpenedSource] = []
     for bind in binds:
