@@ -141,3 +141,42 @@ async def test_stuck_child_teardown_is_bounded_by_its_grace() -> None:
     assert log == ["first"]
     assert any("stuck after" in (e.reason or "") for e in sup.exits)
     await until(lambda: stuck_node.state == "stopped", timeout=3.0)
+
+
+async def test_second_stop_does_not_cut_teardown_short() -> None:
+    """stop() during a teardown already under way is ignored: every child still stops."""
+    log: list[str] = []
+    sup = Supervisor(
+        "s",
+        [ChildSpec(n, lambda n=n: Worker(n, log, stop_delay=0.05)) for n in ("a", "b", "c")],  # type: ignore[misc]
+    )
+    task = asyncio.ensure_future(sup.run())
+    await sup.started.wait()
+    sup.stop()
+    await until(lambda: log == ["c"] or sup.state == "stopping")
+    sup.stop()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert log == ["c", "b", "a"]
+
+
+async def test_cancel_mid_teardown_still_stops_the_remaining_children() -> None:
+    """A parent's cancel during our teardown force-kills the waited child, stops the rest."""
+    log: list[str] = []
+    sup = Supervisor(
+        "s",
+        [
+            ChildSpec("first", lambda: Worker("first", log)),
+            ChildSpec("slow", lambda: Worker("slow", log, stop_delay=0.3), shutdown_grace=2.0),
+        ],
+    )
+    task = asyncio.ensure_future(sup.run())
+    await sup.started.wait()
+    task.cancel()
+    await asyncio.sleep(0.05)
+    task.cancel()  # the parent gives up while we wait for "slow"
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert "first" in log
+    assert sup.child("first").state == "stopped"
+    await until(lambda: sup.child("slow").state == "stopped", timeout=3.0)

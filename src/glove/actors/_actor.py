@@ -208,7 +208,12 @@ class Actor:
                 self._actor_main.cancel()
 
     def stop(self) -> None:
-        """Ask the actor to stop normally (cancels its run loop; ``on_stop`` runs)."""
+        """Ask the actor to stop normally (cancels its run loop; ``on_stop`` runs).
+
+        A no-op once the actor is stopping or crashed, so ``on_stop`` is not cut short.
+        """
+        if self.state in _DEAD_STATES:
+            return
         if self._actor_main is not None and not self._actor_main.done():
             self._actor_main.cancel()
 

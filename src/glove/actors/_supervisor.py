@@ -151,8 +151,12 @@ class Supervisor:
     # -- life -----------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Ask the supervisor to stop: its children are torn down in reverse start order."""
-        if self._sup_main is not None and not self._sup_main.done():
+        """Ask the supervisor to stop: its children are torn down in reverse start order.
+
+        A no-op once teardown has begun (after a failure or an earlier stop), so a second
+        request cannot cut the first teardown short.
+        """
+        if self.state == "running" and self._sup_main is not None and not self._sup_main.done():
             self._sup_main.cancel()
 
     def force_kill(self) -> None:
@@ -217,15 +221,27 @@ class Supervisor:
             self._start(self._specs[child])
 
     async def _stop(self, names: list[str]) -> None:
-        """Stop the named children in reverse start order, each within its grace."""
+        """Stop the named children in reverse start order, each within its grace.
+
+        A cancellation arriving mid-teardown (the parent giving up on us) does not abandon
+        the remaining children: the child being waited for is force-killed, the rest are
+        still cancelled and waited for, and the cancellation is re-raised at the end.
+        """
+        interrupted = False
         for name in reversed(self._order):
             if name not in names or name not in self._tasks:
                 continue
             task = self._tasks.pop(name)
             task.cancel()
             grace = self._specs[name].shutdown_grace
-            done, _ = await asyncio.wait({task}, timeout=grace)
+            try:
+                done, _ = await asyncio.wait({task}, timeout=grace)
+            except asyncio.CancelledError:
+                interrupted = True
+                done = {task} if task.done() else set()
             if not done:
                 _log.error("child %s/%s still running after %.1fs grace", self.name, name, grace)
                 self.exits.append(ExitRecord(time.time(), name, f"stuck after {grace}s grace"))
                 self._nodes[name].force_kill()
+        if interrupted:
+            raise asyncio.CancelledError
