@@ -211,3 +211,32 @@ def test_no_descriptor_or_cgroup_leaks_across_runs(workspace: Path) -> None:
     assert len(os.listdir("/proc/self/fd")) == before
     leftovers = list(Path("/sys/fs/cgroup/pids/glove").glob(f"sbx-{os.getpid()}-*"))
     assert leftovers == []
+
+
+async def test_cancelling_run_async_kills_the_sandbox(workspace: Path) -> None:
+    """Cancelling the awaiting task kills the sandbox tree before the cancellation lands."""
+    import asyncio
+    import subprocess
+
+    marker = f"glove-cancel-{os.getpid()}"
+    spec = SandboxSpec(
+        argv=("bash", "-c", f"(exec -a {marker} sleep 300) & exec -a {marker} sleep 300"),
+        binds=SYSTEM_BINDS,
+        workspace=str(workspace),
+        env=ENV,
+    )
+    with open(os.devnull, "wb") as null:
+        task = asyncio.create_task(
+            run_async(spec, stdin=null.fileno(), stdout=null.fileno(), stderr=null.fileno())
+        )
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            found = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
+            if len(found.stdout.split()) == 2:
+                break
+        assert len(found.stdout.split()) == 2, "control: the sandbox is running"
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    left = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
+    assert left.stdout == b""

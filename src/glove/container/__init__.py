@@ -50,7 +50,8 @@ async def run_async(
 ) -> SandboxResult:
     """Run ``spec`` from asyncio without blocking the loop (a worker thread supervises it).
 
-    The launch itself is safe from a multi-threaded process (clone3 with the GIL held).
+    Cancelling the awaiting task kills the whole sandbox, waits for the worker to finish
+    (so nothing is left behind), then re-raises the cancellation.
 
     Raises:
         LimitRefused: a requested limit cannot be enforced as asked.
@@ -58,8 +59,26 @@ async def run_async(
         UnsupportedPlatform: the machine lacks seccomp or namespaces.
     """
     import asyncio  # here, not at module level: the CLI never needs it
+    import os
 
-    return await asyncio.to_thread(run, spec, stdin=stdin, stdout=stdout, stderr=stderr)
+    cancel_read, cancel_write = os.pipe2(os.O_CLOEXEC)
+    worker = asyncio.ensure_future(
+        asyncio.to_thread(
+            run, spec, stdin=stdin, stdout=stdout, stderr=stderr, cancel_fd=cancel_read
+        )
+    )
+    try:
+        return await asyncio.shield(worker)
+    except asyncio.CancelledError:
+        os.write(cancel_write, b"x")
+        await asyncio.wait([worker])
+        raise
+    finally:
+        os.close(cancel_write)
+        if worker.done():
+            os.close(cancel_read)
+        else:  # pragma: no cover - only if the loop itself is torn down mid-run
+            worker.add_done_callback(lambda _: os.close(cancel_read))
 
 
 __all__ = [

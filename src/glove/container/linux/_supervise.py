@@ -117,6 +117,8 @@ class _Supervisor:
         self.stderr = stderr
         self.output = _Output(spec.limits.output)
         self.kill_reason: str | None = None
+        self.cancel_fd: int | None = None
+        self.cancelled = False
         self.status = b""
         self.selector = selectors.DefaultSelector()
         self.sinks: dict[int, int] = {}
@@ -308,6 +310,8 @@ class _Supervisor:
         """Run the loop until the init has exited and output is drained."""
         sel = self.selector
         sel.register(process.pidfd, selectors.EVENT_READ, "exit")
+        if self.cancel_fd is not None:
+            sel.register(self.cancel_fd, selectors.EVENT_READ, "cancel")
         os.set_blocking(process.status_fd, False)
         sel.register(process.status_fd, selectors.EVENT_READ, "status")
         for fd in outputs:
@@ -357,6 +361,10 @@ class _Supervisor:
                         open_outputs.discard(fd)
                 elif role == "sink":
                     self._sink_writable(fd)
+                elif role == "cancel":
+                    sel.unregister(fd)
+                    self.cancelled = True
+                    process.kill()
                 elif role == "stdin":
                     self._stdin_readable()
                 elif role == "stdin-target":
@@ -392,6 +400,8 @@ class _Supervisor:
         killed = exit_code_for_signal(signal.SIGKILL)
         if self.kill_reason is not None:
             return _Verdict("limit", killed, signal.SIGKILL, f"{self.kill_reason} limit reached")
+        if self.cancelled:
+            return _Verdict("signaled", killed, signal.SIGKILL, "cancelled by the caller")
         if "setup" in fields:
             return _Verdict(
                 "setup_error", EXIT_SETUP_FAILED, None, f"sandbox setup failed: {fields['setup']}"
@@ -484,14 +494,50 @@ def _stdin_passes_directly(stdin: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-def run(spec: SandboxSpec, *, stdin: int = 0, stdout: int = 1, stderr: int = 2) -> SandboxResult:
+def _wire_stdio(
+    supervisor: _Supervisor, child_ends: list[int], outputs: list[int]
+) -> tuple[tuple[int, int, int], int | None]:
+    """Create the pipes or the PTY; fill ``child_ends`` (to close after launch) and
+    ``outputs`` (to drain). Return the command's stdio and the PTY master, if any."""
+    if supervisor.spec.pty:
+        master, slave = open_sandbox_pty(supervisor.stdin)
+        child_ends.append(slave)
+        outputs.append(master)
+        supervisor.sinks[master] = supervisor.stdout
+        supervisor.attach_stdin(os.dup(master), close_at_eof=False)
+        return (slave, slave, slave), master
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    child_ends.append(out_w)
+    outputs.append(out_r)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    child_ends.append(err_w)
+    outputs.append(err_r)
+    supervisor.sinks = {out_r: supervisor.stdout, err_r: supervisor.stderr}
+    child_stdin = supervisor.stdin
+    if not _stdin_passes_directly(child_stdin):
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        child_ends.append(in_r)
+        child_stdin = in_r
+        supervisor.attach_stdin(in_w, close_at_eof=True)
+    return (child_stdin, out_w, err_w), None
+
+
+def run(
+    spec: SandboxSpec,
+    *,
+    stdin: int = 0,
+    stdout: int = 1,
+    stderr: int = 2,
+    cancel_fd: int | None = None,
+) -> SandboxResult:
     """Run ``spec`` to completion and return its structured result.
 
     The command's stdout and stderr (or its PTY) are passed on to ``stdout``/``stderr``
     through the launcher, which counts them against the output limit. ``stdin`` is given to
     the command directly when it is a pipe or socket, and pumped through a pipe (or into the
     PTY) otherwise. A sandbox that cannot be built returns a ``setup_error`` result; a spec
-    that is wrong before anything starts raises.
+    that is wrong before anything starts raises. When ``cancel_fd`` becomes readable (another
+    thread wrote to a pipe) the whole sandbox is killed and the result says so.
 
     Raises:
         LimitRefused: a requested limit cannot be enforced as asked.
@@ -502,30 +548,12 @@ def run(spec: SandboxSpec, *, stdin: int = 0, stdout: int = 1, stderr: int = 2) 
 
     started = time.monotonic()
     supervisor = _Supervisor(spec, stdin, stdout, stderr)
+    supervisor.cancel_fd = cancel_fd
     master: int | None = None
     child_ends: list[int] = []
     outputs: list[int] = []
     try:
-        if spec.pty:
-            master, slave = open_sandbox_pty(stdin)
-            child_ends = [slave]
-            stdio = (slave, slave, slave)
-            outputs = [master]
-            supervisor.sinks[master] = stdout
-            supervisor.attach_stdin(os.dup(master), close_at_eof=False)
-        else:
-            out_r, out_w = os.pipe2(os.O_CLOEXEC)
-            err_r, err_w = os.pipe2(os.O_CLOEXEC)
-            child_ends = [out_w, err_w]
-            outputs = [out_r, err_r]
-            supervisor.sinks = {out_r: stdout, err_r: stderr}
-            child_stdin = stdin
-            if not _stdin_passes_directly(stdin):
-                in_r, in_w = os.pipe2(os.O_CLOEXEC)
-                child_ends.append(in_r)
-                child_stdin = in_r
-                supervisor.attach_stdin(in_w, close_at_eof=True)
-            stdio = (child_stdin, out_w, err_w)
+        stdio, master = _wire_stdio(supervisor, child_ends, outputs)
         try:
             process = launch(spec, stdio)
         except SandboxSetupError as exc:
