@@ -210,3 +210,12 @@ def test_bind_nested_inside_the_workspace(glove_exec: GloveExec) -> None:
     assert "Read-only" in done.stderr
     assert (glove_exec.workspace / "ok").exists()
     assert not (src / "g").exists()
+
+
+def test_host_root_and_kernel_trees_are_never_bound(glove_exec: GloveExec) -> None:
+    """A workspace of / and binds of /proc or /sys are refused before anything runs."""
+    for flags in (("--workspace", "/"), ("--bind", "/proc/sys:/ps"), ("--bind", "/sys")):
+        done = glove_exec("true", flags=flags)
+        assert done.rc == 125, flags
+        assert done.status["outcome"] == "setup_error"
+        assert "refusing" in done.status["error"]

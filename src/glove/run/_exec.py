@@ -139,7 +139,10 @@ def exec_command(opts: ExecOptions) -> int:
             status_fd = _open_status(opts.json_status)
         if opts.network != "none":
             raise SpecError(f"--network {opts.network!r}: only 'none' is available")
-        cwd = str(Path.cwd())
+        try:
+            cwd = str(Path.cwd())
+        except OSError as exc:
+            raise SpecError(f"the current directory is not usable: {exc.strerror}") from exc
         overrides = Overrides(
             workspace=opts.workspace,
             workspace_mode=opts.workspace_mode,

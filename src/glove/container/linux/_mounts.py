@@ -78,7 +78,25 @@ class OpenedSource(msgspec.Struct, frozen=True):
     ino: int = 0
 
 
+#: Host trees never exposed: kernel interfaces whose files are writable by owner mode alone
+#: (the root launcher's sandbox is host uid 0), and / itself, which contains them.
+FORBIDDEN_SOURCES: Final = ("/proc", "/sys")
+
+
+def _check_source(bind: Bind) -> None:
+    source = os.path.normpath(bind.source)
+    if source == "/":
+        raise SpecError(
+            "refusing to expose the host root (/) in the sandbox; run from a project "
+            "directory or pass --workspace DIR"
+        )
+    for forbidden in FORBIDDEN_SOURCES:
+        if source == forbidden or source.startswith(forbidden + "/"):
+            raise SpecError(f"refusing to bind {bind.source}: {forbidden} is never exposed")
+
+
 def _open_one(bind: Bind) -> OpenedSource | None:
+    _check_source(bind)
     try:
         fd = sc.openat2(bind.source, _O_PATH_NOFOLLOW, _RESOLVE_STRICT)
     except OSError as exc:
