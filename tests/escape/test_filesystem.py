@@ -308,6 +308,30 @@ def test_bind_source_through_a_planted_directory_link(sb: Sandbox, host_secret: 
     assert "ok" not in res.probe()["/cache/s.txt"], "planted parent link followed"
 
 
+@pytest.mark.parametrize("kind", ["dir", "file"])
+def test_bind_target_through_a_planted_link_creates_nothing_on_the_host(
+    sb: Sandbox, kind: str
+) -> None:
+    """A bind target nested in the workspace under a planted symlink never lands on the host.
+
+    The agent plants ``/workspace/sub -> HOST_DIR``; an operator's ``--bind SRC:/workspace/sub/x``
+    must not make glove create ``x`` (a mount point) inside HOST_DIR, nor mount there.
+    """
+    victim = sb.base / "victim"
+    victim.mkdir()
+    sb.give(victim)
+    src = sb.base / "src"
+    src.mkdir()
+    (src / "f.txt").write_text("operator data")
+    sb.give(src)
+    plant = sb.run(["/bin/ln", "-s", str(victim), "/workspace/sub"])
+    assert plant.returncode == 0, plant.describe()
+    bind = f"{src}:/workspace/sub/x" if kind == "dir" else f"{src / 'f.txt'}:/workspace/sub/x"
+    res = sb.run(["/bin/true"], ["--bind", bind])
+    assert list(victim.iterdir()) == [], f"glove created {list(victim.iterdir())} on the host"
+    assert res.returncode in {0, 125}, res.describe()
+
+
 RACE_LAUNCHES = 12
 # The racing reader runs without probe.py: with --workspace swapped, /workspace changes.
 PROBE_READ = (
