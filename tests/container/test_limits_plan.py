@@ -157,3 +157,28 @@ def test_spec_validation() -> None:
             SandboxSpec(**kwargs)  # type: ignore[arg-type]
     assert SandboxSpec(argv=("x",)).working_directory == "/"
     assert SandboxSpec(argv=("x",), workspace="/w").working_directory == "/workspace"
+
+
+def test_limit_support_reports_every_limit() -> None:
+    """limit_support names a mechanism (or a refusal reason) for each of the six limits."""
+    from glove.container import LIMIT_NAMES, limit_support
+
+    report = limit_support(UNPRIV)
+    assert set(report) == set(LIMIT_NAMES)
+    assert report["pids"].mechanism == "rlimit-nproc-userns"
+    assert report["pids"].full
+    assert not report["memory"].full
+    assert "--accept-weaker memory" in report["memory"].reason
+    bare = limit_support(ROOT_BARE)
+    assert bare["pids"].mechanism is None
+    assert "uid 0" in bare["pids"].reason
+    assert all(s.full for s in limit_support(ROOT_V1).values())
+
+
+def test_self_test_launches_a_real_sandbox() -> None:
+    """self_test runs /bin/true in a real sandbox and reports success."""
+    from glove.container import self_test
+
+    worked, detail = self_test()
+    assert worked, detail
+    assert "ms" in detail

@@ -30,6 +30,7 @@ from glove.container._result import (
     OutputReport,
     SandboxResult,
 )
+from glove.container._selftest import LimitSupport, limit_support, self_test
 from glove.container._spec import Bind, SandboxSpec
 from glove.container.errors import (
     LimitRefused,
@@ -92,6 +93,7 @@ __all__ = [
     "LimitPlan",
     "LimitRefused",
     "LimitReport",
+    "LimitSupport",
     "Limits",
     "OutputReport",
     "Overrides",
@@ -108,6 +110,7 @@ __all__ = [
     "create_file_no_symlinks",
     "decode_profile",
     "launch",
+    "limit_support",
     "load_profile",
     "parse_seconds",
     "parse_size",
@@ -115,4 +118,5 @@ __all__ = [
     "probe_host_limits",
     "run",
     "run_async",
+    "self_test",
 ]
