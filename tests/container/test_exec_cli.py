@@ -219,3 +219,16 @@ def test_host_root_and_kernel_trees_are_never_bound(glove_exec: GloveExec) -> No
         assert done.rc == 125, flags
         assert done.status["outcome"] == "setup_error"
         assert "refusing" in done.status["error"]
+
+
+def test_init_hides_the_launcher(glove_exec: GloveExec) -> None:
+    """pid 1 shows only 'glove-init': no launcher command line, environment or memory."""
+    done = glove_exec.sh(
+        "tr '\\0' ' ' < /proc/1/cmdline; echo; cat /proc/1/environ 2>&1 | head -c 200; "
+        "head -c 1 /proc/1/mem 2>&1"
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0].strip() == "glove-init"
+    assert "status.json" not in done.stdout
+    assert "Permission denied" in lines[1]
+    assert "Permission denied" in lines[2] or "Operation not permitted" in lines[2]

@@ -73,6 +73,8 @@ FORWARDED_SIGNALS: Final = (
 MAX_FD: Final = 1 << 20
 #: oom_score_adj given to the command so the OOM killer prefers it over the init.
 COMMAND_OOM_SCORE_ADJ: Final = b"1000"
+#: What the sandbox init's command line reads as, from inside.
+INIT_TITLE: Final = b"glove-init"
 #: Bytes of the go message (the launcher's side is done).
 GO_BYTE: Final = b"G"
 
@@ -341,6 +343,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         for fd in kept:
             os.set_inheritable(fd, False)  # only what the spawn places reaches the command
         sc.prctl(sc.PR_SET_DUMPABLE, 0)
+        sc.set_own_cmdline(INIT_TITLE)
         sc.drop_all_capabilities(ctx.last_cap)
         sc.load_seccomp_bpf(ctx.seccomp_bpf)
         _report(status, "ready")

@@ -350,6 +350,26 @@ def drop_all_capabilities(last_cap: int) -> None:
     _check(int(_libc.syscall(number, ctypes.byref(header), ctypes.byref(data))), "capset")
 
 
+def set_own_cmdline(title: bytes) -> None:
+    """Overwrite this process's argv area so ``/proc/self/cmdline`` shows ``title``.
+
+    The sandbox init is a fork of the launcher; without this, the contained command could
+    read the launcher's full command line (host paths, options) from ``/proc/1/cmdline``.
+    The argv strings are contiguous from ``program_invocation_name``; the area is zeroed to
+    its current length and ``title`` (truncated to fit) is written at its start.
+    """
+    fd = os.open("/proc/self/cmdline", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        length = len(os.read(fd, 1 << 16))
+    finally:
+        os.close(fd)
+    start = ctypes.c_void_p.in_dll(_libc, "program_invocation_name").value
+    if not start or length == 0:
+        return
+    ctypes.memset(start, 0, length)
+    ctypes.memmove(start, title[: length - 1], min(len(title), length - 1))
+
+
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
