@@ -1,103 +1,279 @@
 """``glove run``: an agent in the sandbox, its MCP tools mediated on the host.
 
-The host side starts the mediation (upstreams, policy, audit) and listens on a Unix socket
-in a fresh private directory (mode 0700) that also holds the stdio shim. The directory is
-bound **read-only** into the sandbox at :data:`GUEST_DIR`; the agent finds
+The channel is an **inherited descriptor**: the host makes a Unix socketpair, keeps one
+end and passes the other into the sandbox as descriptor :data:`GUEST_CHANNEL_FD`. A fresh
+private directory (mode 0700, removed afterwards) holding two standard-library scripts
+and nothing else is bound **read-only** at :data:`GUEST_DIR`:
 
-* ``/opt/glove/glove-mcp``: a stdio MCP server command (``GLOVE_MCP_COMMAND``), run by the
-  sandbox's ``/usr/bin/python3``;
-* ``/opt/glove/mcp.sock``: the mediator's socket (``GLOVE_MCP_SOCKET``).
+* ``/opt/glove/glove-relay`` (:mod:`glove.mcp.relay`) is the sandbox's command: it
+  listens on the abstract name ``@glove-mcp`` inside the sandbox's own network namespace,
+  starts the agent (which inherits neither the channel nor the listener), and sends each
+  accepted connection to the host over the channel with ``SCM_RIGHTS``;
+* ``/opt/glove/glove-mcp`` (:mod:`glove.mcp.shim`, ``GLOVE_MCP_COMMAND``) is the stdio
+  MCP server command the agent launches; it connects to ``@glove-mcp``
+  (``GLOVE_MCP_SOCKET``).
 
-Every connection is one agent-facing endpoint on the host. Nothing of the upstreams
-(processes, files, sockets) is visible inside: they run in the host's namespaces, the
-sandbox has its own pid, mount and (route-less) network namespaces, and the socket is the
-only way out.
-
-Why a bound socket and not an inherited descriptor: stock MCP clients close every
+Why a relay and not the descriptor itself in the agent: stock MCP clients close every
 descriptor above 2 when they spawn a stdio server (Python's ``close_fds``), so a
-descriptor handed to the agent never reaches the server process it launches.
+descriptor handed to the agent would never reach the shim. A name the shim connects to
+survives that, and the relay turns each connection back into a descriptor for the host.
+
+On the host, :class:`ConnectionReceiver` reads the channel, accepts only connected
+``AF_UNIX`` stream sockets, caps the number of live agent connections, and attaches each
+one to the mediation as one more agent endpoint. Nothing of the upstreams (processes,
+files, sockets) is visible inside: they run in the host's namespaces, the sandbox has its
+own pid, mount and (route-less) network namespaces, and the channel is the only way out.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import shutil
 import socket
+import stat
 import tempfile
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
 from typing import Final
 
+import msgspec
+
 from glove.mcp._config import McpConfig
-from glove.mcp._service import start_mediation
+from glove.mcp._service import READ_LIMIT_BYTES, Mediation, start_mediation
+
+_log = logging.getLogger(__name__)
 
 GUEST_DIR: Final = "/opt/glove"
 SHIM_NAME: Final = "glove-mcp"
-SOCKET_NAME: Final = "mcp.sock"
-LISTEN_BACKLOG: Final = 16
+RELAY_NAME: Final = "glove-relay"
+GUEST_CHANNEL_FD: Final = 3
+ABSTRACT_NAME: Final = "@glove-mcp"
 ENV_COMMAND: Final = "GLOVE_MCP_COMMAND"
 ENV_SOCKET: Final = "GLOVE_MCP_SOCKET"
+CONNECTION_BYTE: Final = b"c"
+#: One byte per ``recvmsg``: a message is one byte carrying one descriptor.
+MESSAGE_BYTES: Final = 1
+FDS_PER_MESSAGE: Final = 1
+MAX_MESSAGES_PER_WAKEUP: Final = 16
+#: Live agent connections (MCP clients in the agent) at once; more are closed on arrival.
+MAX_AGENT_CONNECTIONS: Final = 32
+#: Refusals logged per session; later ones are only counted.
+MAX_REFUSALS_LOGGED: Final = 16
 
-SandboxRunner = Callable[[str, dict[str, str]], Awaitable[int]]
-"""``await runner(bind_dir, env)``: run the sandbox with ``bind_dir`` bound read-only at
-:data:`GUEST_DIR` and ``env`` added to its environment; return the exit code."""
+
+class GuestSetup(msgspec.Struct, frozen=True):
+    """What the sandbox needs for ``glove run``.
+
+    Attributes:
+        bind_dir: the host directory to bind read-only at :data:`GUEST_DIR`.
+        env: variables to add to the sandbox's environment.
+        pass_fds: ``{fd inside: fd here}``, for ``SandboxSpec.pass_fds``.
+    """
+
+    bind_dir: str
+    env: dict[str, str]
+    pass_fds: dict[int, int]
+
+    def command(self, argv: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+        """The sandbox's command line: the relay, then the agent's ``argv``."""
+        return (f"{GUEST_DIR}/{RELAY_NAME}", str(GUEST_CHANNEL_FD), "--", *argv)
+
+
+SandboxRunner = Callable[[GuestSetup], Awaitable[int]]
+"""``await runner(setup)``: run the sandbox as ``setup`` says; return the exit code."""
 
 
 def guest_env() -> dict[str, str]:
     """The variables that tell the agent where its MCP server is."""
-    return {
-        ENV_COMMAND: f"{GUEST_DIR}/{SHIM_NAME}",
-        ENV_SOCKET: f"{GUEST_DIR}/{SOCKET_NAME}",
-    }
+    return {ENV_COMMAND: f"{GUEST_DIR}/{SHIM_NAME}", ENV_SOCKET: ABSTRACT_NAME}
 
 
-def _prepare_dir() -> tuple[Path, socket.socket]:
+def _stream_socket(fd: int) -> socket.socket | None:
+    """Own ``fd``; return it as a socket if it is a connected AF_UNIX stream, else close it."""
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        os.close(fd)
+        return None
+    try:
+        domain = sock.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN)
+        kind = sock.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE)
+        listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        if domain == socket.AF_UNIX and kind == socket.SOCK_STREAM and not listening:
+            sock.getpeername()  # ENOTCONN for a socket that was never connected
+            return sock
+    except OSError:
+        pass
+    sock.close()
+    return None
+
+
+class ConnectionReceiver:
+    """Receives agent connections that ``glove-relay`` sends over the host end of the channel.
+
+    A message is one byte (``b"c"``) carrying one descriptor (``SCM_RIGHTS``). A descriptor
+    that is not a connected ``AF_UNIX`` stream socket, a message without exactly one
+    descriptor or whose descriptors were cut (``MSG_CTRUNC``), or a connection beyond
+    ``max_connections`` live ones is closed and logged, never served. Every descriptor
+    received is either handed to ``on_connection`` (which then owns it) or closed here.
+    End of file on the channel (the relay is gone) ends receiving.
+    """
+
+    def __init__(
+        self,
+        channel: socket.socket,
+        on_connection: Callable[[socket.socket], None],
+        live_connections: Callable[[], int],
+        *,
+        max_connections: int = MAX_AGENT_CONNECTIONS,
+    ) -> None:
+        """Take ownership of ``channel`` (the host end); call :meth:`start` to begin."""
+        self._channel = channel
+        self._on_connection = on_connection
+        self._live = live_connections
+        self._max = max_connections
+        self.accepted = 0
+        self.refused = 0
+        self.closed = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> None:
+        """Start reading the channel on the running loop."""
+        self._channel.setblocking(False)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._channel.fileno(), self._on_readable)
+
+    def close(self) -> None:
+        """Stop reading and close the channel (idempotent)."""
+        if self.closed.is_set():
+            return
+        if self._loop is not None:
+            self._loop.remove_reader(self._channel.fileno())
+        self._channel.close()
+        self.closed.set()
+
+    def _on_readable(self) -> None:
+        for _ in range(MAX_MESSAGES_PER_WAKEUP):
+            try:
+                data, fds, flags, _ = socket.recv_fds(self._channel, MESSAGE_BYTES, FDS_PER_MESSAGE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                _log.warning("glove run: the relay channel failed: %s", exc)
+                self.close()
+                return
+            if not data and not fds:
+                self.close()  # the relay exited: no more connections
+                return
+            self._take(data, fds, flags)
+
+    def _take(self, data: bytes, fds: list[int], flags: int) -> None:
+        if flags & socket.MSG_CTRUNC or len(fds) != FDS_PER_MESSAGE or data != CONNECTION_BYTE:
+            for fd in fds:
+                os.close(fd)
+            self._refuse("a malformed message (not one byte with one descriptor)")
+            return
+        sock = _stream_socket(fds[0])
+        if sock is None:
+            self._refuse("a descriptor that is not a connected Unix stream socket")
+            return
+        if self._live() >= self._max:
+            sock.close()
+            self._refuse(f"a connection beyond the limit of {self._max}")
+            return
+        self.accepted += 1
+        self._on_connection(sock)
+
+    def _refuse(self, what: str) -> None:
+        self.refused += 1
+        if self.refused <= MAX_REFUSALS_LOGGED:
+            _log.warning("glove run: refused %s from the sandbox", what)
+
+
+def _prepare_dir() -> Path:
     private = Path(tempfile.mkdtemp(prefix="glove-run-"))
     private.chmod(0o700)
-    shim = resources.files("glove.mcp").joinpath("shim.py").read_bytes()
-    target = private / SHIM_NAME
-    target.write_bytes(shim)
-    target.chmod(0o555)
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(private / SOCKET_NAME))
-    (private / SOCKET_NAME).chmod(0o600)
-    listener.listen(LISTEN_BACKLOG)
-    listener.setblocking(False)
-    return private, listener
+    package = resources.files("glove.mcp")
+    for source, name in (("shim.py", SHIM_NAME), ("relay.py", RELAY_NAME)):
+        target = private / name
+        target.write_bytes(package.joinpath(source).read_bytes())
+        target.chmod(0o555)
+    return private
+
+
+class _Attacher:
+    """Turns received sockets into agent endpoints of ``mediation``; owns them until then."""
+
+    def __init__(self, mediation: Mediation) -> None:
+        self._mediation = mediation
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def live(self) -> int:
+        return len(self._mediation.endpoints) + len(self._pending)
+
+    def __call__(self, sock: socket.socket) -> None:
+        task = asyncio.get_running_loop().create_task(self._attach(sock))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _attach(self, sock: socket.socket) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(sock=sock, limit=READ_LIMIT_BYTES)
+        except BaseException:
+            sock.close()
+            raise
+        if self._mediation.failed.done():
+            writer.close()
+            return
+        self._mediation.attach(reader, writer)
+
+    async def cancel(self) -> None:
+        for task in list(self._pending):
+            task.cancel()
+        await asyncio.gather(*self._pending, return_exceptions=True)
 
 
 async def run_mediated(config: McpConfig, build_and_run: SandboxRunner) -> int:
     """Start the mediation, run the sandbox, tear down; return the agent's exit code.
 
-    ``build_and_run(bind_dir, env)`` builds the sandbox spec with the private directory
-    bound read-only at :data:`GUEST_DIR` and ``env`` added, runs it, and returns the exit
-    code (see :mod:`glove.run.run_cli`).
+    ``build_and_run(setup)`` builds the sandbox spec from ``setup`` (the bound directory,
+    the environment, the passed channel and the relay's command line), runs it, and
+    returns the exit code (see :mod:`glove.run.run_cli`).
 
     Raises:
         GloveError: the mediation could not start (nothing was run).
     """
-    private, listener = await asyncio.to_thread(_prepare_dir)
-    server: asyncio.AbstractServer | None = None
+    private = await asyncio.to_thread(_prepare_dir)
+    host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    receiver: ConnectionReceiver | None = None
+    attacher: _Attacher | None = None
     mediation = None
     try:
         mediation = await start_mediation(config)
-
-        def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            assert mediation is not None
-            if mediation.failed.done():
-                writer.close()
-                return
-            mediation.attach(reader, writer)
-
-        server = await asyncio.start_unix_server(on_connect, sock=listener)
-        return await build_and_run(str(private), guest_env())
+        attacher = _Attacher(mediation)
+        receiver = ConnectionReceiver(host_end, attacher, attacher.live)
+        receiver.start()
+        setup = GuestSetup(
+            bind_dir=str(private),
+            env=guest_env(),
+            pass_fds={GUEST_CHANNEL_FD: guest_end.fileno()},
+        )
+        return await build_and_run(setup)
     finally:
-        if server is not None:
-            server.close()
+        guest_end.close()
+        if receiver is not None:
+            receiver.close()
         else:
-            listener.close()
+            host_end.close()
+        if attacher is not None:
+            await attacher.cancel()
         if mediation is not None:
             await mediation.stop()
         with contextlib.suppress(OSError):

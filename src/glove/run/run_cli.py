@@ -1,7 +1,9 @@
 """``glove run``: an agent in the ``glove exec`` sandbox, its MCP tools mediated on the host.
 
 Thin typer layer: the orchestration is :func:`glove.mcp._run.run_mediated`, the sandbox is
-:mod:`glove.container`. See ``docs/mcp.md`` ("glove run").
+:mod:`glove.container`. The sandbox's command is ``glove-relay`` (one process, counted in
+the PID limit) wrapping the agent, and the relay's channel to the mediator is passed in as
+descriptor 3. See ``docs/mcp.md`` ("glove run").
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ def register(app: typer.Typer) -> None:
         import sys
         from pathlib import Path
 
+        import msgspec
+
         from glove.container import (
             Bind,
             Overrides,
@@ -43,7 +47,7 @@ def register(app: typer.Typer) -> None:
         )
         from glove.errors import GloveError
         from glove.mcp._config import load_config
-        from glove.mcp._run import GUEST_DIR, run_mediated
+        from glove.mcp._run import GUEST_DIR, GuestSetup, run_mediated
         from glove.run import parse_bind
 
         logging.basicConfig(
@@ -51,24 +55,25 @@ def register(app: typer.Typer) -> None:
         )
         cwd = str(Path.cwd())
 
-        async def sandbox(bind_dir: str, guest_env: dict[str, str]) -> int:
+        async def sandbox(setup: GuestSetup) -> int:
             extra_env = dict(item.split("=", 1) for item in env if "=" in item)
             overrides = Overrides(
                 workspace=workspace,
                 binds=(
                     *(parse_bind(text, cwd) for text in bind),
-                    Bind(source=bind_dir, target=GUEST_DIR, mode="ro"),
+                    Bind(source=setup.bind_dir, target=GUEST_DIR, mode="ro"),
                 ),
-                env={**extra_env, **guest_env},
+                env={**extra_env, **setup.env},
                 accept_weaker=frozenset(accept_weaker),
             )
             spec = build_spec(
                 load_profile(profile),
-                command,
+                setup.command(command),
                 cwd=cwd,
                 host_env=dict(os.environ),
                 overrides=overrides,
             )
+            spec = msgspec.structs.replace(spec, pass_fds=setup.pass_fds)
             result = await run_async(spec)
             if result.outcome in ("setup_error", "exec_error", "limit") and result.error:
                 sys.stderr.write(f"glove run: {result.error}\n")
