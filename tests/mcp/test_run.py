@@ -6,7 +6,9 @@ import asyncio
 import json
 import os
 import shutil
+import socket
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from glove.mcp.errors import INVALID_PARAMS
@@ -25,6 +27,29 @@ from .conftest import (
 
 POLICY = 'version = 1\n\n[[tools]]\nname = "echo__echo"\n'
 RUN_TIMEOUT_S = 90.0
+READY_POLL_S = 0.05
+GUEST_FILES = {"glove-mcp": "-r-xr-xr-x", "glove-relay": "-r-xr-xr-x"}
+
+
+async def _when_ready(workspace: Path, probe: Callable[[], Awaitable[None]]) -> None:
+    """Wait for the agent's ``ready`` file, run ``probe``, then let the agent go on."""
+    try:
+        async with asyncio.timeout(RUN_TIMEOUT_S):
+            while not (workspace / "ready").exists():
+                await asyncio.sleep(READY_POLL_S)
+        await probe()
+    finally:
+        (workspace / "go").write_text("go")
+
+
+def _host_connect_abstract() -> str:
+    """Connect to the relay's abstract name from the host's network namespace."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect("\0glove-mcp")
+    except OSError as exc:
+        return type(exc).__name__
+    return "connected"
 
 
 async def _glove_run(
@@ -32,6 +57,7 @@ async def _glove_run(
     *extra: str,
     options: tuple[str, ...] = (),
     launcher: tuple[str, ...] = (PYTHON,),
+    probe: Callable[[], Awaitable[None]] | None = None,
 ) -> tuple[int, bytes, bytes]:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
@@ -56,6 +82,8 @@ async def _glove_run(
         stderr=asyncio.subprocess.PIPE,
         cwd=tmp_path,
     )
+    if probe is not None:
+        await _when_ready(workspace, probe)
     out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT_S)
     assert proc.returncode is not None
     return proc.returncode, out, err
@@ -67,7 +95,13 @@ async def test_agent_in_the_sandbox_reaches_tools_only_through_glove(tmp_path: P
     upstream = {"command": sdk_server("echo"), "env": {"GLOVE_TEST_CALL_LOG": str(log)}}
     config = write_config(tmp_path, {"echo": upstream}, POLICY)
     host_paths = [str(log), str(config), str(tmp_path / "audit.log"), str(FIXTURES)]
-    code, out, err = await _glove_run(tmp_path, *host_paths)
+    from_host: list[str] = []
+
+    async def probe() -> None:
+        from_host.append(_host_connect_abstract())
+
+    options = ("--env", "AGENT_HANDSHAKE=1")
+    code, out, err = await _glove_run(tmp_path, *host_paths, options=options, probe=probe)
     assert code == 0, err.decode()
     report = json.loads(out)
     assert report["tools"] == ["echo__echo"]
@@ -80,6 +114,14 @@ async def test_agent_in_the_sandbox_reaches_tools_only_through_glove(tmp_path: P
     assert read_calls(log) == ["echo"]
     decisions = [record["decision"] for record in read_audit(tmp_path / "audit.log")]
     assert decisions == ["allow", "deny"]
+    # The channel: an inherited descriptor the agent never holds, no socket file anywhere,
+    # an abstract name that exists only in the sandbox's network namespace.
+    assert report["inherited"] == []
+    assert report["guest_dir"] == GUEST_FILES
+    assert report["abstract"] == "connected"
+    assert from_host == ["ConnectionRefusedError"]
+    # The relay is one process inside the sandbox (so within its PID limit).
+    assert len([cmd for cmd in report["processes"] if "/opt/glove/glove-relay 3 --" in cmd]) == 1
 
 
 async def test_npm_upstream_inside_the_sandbox(tmp_path: Path) -> None:
@@ -115,6 +157,8 @@ async def test_unprivileged_user_runs_a_mediated_agent(unpriv: Unpriv) -> None:
         assert report["tools"] == ["echo__echo"]
         assert report["echo"] == "from the sandbox"
         assert report["paths"] == {str(log): "FileNotFoundError"}
+        assert report["inherited"] == []
+        assert report["guest_dir"] == GUEST_FILES
         assert read_calls(log) == ["echo"]
     finally:
         shutil.rmtree(folder, ignore_errors=True)
