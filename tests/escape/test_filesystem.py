@@ -332,6 +332,50 @@ def test_bind_target_through_a_planted_link_creates_nothing_on_the_host(
     assert res.returncode in {0, 125}, res.describe()
 
 
+@pytest.mark.parametrize(
+    ("source", "probe_path"),
+    [("//proc", "/k/1/cmdline"), ("//sys", "/k/kernel"), ("//", "/k{ws}/probe.py")],
+)
+def test_kernel_trees_never_exposed_by_spelling(sb: Sandbox, source: str, probe_path: str) -> None:
+    """The host's /, /proc and /sys cannot be bound under another spelling (``//proc``)."""
+    probe_path = probe_path.format(ws=sb.ws)
+    res = sb.run(sb.probe_cmd("read", {"paths": [probe_path]}), ["--bind", f"{source}:/k"])
+    if res.returncode == 125:
+        return
+    report = res.probe()
+    assert "ok" not in report[probe_path], f"--bind {source} exposed the host: {report}"
+
+
+@pytest.fixture
+def source_with_procfs(sb: Sandbox) -> Iterator[Path]:
+    """A host directory with a procfs mounted inside it (like a build chroot)."""
+    src = sb.base / "chroot"
+    (src / "proc").mkdir(parents=True)
+    sb.give(src)
+    subprocess.run(["mount", "-t", "proc", "proc", str(src / "proc")], check=True, timeout=10)
+    try:
+        yield src
+    finally:
+        subprocess.run(["umount", "-l", str(src / "proc")], check=False, timeout=10)
+
+
+@pytest.mark.parametrize("mode", ["ro", "rw"])
+def test_kernel_fs_submount_in_a_bind_is_not_exposed(
+    sb: Sandbox, source_with_procfs: Path, mode: str
+) -> None:
+    """A procfs mounted below a bind source does not reach the sandbox (nor rw for uid 0)."""
+    path = "/chroot/proc/1/cmdline"
+    res = sb.run(
+        sb.probe_cmd("read", {"paths": [path, "/chroot/proc/sys/kernel/core_pattern"]}),
+        ["--bind", f"{source_with_procfs}:/chroot:{mode}"],
+    )
+    if res.returncode == 125:
+        return
+    report = res.probe()
+    host_pid1 = Path("/proc/1/cmdline").read_bytes()[:64].decode("latin-1")
+    assert report[path].get("ok") != host_pid1, f"host procfs exposed through a submount: {report}"
+
+
 RACE_LAUNCHES = 12
 # The racing reader runs without probe.py: with --workspace swapped, /workspace changes.
 PROBE_READ = (
