@@ -171,3 +171,89 @@ async def test_bad_config_refuses_before_running_anything(tmp_path: Path) -> Non
     assert code == 125
     assert out == b""
     assert b"cannot start" in err
+
+
+FORKS = """
+import os
+read_fd, write_fd = os.pipe()
+children = []
+while len(children) < 64:
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os.close(write_fd)
+        os.read(read_fd, 1)
+        os._exit(0)
+    children.append(pid)
+os.close(write_fd)
+for pid in children:
+    os.waitpid(pid, 0)
+print(len(children))
+"""
+PIDS_LIMIT = 12
+
+
+async def _forks_under(
+    folder: Path, command: str, *options: str, launcher: tuple[str, ...] = (PYTHON,)
+) -> int:
+    """Run the fork counter under ``glove COMMAND`` with PIDs capped; return its count."""
+    proc = await asyncio.create_subprocess_exec(
+        *launcher,
+        "-m",
+        "glove",
+        command,
+        *options,
+        "--profile",
+        str(folder / "pids.toml"),
+        "--workspace",
+        str(folder / "ws"),
+        "--",
+        "/usr/bin/python3",
+        "/workspace/forks.py",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        cwd=folder,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT_S)
+    assert proc.returncode == 0, err.decode()
+    return int(out)
+
+
+def _prepare_forks(folder: Path) -> Path:
+    """Write the PID-capped profile, the fork counter and a mediator config into ``folder``."""
+    default = REPO / "src" / "glove" / "container" / "profiles" / "default.toml"
+    text = default.read_text()
+    assert "pids = 1024" in text
+    (folder / "pids.toml").write_text(text.replace("pids = 1024", f"pids = {PIDS_LIMIT}"))
+    (folder / "ws").mkdir(exist_ok=True)
+    (folder / "ws" / "forks.py").write_text(FORKS)
+    return write_config(folder, {"echo": {"command": sdk_server("echo")}}, POLICY)
+
+
+async def test_the_relay_takes_one_pid_of_the_sessions_limit(tmp_path: Path) -> None:
+    """Under one PID limit, an agent in glove run can fork one child fewer than in glove exec."""
+    config = _prepare_forks(tmp_path)
+    alone = await _forks_under(tmp_path, "exec")
+    behind_relay = await _forks_under(tmp_path, "run", "--config", str(config))
+    assert 0 < behind_relay == alone - 1
+
+
+async def test_the_relay_takes_one_pid_as_the_unprivileged_user(unpriv: Unpriv) -> None:
+    """With the per-user PID mechanism of an unprivileged launcher, the relay still counts."""
+    folder = Path(tempfile.mkdtemp(prefix="glove-mcp-pids-", dir="/var/tmp"))
+    try:
+        config = _prepare_forks(folder)
+        if os.getuid() == 0:
+            for path in (folder, *folder.rglob("*")):
+                os.chown(path, unpriv.uid, unpriv.gid)
+        launcher = tuple(unpriv.command(unpriv.python))
+        weaker = ("--accept-weaker", "all")
+        alone = await _forks_under(folder, "exec", *weaker, launcher=launcher)
+        behind_relay = await _forks_under(
+            folder, "run", "--config", str(config), *weaker, launcher=launcher
+        )
+        assert 0 < behind_relay == alone - 1
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
