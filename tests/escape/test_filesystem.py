@@ -332,18 +332,36 @@ def test_bind_target_through_a_planted_link_creates_nothing_on_the_host(
     assert res.returncode in {0, 125}, res.describe()
 
 
+# A reader that needs no probe.py (used where /workspace is not the probes' workspace).
+PROBE_READ = (
+    "import json\n"
+    "try:\n    r = {{'ok': open('{path}').read()}}\n"
+    "except OSError as e:\n    r = {{'errno': e.errno}}\n"
+    "print('GLOVE-PROBE:' + json.dumps({{'read': r}}))"
+)
+
+
 @pytest.mark.parametrize(
     ("source", "probe_path"),
     [("//proc", "/k/1/cmdline"), ("//sys", "/k/kernel"), ("//", "/k{ws}/probe.py")],
 )
-def test_kernel_trees_never_exposed_by_spelling(sb: Sandbox, source: str, probe_path: str) -> None:
+@pytest.mark.parametrize("via", ["bind", "workspace"])
+def test_kernel_trees_never_exposed_by_spelling(
+    sb: Sandbox, source: str, probe_path: str, via: str
+) -> None:
     """The host's /, /proc and /sys cannot be bound under another spelling (``//proc``)."""
     probe_path = probe_path.format(ws=sb.ws)
-    res = sb.run(sb.probe_cmd("read", {"paths": [probe_path]}), ["--bind", f"{source}:/k"])
+    if via == "bind":
+        flags = ["--bind", f"{source}:/k"]
+    else:
+        flags = ["--workspace", source]
+        probe_path = probe_path.replace("/k", "/workspace", 1)
+    cmd = ["/usr/bin/python3", "-I", "-S", "-c", PROBE_READ.format(path=probe_path)]
+    res = sb.run(cmd, flags)
     if res.returncode == 125:
         return
-    report = res.probe()
-    assert "ok" not in report[probe_path], f"--bind {source} exposed the host: {report}"
+    report = res.probe()["read"]
+    assert "ok" not in report, f"{flags} exposed the host: {report}"
 
 
 @pytest.fixture
@@ -377,13 +395,6 @@ def test_kernel_fs_submount_in_a_bind_is_not_exposed(
 
 
 RACE_LAUNCHES = 12
-# The racing reader runs without probe.py: with --workspace swapped, /workspace changes.
-PROBE_READ = (
-    "import json\n"
-    "try:\n    r = {{'ok': open('{path}').read()}}\n"
-    "except OSError as e:\n    r = {{'errno': e.errno}}\n"
-    "print('GLOVE-PROBE:' + json.dumps({{'read': r}}))"
-)
 
 
 @pytest.mark.parametrize("how", ["bind", "workspace"])
