@@ -343,7 +343,7 @@ PROBE_READ = (
 
 @pytest.mark.parametrize(
     ("source", "probe_path"),
-    [("//proc", "/k/1/cmdline"), ("//sys", "/k/kernel"), ("//", "/k{ws}/probe.py")],
+    [("//proc", "/k/1/cmdline"), ("//sys", "/k/kernel/uevent_seqnum"), ("//", "/k{ws}/probe.py")],
 )
 @pytest.mark.parametrize("via", ["bind", "workspace"])
 def test_kernel_trees_never_exposed_by_spelling(
