@@ -280,3 +280,28 @@ async def test_relay_refuses_a_channel_that_is_not_a_socket() -> None:
     code, err = await _run_relay("/bin/sh", "-c", "exit 0", channel=0)
     assert code == relay_module.EXIT_USAGE
     assert b"not the host channel" in err
+
+
+async def test_relay_forwards_a_termination_signal_to_the_agent() -> None:
+    """SIGTERM sent to the relay (as the sandbox's init forwards it) reaches the agent."""
+    agent = 'trap "exit 5" TERM; echo ready; while :; do sleep 0.05; done'
+    host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with host_end, guest_end:
+        proc = await asyncio.create_subprocess_exec(
+            *OWN_NETNS,
+            SYSTEM_PYTHON,
+            RELAY,
+            str(guest_end.fileno()),
+            "--",
+            "/bin/sh",
+            "-c",
+            agent,
+            pass_fds=(guest_end.fileno(),),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), STEP_TIMEOUT_S)
+        assert line == b"ready\n"
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), STEP_TIMEOUT_S) == 5
