@@ -116,3 +116,12 @@ def test_stopped_command_still_ends_at_the_wall_limit(sb: Sandbox) -> None:
     assert res.status is not None
     assert res.status["outcome"] == "limit", res.describe()
     assert res.status["limits"]["wall_time"]["hit"] is True
+
+
+def test_unusable_json_status_fd_fails_before_running(sb: Sandbox) -> None:
+    """--json-status naming a closed fd is refused up front (125); the command never runs."""
+    res = sb.run(
+        ["/bin/sh", "-c", "touch /workspace/ran"], ["--json-status", "97"], json_status=False
+    )
+    assert res.returncode == 125, f"status fd 97 is closed, yet: {res.describe()}"
+    assert not (sb.ws / "ran").exists(), "the command ran although its result cannot be written"
