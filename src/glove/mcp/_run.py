@@ -166,7 +166,7 @@ class ConnectionReceiver:
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                _log.warning("glove run: the relay channel failed: %s", exc)
+                _log.warning("the relay channel failed: %s", exc)
                 self.close()
                 return
             if not data and not fds:
@@ -194,7 +194,7 @@ class ConnectionReceiver:
     def _refuse(self, what: str) -> None:
         self.refused += 1
         if self.refused <= MAX_REFUSALS_LOGGED:
-            _log.warning("glove run: refused %s from the sandbox", what)
+            _log.warning("refused %s from the sandbox", what)
 
 
 def _prepare_dir() -> Path:
