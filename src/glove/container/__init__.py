@@ -28,10 +28,11 @@ from glove.container._result import (
     Durations,
     LimitReport,
     OutputReport,
+    RetainedReport,
     SandboxResult,
 )
 from glove.container._selftest import LimitSupport, limit_support, self_test
-from glove.container._spec import Bind, SandboxSpec
+from glove.container._spec import Bind, Retained, SandboxSpec
 from glove.container.errors import (
     LimitRefused,
     ProfileError,
@@ -99,6 +100,8 @@ __all__ = [
     "Overrides",
     "Profile",
     "ProfileError",
+    "Retained",
+    "RetainedReport",
     "SandboxError",
     "SandboxProcess",
     "SandboxResult",

@@ -36,6 +36,14 @@ class OutputReport(msgspec.Struct, frozen=True):
     truncated: bool = False
 
 
+class RetainedReport(msgspec.Struct, frozen=True):
+    """A retained copy after the run: its image, hard size and the bytes in use."""
+
+    image: str
+    size: int
+    used_bytes: int | None = None
+
+
 class Durations(msgspec.Struct, frozen=True):
     """Seconds spent: launching (clone to release), until the command started, in total."""
 
@@ -56,6 +64,7 @@ class SandboxResult(msgspec.Struct, frozen=True):
         output: output accounting.
         error: a human-readable reason for setup, exec and limit outcomes.
         violation: ``seccomp`` when the command died of SIGSYS (a filter kill).
+        retained: per target inside, the retained image, its size and the bytes used.
     """
 
     outcome: Outcome
@@ -66,6 +75,7 @@ class SandboxResult(msgspec.Struct, frozen=True):
     output: OutputReport = msgspec.field(default_factory=OutputReport)
     error: str | None = None
     violation: str | None = None
+    retained: dict[str, RetainedReport] = msgspec.field(default_factory=dict)
 
     def to_json(self) -> bytes:
         """Encode as the ``--json-status`` document (one line, newline-terminated)."""

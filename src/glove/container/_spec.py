@@ -65,6 +65,39 @@ class Bind(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return posixpath.normpath(self.target or self.source)
 
 
+#: Smallest retained image (ext4 needs room for its metadata and journal).
+MIN_RETAINED_BYTES: Final = 8 * 1024 * 1024
+
+
+class Retained(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A writable copy that persists between runs in a hard-sized ext4 image (root only).
+
+    Attributes:
+        image: host path of the image file; created (and seeded) on first use, reused after.
+        target: absolute path inside the sandbox.
+        size: image size in bytes, the hard limit on what the sandbox can store there.
+        seed: host directory copied into the image when it is first created.
+    """
+
+    image: str
+    target: str
+    size: int
+    seed: str | None = None
+
+    def __post_init__(self) -> None:
+        """Check paths and size.
+
+        Raises:
+            SpecError: a relative path, a reserved target or a too-small size.
+        """
+        for what, path in (("image", self.image), ("target", self.target), ("seed", self.seed)):
+            if path is not None and (not path.startswith("/") or "\0" in path):
+                raise SpecError(f"retained {what} must be an absolute path: {path!r}")
+        Bind(source=self.image, target=self.target)  # same target rules as a bind
+        if self.size < MIN_RETAINED_BYTES:
+            raise SpecError(f"retained size must be at least {MIN_RETAINED_BYTES} bytes")
+
+
 class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Everything :func:`glove.container.launch` needs to start one sandbox.
 
@@ -83,6 +116,7 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         accept_weaker: limit names (or ``all``) for which a per-process mechanism is fine.
         pass_fds: fds to pass in, as ``{fd number inside: fd number in this process}``.
         hostname: the sandbox's hostname.
+        retained: persistent hard-sized writable copies (root launchers only).
     """
 
     argv: tuple[str, ...]
@@ -98,6 +132,7 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     accept_weaker: frozenset[str] = frozenset()
     pass_fds: dict[int, int] = msgspec.field(default_factory=dict)
     hostname: str = DEFAULT_HOSTNAME
+    retained: tuple[Retained, ...] = ()
 
     def __post_init__(self) -> None:
         """Check the parts that do not need the system.

@@ -55,6 +55,12 @@ from glove.container.linux._mounts import (
     harden_proc,
     open_sources,
     scratch_used_bytes,
+    used_bytes,
+)
+from glove.container.linux._retained import (
+    check_images_outside,
+    close_retained,
+    prepare_retained,
 )
 from glove.container.linux._seccomp import seccomp_program
 
@@ -94,6 +100,7 @@ class LaunchContext(msgspec.Struct, frozen=True):
     last_cap: int
     go_read: int
     status_write: int
+    retained: tuple[tuple[str, int], ...] = ()
 
 
 class SandboxProcess:
@@ -325,6 +332,15 @@ def _forward(cmd_pid: int) -> None:
         signal.signal(signum, handler)
 
 
+def _report_usage(ctx: LaunchContext) -> None:
+    """Report the scratch and retained filesystems' usage once the command is gone."""
+    with contextlib.suppress(OSError):
+        _report(ctx.status_write, f"disk {scratch_used_bytes()}")
+    for target, _ in ctx.retained:
+        with contextlib.suppress(OSError):
+            _report(ctx.status_write, f"retained {used_bytes(target)} {target}")
+
+
 def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
     """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
     status = ctx.status_write
@@ -335,7 +351,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         if handshake and os.read(ctx.go_read, 1) != GO_BYTE:
             os._exit(EXIT_SETUP_FAILED)
         os.close(ctx.go_read)
-        build_root(ctx.spec, ctx.sources)
+        build_root(ctx.spec, ctx.sources, ctx.retained)
         forbid_nested_user_namespaces()
         harden_proc()
         kept = {status, *ctx.stdio, *ctx.spec.pass_fds.values()}
@@ -366,8 +382,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
                 _report(status, f"signal {os.WTERMSIG(wait_status)}")
             else:
                 _report(status, f"exit {os.waitstatus_to_exitcode(wait_status)}")
-        with contextlib.suppress(OSError):
-            _report(status, f"disk {scratch_used_bytes()}")
+        _report_usage(ctx)
     except BaseException as exc:  # noqa: BLE001 - the init must never unwind
         _report(status, f"setup {type(exc).__name__}: {exc}{_where(exc)}")
         os._exit(EXIT_SETUP_FAILED)
@@ -452,10 +467,16 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     plans = plan_limits(spec.limits, probe_host_limits(), spec.accept_weaker)
     bpf = seccomp_program()
     sources = open_sources(spec)
+    writable = [b.source for b in spec.binds if b.mode == "rw"]
+    if spec.workspace is not None and spec.workspace_mode == "rw":
+        writable.append(spec.workspace)
+    check_images_outside(spec.retained, writable)
+    retained = prepare_retained(spec.retained)
     cgroups: CgroupSet | None = None
     go_read, go_write = os.pipe2(os.O_CLOEXEC)
     status_read, status_write = os.pipe2(os.O_CLOEXEC)
     ctx = LaunchContext(
+        retained=tuple((item.target, item.mount_fd) for item in retained),
         spec=spec,
         sources=sources,
         plans=plans,
@@ -508,6 +529,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
+        close_retained(retained)
     process = SandboxProcess(
         pid=pid, pidfd=pidfd, status_fd=status_read, plans=plans, cgroups=cgroups, started=started
     )

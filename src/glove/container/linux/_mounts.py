@@ -269,8 +269,29 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
 
 
-def build_root(spec: SandboxSpec, sources: list[OpenedSource]) -> None:
+def _attach_detached(root_fd: int, target: str, mount_fd: int) -> None:
+    """Attach a detached mount (a retained image) at ``target`` under the new root."""
+    parents, name = _split(target)
+    parent_fd = _walk_dirs(root_fd, parents)
+    try:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(name, 0o755, dir_fd=parent_fd)
+        point = sc.openat2(name, _O_PATH_NOFOLLOW, _RESOLVE_STRICT, parent_fd)
+        try:
+            sc.move_mount_fd(mount_fd, point)
+        finally:
+            os.close(point)
+    finally:
+        os.close(parent_fd)
+
+
+def build_root(
+    spec: SandboxSpec, sources: list[OpenedSource], detached: tuple[tuple[str, int], ...] = ()
+) -> None:
     """Assemble the sandbox root and pivot into it (runs in the sandbox's init).
+
+    ``detached`` holds ``(target, mount fd)`` pairs of mounts made by the launcher (retained
+    images), attached after the binds.
 
     Raises:
         OSError: a mount step failed.
@@ -296,6 +317,8 @@ def build_root(spec: SandboxSpec, sources: list[OpenedSource]) -> None:
     try:
         for source, origin in zip(sources, origins, strict=True):
             _bind_source(root_fd, source, origin)
+        for target, mount_fd in detached:
+            _attach_detached(root_fd, target, mount_fd)
     finally:
         os.close(root_fd)
         for origin in origins:
@@ -392,6 +415,12 @@ def harden_proc() -> None:
                 sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC,
                 "size=0",
             )
+
+
+def used_bytes(path: str) -> int:
+    """Bytes in use on the filesystem mounted at ``path``."""
+    info = os.statvfs(path)
+    return (info.f_blocks - info.f_bfree) * info.f_frsize
 
 
 def scratch_used_bytes() -> int:

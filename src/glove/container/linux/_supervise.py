@@ -30,6 +30,7 @@ from glove.container._result import (
     LimitReport,
     Outcome,
     OutputReport,
+    RetainedReport,
     SandboxResult,
     exit_code_for_signal,
 )
@@ -392,7 +393,23 @@ class _Supervisor:
             ),
             limits=limits,
             output=OutputReport(bytes=self.output.total, truncated=self.output.truncated),
+            retained=self._retained_reports(),
         )
+
+    def _retained_reports(self) -> dict[str, RetainedReport]:
+        used: dict[str, int] = {}
+        for line in self.status.decode(errors="replace").splitlines():
+            key, _, rest = line.partition(" ")
+            if key == "retained":
+                count, _, target = rest.partition(" ")
+                with contextlib.suppress(ValueError):
+                    used[target] = int(count)
+        return {
+            item.target: RetainedReport(
+                image=item.image, size=item.size, used_bytes=used.get(item.target)
+            )
+            for item in self.spec.retained
+        }
 
     def _verdict(  # noqa: PLR0911 - one return per outcome, in precedence order
         self, process: SandboxProcess, fields: dict[str, str], limits: dict[str, LimitReport]

@@ -23,6 +23,9 @@ _SYSCALLS: Final = {
         "capset": 126,
         "open_tree": 428,
         "move_mount": 429,
+        "fsopen": 430,
+        "fsconfig": 431,
+        "fsmount": 432,
     },
     "aarch64": {
         "clone3": 435,
@@ -32,6 +35,9 @@ _SYSCALLS: Final = {
         "capset": 91,
         "open_tree": 428,
         "move_mount": 429,
+        "fsopen": 430,
+        "fsconfig": 431,
+        "fsmount": 432,
     },
 }
 
@@ -312,6 +318,40 @@ def move_mount_fd(tree_fd: int, target_fd: int) -> None:
     flags = ctypes.c_uint(MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
     result = _libc.syscall(number, ctypes.c_int(tree_fd), b"", ctypes.c_int(target_fd), b"", flags)
     _check(int(result), "move_mount")
+
+
+FSOPEN_CLOEXEC: Final = 0x1
+FSCONFIG_SET_STRING: Final = 1
+FSCONFIG_CMD_CREATE: Final = 6
+FSMOUNT_CLOEXEC: Final = 0x1
+
+
+def fsmount_ext4(device: str) -> int:
+    """Mount the ext4 filesystem on ``device`` as a detached mount; return its mount fd.
+
+    The mount is nosuid and nodev and is attached nowhere until ``move_mount``.
+
+    Raises:
+        OSError: the kernel refused (not root, bad filesystem, ...).
+    """
+    fs_fd = _check(
+        int(_libc.syscall(syscall_number("fsopen"), b"ext4", ctypes.c_uint(FSOPEN_CLOEXEC))),
+        "fsopen ext4",
+    )
+    try:
+        number = syscall_number("fsconfig")
+        _check(int(_libc.syscall(number, ctypes.c_int(fs_fd), ctypes.c_uint(FSCONFIG_SET_STRING),
+                                 b"source", _b(device), ctypes.c_int(0))),
+               "fsconfig source")  # fmt: skip
+        _check(int(_libc.syscall(number, ctypes.c_int(fs_fd), ctypes.c_uint(FSCONFIG_CMD_CREATE),
+                                 None, None, ctypes.c_int(0))),
+               "fsconfig create")  # fmt: skip
+        attrs = ctypes.c_uint(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
+        return _check(int(_libc.syscall(syscall_number("fsmount"), ctypes.c_int(fs_fd),
+                                        ctypes.c_uint(FSMOUNT_CLOEXEC), attrs)),
+                      "fsmount")  # fmt: skip
+    finally:
+        os.close(fs_fd)
 
 
 def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
