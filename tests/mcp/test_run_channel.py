@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import os
 import signal
 import socket
@@ -14,12 +16,17 @@ import pytest
 
 from glove.mcp import relay as relay_module
 from glove.mcp import shim
+from glove.mcp._config import load_config
 from glove.mcp._run import (
+    GUEST_CHANNEL_FD,
     MAX_AGENT_CONNECTIONS,
     ConnectionReceiver,
     GuestSetup,
     guest_env,
+    run_mediated,
 )
+
+from .conftest import sdk_server, write_config
 
 RELAY = str(Path(relay_module.__file__))
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -85,8 +92,11 @@ async def test_a_connected_unix_stream_is_handed_over_and_works() -> None:
             assert received.sockets[0].recv(4) == b"ping"
 
 
-async def test_a_pipe_sent_over_the_channel_is_refused_and_closed() -> None:
-    """A descriptor that is not a socket is closed on arrival and never handed over."""
+async def test_a_pipe_sent_over_the_channel_is_refused_and_closed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A descriptor that is not a socket is closed on arrival, logged, never handed over."""
+    caplog.set_level(logging.WARNING, logger="glove.mcp._run")
     async with receiving() as (receiver, relay_end, received):
         read_fd, write_fd = os.pipe()
         try:
@@ -99,6 +109,7 @@ async def test_a_pipe_sent_over_the_channel_is_refused_and_closed() -> None:
                 os.write(write_fd, b"x")
         finally:
             os.close(write_fd)
+    assert "not a connected Unix stream socket" in caplog.text
 
 
 def _odd_socket(kind: str, stack: ExitStack) -> socket.socket:
@@ -174,6 +185,49 @@ async def test_end_of_file_on_the_channel_stops_receiving() -> None:
         relay_end.close()
         async with asyncio.timeout(STEP_TIMEOUT_S):
             await receiver.closed.wait()
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t"}},
+}
+
+
+async def test_run_mediated_serves_relayed_connections_and_leaks_nothing(tmp_path: Path) -> None:
+    """Connections sent on the passed channel are mediated; teardown closes every one."""
+    config = load_config(
+        write_config(tmp_path, {"echo": {"command": sdk_server("echo")}}, "version = 1\n")
+    )
+    agents: list[socket.socket] = []
+
+    async def relay_stand_in(setup: GuestSetup) -> int:
+        assert list(setup.pass_fds) == [GUEST_CHANNEL_FD]
+        assert not list(Path(setup.bind_dir).glob("*.sock"))
+        with socket.socket(fileno=os.dup(setup.pass_fds[GUEST_CHANNEL_FD])) as channel:
+            for _ in range(2):
+                agent, guest = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+                agents.append(agent)
+                with guest:
+                    socket.send_fds(channel, [b"c"], [guest.fileno()])
+        loop = asyncio.get_running_loop()
+        for agent in agents:
+            agent.setblocking(False)
+            await loop.sock_sendall(agent, json.dumps(INITIALIZE).encode() + b"\n")
+            async with asyncio.timeout(STEP_TIMEOUT_S):
+                line = await loop.sock_recv(agent, 64 * 1024)
+            assert json.loads(line)["result"]["serverInfo"]["name"]
+        return 7
+
+    before = _open_fds()
+    assert await run_mediated(config, relay_stand_in) == 7
+    loop = asyncio.get_running_loop()
+    for agent in agents:
+        with agent:
+            async with asyncio.timeout(STEP_TIMEOUT_S):
+                assert await loop.sock_recv(agent, 1) == b""  # the host closed its end
+    assert _open_fds() <= before
 
 
 def test_guest_setup_wraps_the_agent_in_the_relay() -> None:
