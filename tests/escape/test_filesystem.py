@@ -472,6 +472,30 @@ def test_no_global_proc_file_is_writable(sb: Sandbox) -> None:
     assert writable == [], f"writable /proc files: {writable}"
 
 
+KERNEL_INTERNALS = (
+    "/proc/kcore",
+    "/proc/kmsg",
+    "/proc/keys",
+    "/proc/kallsyms",
+    "/proc/timer_list",
+    "/proc/sched_debug",
+    "/proc/kpagecount",
+    "/proc/kpageflags",
+    "/proc/kpagecgroup",
+    "/proc/slabinfo",
+    "/proc/pagetypeinfo",
+    "/proc/vmallocinfo",
+)
+
+
+def test_kernel_internals_in_proc_are_not_readable(sb: Sandbox) -> None:
+    """Exploit aids in /proc (slab, page and symbol maps) read as nothing from inside."""
+    report = sb.probe("read", {"paths": [*KERNEL_INTERNALS, "/proc/version"]})
+    assert "ok" in report["/proc/version"], "control: /proc is mounted and readable"
+    leaks = {p: r["ok"][:40] for p, r in report.items() if p in KERNEL_INTERNALS and r.get("ok")}
+    assert leaks == {}, f"kernel internals readable: {leaks}"
+
+
 @pytest.fixture
 def host_listeners(sb: Sandbox) -> Iterator[dict[str, str]]:
     """A host unix socket on a path and two abstract ones (one named like X11's)."""
