@@ -213,8 +213,15 @@ def test_bind_nested_inside_the_workspace(glove_exec: GloveExec) -> None:
 
 
 def test_host_root_and_kernel_trees_are_never_bound(glove_exec: GloveExec) -> None:
-    """A workspace of / and binds of /proc or /sys are refused before anything runs."""
-    for flags in (("--workspace", "/"), ("--bind", "/proc/sys:/ps"), ("--bind", "/sys")):
+    """/, kernel filesystems (any spelling) and trees holding them are refused up front."""
+    for flags in (
+        ("--workspace", "/"),
+        ("--workspace", "//"),
+        ("--bind", "/proc/sys:/ps"),
+        ("--bind", "//proc:/k"),
+        ("--bind", "/./sys:/k"),
+        ("--bind", "/sys/fs/cgroup:/k"),
+    ):
         done = glove_exec("true", flags=flags)
         assert done.rc == 125, flags
         assert done.status["outcome"] == "setup_error"
@@ -232,3 +239,11 @@ def test_init_hides_the_launcher(glove_exec: GloveExec) -> None:
     assert "status.json" not in done.stdout
     assert "Permission denied" in lines[1]
     assert "Permission denied" in lines[2] or "Operation not permitted" in lines[2]
+
+
+def test_closed_json_status_fd_fails_before_running(glove_exec: GloveExec) -> None:
+    """--json-status naming a closed fd is a setup error; the command never runs."""
+    done = glove_exec.sh("touch /workspace/ran", flags=("--json-status", "97"))
+    assert done.rc == 125
+    assert "not open for writing" in done.stderr
+    assert not (glove_exec.workspace / "ran").exists()

@@ -7,6 +7,7 @@ not import the sandbox.
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import sys
 from pathlib import Path
@@ -114,7 +115,9 @@ def _open_status(target: str) -> int:
         fd = int(target)
         if fd > MAX_STATUS_FD:
             raise SpecError(f"--json-status fd {fd} is out of range")
-        return os.dup(fd) if _fd_open(fd) else -1
+        if not _fd_writable(fd):
+            raise SpecError(f"--json-status fd {fd} is not open for writing")
+        return os.dup(fd)
     try:
         return create_file_no_symlinks(os.path.normpath(Path.cwd() / target))
     except OSError as exc:
@@ -122,12 +125,12 @@ def _open_status(target: str) -> int:
         raise SpecError(f"cannot create --json-status file {target}: {reason}") from exc
 
 
-def _fd_open(fd: int) -> bool:
+def _fd_writable(fd: int) -> bool:
     try:
-        os.fstat(fd)
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
     except OSError:
         return False
-    return True
+    return flags & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
 
 
 def exec_command(opts: ExecOptions) -> int:

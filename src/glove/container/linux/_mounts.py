@@ -24,6 +24,7 @@ import os
 import socket
 import stat
 import struct
+from pathlib import Path
 from typing import Final
 
 import msgspec
@@ -78,25 +79,46 @@ class OpenedSource(msgspec.Struct, frozen=True):
     ino: int = 0
 
 
-#: Host trees never exposed: kernel interfaces whose files are writable by owner mode alone
-#: (the root launcher's sandbox is host uid 0), and / itself, which contains them.
-FORBIDDEN_SOURCES: Final = ("/proc", "/sys")
+#: Kernel filesystems never exposed through a bind, by ``statfs`` magic: their files are
+#: kernel knobs writable by file mode alone for a root launcher's sandbox (host uid 0).
+FORBIDDEN_FS_MAGIC: Final = {
+    0x9FA0: "proc",
+    0x62656572: "sysfs",
+    0x27E0EB: "cgroup",
+    0x63677270: "cgroup2",
+    0x73636673: "securityfs",
+    0x64626720: "debugfs",
+    0x74726163: "tracefs",
+    0xCAFE4A11: "bpf",
+    0x62656570: "configfs",
+    0xDE5E81E4: "efivarfs",
+    0x6165676C: "pstore",
+    0x42494E4D: "binfmt_misc",
+}
 
 
-def _check_source(bind: Bind) -> None:
-    source = os.path.normpath(bind.source)
-    if source == "/":
+def _refuse_kernel_trees(bind: Bind, fd: int, info: os.stat_result) -> None:
+    """Refuse the host root and kernel filesystems, whatever the spelling of the path.
+
+    Checked on the opened inode, not the path text (``//proc``, ``/./sys`` and other
+    mounts of the same filesystems all resolve here). Recursive binds carry submounts, so
+    the host root (which holds /proc and /sys) is refused as a whole.
+    """
+    root = os.stat("/")  # noqa: PTH116 - one stat, compared by (dev, inode)
+    if (info.st_dev, info.st_ino) == (root.st_dev, root.st_ino):
         raise SpecError(
-            "refusing to expose the host root (/) in the sandbox; run from a project "
+            f"refusing to bind {bind.source}: it is the host root (/); run from a project "
             "directory or pass --workspace DIR"
         )
-    for forbidden in FORBIDDEN_SOURCES:
-        if source == forbidden or source.startswith(forbidden + "/"):
-            raise SpecError(f"refusing to bind {bind.source}: {forbidden} is never exposed")
+    magic = sc.filesystem_magic(fd)
+    if magic in FORBIDDEN_FS_MAGIC:
+        raise SpecError(
+            f"refusing to bind {bind.source}: it is on {FORBIDDEN_FS_MAGIC[magic]}, a kernel "
+            "filesystem that is never exposed"
+        )
 
 
 def _open_one(bind: Bind) -> OpenedSource | None:
-    _check_source(bind)
     try:
         fd = sc.openat2(bind.source, _O_PATH_NOFOLLOW, _RESOLVE_STRICT)
     except OSError as exc:
@@ -110,6 +132,11 @@ def _open_one(bind: Bind) -> OpenedSource | None:
             f"cannot open bind source {bind.source}: {os.strerror(exc.errno or 0)}"
         ) from exc
     info = os.fstat(fd)
+    try:
+        _refuse_kernel_trees(bind, fd, info)
+    except BaseException:
+        os.close(fd)
+        raise
     writable = bind.mode == "rw"
     if stat.S_ISLNK(info.st_mode):
         link = os.readlink("", dir_fd=fd)
@@ -129,6 +156,41 @@ def _open_one(bind: Bind) -> OpenedSource | None:
     )
 
 
+def _kernel_submounts() -> list[tuple[str, str]]:
+    """(mount point, fs type) of every kernel-filesystem mount in this mount namespace."""
+    names = set(FORBIDDEN_FS_MAGIC.values())
+    found: list[tuple[str, str]] = []
+    with Path("/proc/self/mountinfo").open("rb") as handle:
+        for raw in handle:
+            fields = raw.decode(errors="replace").split()
+            try:
+                fstype = fields[fields.index("-") + 1]
+            except (ValueError, IndexError):
+                continue
+            if fstype in names or fstype.split(".")[0] in names:
+                point = fields[4].replace("\\040", " ")
+                found.append((point, fstype))
+    return found
+
+
+def _refuse_kernel_submounts(sources: list[OpenedSource]) -> None:
+    """Refuse a directory source that has a kernel filesystem mounted somewhere below it.
+
+    Binds are recursive (submounts included): binding ``/sys/fs/cgroup`` (a tmpfs) would
+    carry the cgroup hierarchies mounted on it.
+    """
+    dirs = [s for s in sources if s.kind == "dir"]
+    if not dirs:
+        return
+    for point, fstype in _kernel_submounts():
+        for source in dirs:
+            base = source.source.rstrip("/")
+            if point.startswith(base + "/"):
+                raise SpecError(
+                    f"refusing to bind {source.source}: {fstype} is mounted below it at {point}"
+                )
+
+
 def open_sources(spec: SandboxSpec) -> list[OpenedSource]:
     """Open every bind source and the workspace (launcher side).
 
@@ -146,6 +208,7 @@ def open_sources(spec: SandboxSpec) -> list[OpenedSource]:
         source = _open_one(bind)
         if source is not None:
             opened.append(source)
+    _refuse_kernel_submounts(opened)
     return opened
 
 

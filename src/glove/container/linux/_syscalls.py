@@ -410,6 +410,22 @@ def set_own_cmdline(title: bytes) -> None:
     ctypes.memmove(start, title[: length - 1], min(len(title), length - 1))
 
 
+#: struct statfs is 120 bytes on 64-bit Linux; f_type is its first field (a long).
+_STATFS_BYTES: Final = 120
+_libc.fstatfs.argtypes = [ctypes.c_int, ctypes.c_void_p]
+
+
+def filesystem_magic(fd: int) -> int:
+    """Return the ``f_type`` magic of the filesystem ``fd`` lives on (``fstatfs``).
+
+    Raises:
+        OSError: the kernel refused.
+    """
+    buffer = ctypes.create_string_buffer(_STATFS_BYTES)
+    _check(_libc.fstatfs(fd, buffer), "fstatfs")
+    return ctypes.c_long.from_buffer(buffer).value & 0xFFFFFFFF
+
+
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
