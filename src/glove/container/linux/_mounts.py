@@ -14,7 +14,7 @@ mounted inode is the one that was opened, applies read-only/nosuid/nodev recursi
 
 # Raw paths and dir fds inside a fresh mount namespace (pathlib adds nothing); /tmp here is
 # the staging point in the sandbox's own namespace, not a shared temporary directory.
-# ruff: noqa: PTH101, PTH102, PTH112, PTH113, PTH114, PTH211, S108
+# ruff: noqa: PTH101, PTH102, PTH112, PTH113, PTH114, PTH208, PTH211, S108
 from __future__ import annotations
 
 import contextlib
@@ -439,12 +439,27 @@ _MASK_ATTRS: Final = (
 )
 
 
+def _root_only_proc_files() -> set[str]:
+    """Top-level /proc files nobody but root may read: kernel internals by the kernel's own
+    account (slabinfo, vmallocinfo, kpagecgroup, ...), which host uid 0 could otherwise read."""
+    found: set[str] = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            mode = os.lstat(f"/proc/{name}").st_mode
+            if stat.S_ISREG(mode) and not mode & stat.S_IROTH:
+                found.add(name)
+    return found
+
+
 def harden_proc() -> None:
     """Make global kernel knobs in the fresh /proc read-only and mask kernel internals.
 
     A root launcher's sandbox runs as host uid 0 (without capabilities): file-mode checks
     alone would let it write root-owned /proc files such as ``/proc/sys/**`` and
-    ``/proc/sysrq-trigger``. The same set Docker masks is applied for every launcher.
+    ``/proc/sysrq-trigger``. The set Docker masks, plus every top-level /proc file that is
+    not world-readable, is applied for every launcher.
 
     Raises:
         OSError: a mount step failed.
@@ -459,7 +474,7 @@ def harden_proc() -> None:
             sc.mount_setattr_recursive(fd, _MASK_ATTRS)
         finally:
             os.close(fd)
-    for name in PROC_MASKED_FILES:
+    for name in sorted(set(PROC_MASKED_FILES) | _root_only_proc_files()):
         path = f"/proc/{name}"
         if os.path.isfile(path):
             sc.mount("/dev/null", path, None, sc.MS_BIND)
