@@ -247,3 +247,15 @@ def test_closed_json_status_fd_fails_before_running(glove_exec: GloveExec) -> No
     assert done.rc == 125
     assert "not open for writing" in done.stderr
     assert not (glove_exec.workspace / "ran").exists()
+
+
+def test_proc_knobs_and_internals_are_closed(glove_exec: GloveExec) -> None:
+    """/proc/sys is read-only and root-only kernel internals read as nothing."""
+    done = glove_exec.sh(
+        "echo 1 > /proc/sys/vm/drop_caches 2>/dev/null && echo WROTE; "
+        "for f in slabinfo vmallocinfo kallsyms sysrq-trigger; do "
+        "head -c 16 /proc/$f 2>/dev/null | wc -c; done; head -c 5 /proc/version | wc -c"
+    )
+    lines = done.stdout.split()
+    assert "WROTE" not in lines
+    assert lines == ["0", "0", "0", "0", "5"]
