@@ -63,6 +63,22 @@ def test_seccomp_denials_from_inside(glove_exec: GloveExec) -> None:
     done = glove_exec("python3", "-c", PROBE, flags=("--env", f"CALLS={json.dumps(CALLS)}"))
     seen = dict(line.split() for line in done.stdout.splitlines())
     assert seen == EXPECTED
+    assert done.status["violation"] == "seccomp"
+    denied = done.status["denied_syscalls"]
+    assert denied["ptrace"] == 1
+    assert denied["unshare"] == 1
+    assert denied["ioctl"] == 1
+    assert denied["socket"] == 3
+    assert "getpid" not in denied
+    assert "clone3" not in denied  # ENOSYS for the libc fallback is not a violation
+
+
+def test_clean_run_reports_no_violation(glove_exec: GloveExec) -> None:
+    """A command that stays within the filter has no violation and no denied calls."""
+    done = glove_exec.sh("ls / >/dev/null; python3 -c 'import socket; socket.socket().close()'")
+    assert done.rc == 0
+    assert done.status["violation"] is None
+    assert done.status["denied_syscalls"] == {}
 
 
 def test_foreign_architecture_entry_is_killed_and_reported(glove_exec: GloveExec) -> None:

@@ -63,8 +63,10 @@ class SandboxResult(msgspec.Struct, frozen=True):
         limits: every requested limit with its mechanism and whether it was hit.
         output: output accounting.
         error: a human-readable reason for setup, exec and limit outcomes.
-        violation: ``seccomp`` when the command died of SIGSYS (a filter kill).
+        violation: ``seccomp`` when the filter refused a call (or killed the command with
+            SIGSYS for a foreign-architecture syscall).
         retained: per target inside, the retained image, its size and the bytes used.
+        denied_syscalls: how many times each syscall was refused by the seccomp filter.
     """
 
     outcome: Outcome
@@ -76,6 +78,7 @@ class SandboxResult(msgspec.Struct, frozen=True):
     error: str | None = None
     violation: str | None = None
     retained: dict[str, RetainedReport] = msgspec.field(default_factory=dict)
+    denied_syscalls: dict[str, int] = msgspec.field(default_factory=dict)
 
     def to_json(self) -> bytes:
         """Encode as the ``--json-status`` document (one line, newline-terminated)."""

@@ -29,6 +29,7 @@ import fcntl
 import os
 import resource
 import signal
+import socket
 import termios
 import time
 from pathlib import Path
@@ -101,6 +102,8 @@ class LaunchContext(msgspec.Struct, frozen=True):
     go_read: int
     status_write: int
     retained: tuple[tuple[str, int], ...] = ()
+    notify_channel: int = -1
+    seccomp_notify_bpf: bytes | None = None
 
 
 class SandboxProcess:
@@ -135,6 +138,8 @@ class SandboxProcess:
         self.started = started
         self.released = started
         self.reaped_status: int | None = None
+        #: Launcher end of the socket the init sends its seccomp listener over (-1: none).
+        self.notify_channel = -1
 
     def send_signal(self, signum: int) -> None:
         """Send ``signum`` to the sandbox init (it forwards TERM, INT, HUP, QUIT, USR1/2)."""
@@ -167,10 +172,10 @@ class SandboxProcess:
                 self.wait()
         if self.cgroups is not None:
             self.cgroups.destroy()
-        for fd in (self.pidfd, self.status_fd):
+        for fd in (self.pidfd, self.status_fd, self.notify_channel):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self.pidfd = self.status_fd = -1
+        self.pidfd = self.status_fd = self.notify_channel = -1
 
 
 def _report(fd: int, line: str) -> None:
@@ -332,6 +337,40 @@ def _forward(cmd_pid: int) -> None:
         signal.signal(signum, handler)
 
 
+def _keep_only_needed_fds(ctx: LaunchContext) -> None:
+    """Close every fd the init inherited from the launcher except the ones it still needs."""
+    kept = {ctx.status_write, *ctx.stdio, *ctx.spec.pass_fds.values()}
+    if ctx.notify_channel >= 0:
+        kept.add(ctx.notify_channel)
+    _close_all_except(kept)
+    for fd in kept:
+        os.set_inheritable(fd, False)  # only what the spawn places reaches the command
+
+
+def _install_seccomp(ctx: LaunchContext) -> None:
+    """Load the filter; in reporting mode hand its listener to the launcher first.
+
+    The notifying variant needs a listener that the launcher services; if the kernel will
+    not create one, the plain EPERM variant is loaded instead (denials still hold, they are
+    just not itemized).
+    """
+    channel = ctx.notify_channel
+    if channel < 0 or ctx.seccomp_notify_bpf is None:
+        sc.load_seccomp_bpf(ctx.seccomp_bpf)
+        return
+    try:
+        listener = sc.load_seccomp_listener(ctx.seccomp_notify_bpf)
+    except OSError:
+        sc.load_seccomp_bpf(ctx.seccomp_bpf)
+        os.close(channel)
+        return
+    try:
+        with socket.socket(fileno=channel) as chan:
+            socket.send_fds(chan, [b"L"], [listener])
+    finally:
+        os.close(listener)
+
+
 def _report_usage(ctx: LaunchContext) -> None:
     """Report the scratch and retained filesystems' usage once the command is gone."""
     with contextlib.suppress(OSError):
@@ -354,14 +393,11 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         build_root(ctx.spec, ctx.sources, ctx.retained)
         forbid_nested_user_namespaces()
         harden_proc()
-        kept = {status, *ctx.stdio, *ctx.spec.pass_fds.values()}
-        _close_all_except(kept)
-        for fd in kept:
-            os.set_inheritable(fd, False)  # only what the spawn places reaches the command
+        _keep_only_needed_fds(ctx)
         sc.prctl(sc.PR_SET_DUMPABLE, 0)
         sc.set_own_cmdline(INIT_TITLE)
         sc.drop_all_capabilities(ctx.last_cap)
-        sc.load_seccomp_bpf(ctx.seccomp_bpf)
+        _install_seccomp(ctx)
         _report(status, "ready")
         command: int | None
         if ctx.spec.pty:
@@ -451,9 +487,16 @@ def _await_unshared(status_fd: int) -> None:
 
 
 def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its unwinding
-    spec: SandboxSpec, stdio: tuple[int, int, int] = (0, 1, 2)
+    spec: SandboxSpec,
+    stdio: tuple[int, int, int] = (0, 1, 2),
+    *,
+    report_violations: bool = False,
 ) -> SandboxProcess:
     """Start ``spec`` in a new sandbox and return once the child is released.
+
+    With ``report_violations`` every seccomp denial is sent to the launcher, which must
+    service ``SandboxProcess.notify_channel`` (``run`` does): until answered, the denied call
+    blocks. Without it denials are plain EPERM from the kernel.
 
     ``stdio`` gives the descriptors the command receives as 0, 1 and 2; ``spec.pass_fds``
     adds more. The caller keeps its own copies of all of them and must close them itself.
@@ -466,12 +509,18 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     """
     plans = plan_limits(spec.limits, probe_host_limits(), spec.accept_weaker)
     bpf = seccomp_program()
+    notify_bpf = seccomp_program(notify=True) if report_violations else None
     sources = open_sources(spec)
     writable = [b.source for b in spec.binds if b.mode == "rw"]
     if spec.workspace is not None and spec.workspace_mode == "rw":
         writable.append(spec.workspace)
     check_images_outside(spec.retained, writable)
     retained = prepare_retained(spec.retained)
+    parent_channel, child_channel = (
+        socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        if report_violations
+        else (None, None)
+    )
     cgroups: CgroupSet | None = None
     go_read, go_write = os.pipe2(os.O_CLOEXEC)
     status_read, status_write = os.pipe2(os.O_CLOEXEC)
@@ -482,6 +531,8 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         plans=plans,
         stdio=stdio,
         seccomp_bpf=bpf,
+        seccomp_notify_bpf=notify_bpf,
+        notify_channel=child_channel.fileno() if child_channel is not None else -1,
         last_cap=sc.cap_last_cap(),
         go_read=go_read,
         status_write=status_write,
@@ -521,6 +572,8 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         if cgroups is not None:
             cgroups.destroy()
         os.close(status_read)
+        if parent_channel is not None:
+            parent_channel.close()
         if isinstance(exc, OSError):
             raise SandboxSetupError(f"cannot set up the sandbox: {exc}") from exc
         raise
@@ -530,10 +583,14 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
                 with contextlib.suppress(OSError):
                     os.close(fd)
         close_retained(retained)
+        if child_channel is not None:
+            child_channel.close()
     process = SandboxProcess(
         pid=pid, pidfd=pidfd, status_fd=status_read, plans=plans, cgroups=cgroups, started=started
     )
     process.released = time.monotonic()
+    if parent_channel is not None:
+        process.notify_channel = parent_channel.detach()
     return process
 
 

@@ -111,7 +111,8 @@ _MODE_SYSCALLS: Final = (
     ("mknod", 1, None), ("mknodat", 2, None), ("open", 2, 1), ("openat", 3, 2),
 )  # fmt: skip
 
-_cached_program: bytes | None = None
+_cached_programs: dict[bool, bytes] = {}
+_syscall_names: dict[int, str] = {}
 
 
 def _deny_setuid_creation(seccomp: Any, filt: Any, deny: int) -> None:
@@ -139,12 +140,13 @@ def _deny_setuid_creation(seccomp: Any, filt: Any, deny: int) -> None:
     filt.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")
 
 
-def _build() -> bytes:
+def _build(notify: bool) -> bytes:
     try:
         import pyseccomp as seccomp
     except (ImportError, OSError) as exc:
         raise UnsupportedPlatform(f"pyseccomp / libseccomp is not usable: {exc}") from exc
-    deny = seccomp.ERRNO(errno.EPERM)
+    # notify: every denial goes to the launcher, which answers EPERM and records the call.
+    deny = seccomp.NOTIFY if notify else seccomp.ERRNO(errno.EPERM)
     filt = seccomp.SyscallFilter(seccomp.ALLOW)
     filt.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)
     for name in dict.fromkeys(DENIED_SYSCALLS):
@@ -182,19 +184,38 @@ def _build() -> bytes:
         os.close(fd)
 
 
-def seccomp_program() -> bytes:
+def seccomp_program(*, notify: bool = False) -> bytes:
     """Return the filter as classic BPF bytes, compiling it on first use.
+
+    With ``notify`` every denial is a user notification (the launcher answers EPERM and
+    records the call) instead of a plain EPERM from the kernel.
 
     Raises:
         UnsupportedPlatform: libseccomp cannot be loaded or rejects the rules.
     """
-    global _cached_program
-    if _cached_program is None:
+    program = _cached_programs.get(notify)
+    if program is None:
         try:
-            _cached_program = _build()
+            program = _build(notify)
         except OSError as exc:
             raise UnsupportedPlatform(f"cannot build the seccomp filter: {exc}") from exc
-    return _cached_program
+        _cached_programs[notify] = program
+    return program
+
+
+def syscall_name(number: int) -> str:
+    """Name a native syscall number (for violation reports); the number if unknown."""
+    name = _syscall_names.get(number)
+    if name is None:
+        try:
+            import pyseccomp as seccomp
+
+            resolved = seccomp.resolve_syscall(seccomp.system_arch(), number)
+            name = resolved.decode() if isinstance(resolved, bytes) else str(resolved)
+        except (ImportError, OSError, ValueError, RuntimeError):
+            name = str(number)
+        _syscall_names[number] = name
+    return name
 
 
 def seccomp_available() -> bool:

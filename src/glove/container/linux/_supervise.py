@@ -16,6 +16,7 @@ import errno
 import os
 import selectors
 import signal
+import socket
 import stat
 import threading
 import time
@@ -35,9 +36,11 @@ from glove.container._result import (
     exit_code_for_signal,
 )
 from glove.container._spec import SandboxSpec
+from glove.container.linux import _syscalls as sc
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._mounts import DEFAULT_SCRATCH_BYTES
 from glove.container.linux._pty import host_terminal, open_sandbox_pty
+from glove.container.linux._seccomp import syscall_name
 
 #: Bytes read from a pipe or the PTY per call.
 READ_CHUNK_BYTES: Final = 64 * 1024
@@ -53,6 +56,8 @@ DISK_HIT_SLACK_BYTES: Final = 64 * 1024
 MAX_PENDING_OUTPUT_BYTES: Final = 1024 * 1024
 #: Bytes written to a writable sink at once (PIPE_BUF: a pipe write this size never blocks).
 SINK_WRITE_BYTES: Final = 4096
+#: Distinct denied syscall names kept in a result (a hostile command could vary them).
+MAX_DENIED_NAMES: Final = 64
 #: Host stdin bytes buffered for a command that is not reading yet.
 MAX_STDIN_BUFFER_BYTES: Final = 256 * 1024
 #: Host signals passed on to the sandbox while ``run`` supervises from the main thread.
@@ -119,6 +124,8 @@ class _Supervisor:
         self.output = _Output(spec.limits.output)
         self.kill_reason: str | None = None
         self.cancel_fd: int | None = None
+        self.listener: int | None = None
+        self.denied: dict[str, int] = {}
         self.cancelled = False
         self.status = b""
         self.selector = selectors.DefaultSelector()
@@ -292,6 +299,33 @@ class _Supervisor:
             with contextlib.suppress(OSError):
                 os.close(target)
 
+    def _receive_listener(self, channel: int) -> None:
+        """Take the seccomp listener the init sends once; EOF means it sent none."""
+        self.selector.unregister(channel)
+        with socket.socket(fileno=os.dup(channel)) as chan:
+            try:
+                _, fds, _, _ = socket.recv_fds(chan, 16, 1)
+            except OSError:
+                fds = []
+        for fd in fds:
+            self.listener = fd
+            self.selector.register(fd, selectors.EVENT_READ, "notify")
+
+    def _answer_denials(self, listener: int) -> None:
+        """Answer a denied syscall with EPERM and record it (the call is already refused)."""
+        try:
+            notification = sc.receive_notification(listener)
+        except OSError:
+            self.selector.unregister(listener)  # no filter users left
+            return
+        if notification is None:
+            return
+        ident, _pid, number = notification
+        sc.answer_notification(listener, ident, errno.EPERM)
+        name = syscall_name(number)
+        if len(self.denied) < MAX_DENIED_NAMES or name in self.denied:
+            self.denied[name] = self.denied.get(name, 0) + 1
+
     def _check_watchdogs(self, process: SandboxProcess, deadline: float | None) -> None:
         now = time.monotonic()
         if deadline is not None and now >= deadline:
@@ -313,6 +347,8 @@ class _Supervisor:
         sel.register(process.pidfd, selectors.EVENT_READ, "exit")
         if self.cancel_fd is not None:
             sel.register(self.cancel_fd, selectors.EVENT_READ, "cancel")
+        if process.notify_channel >= 0:
+            sel.register(process.notify_channel, selectors.EVENT_READ, "notify-channel")
         os.set_blocking(process.status_fd, False)
         sel.register(process.status_fd, selectors.EVENT_READ, "status")
         for fd in outputs:
@@ -362,6 +398,10 @@ class _Supervisor:
                         open_outputs.discard(fd)
                 elif role == "sink":
                     self._sink_writable(fd)
+                elif role == "notify-channel":
+                    self._receive_listener(fd)
+                elif role == "notify":
+                    self._answer_denials(fd)
                 elif role == "cancel":
                     sel.unregister(fd)
                     self.cancelled = True
@@ -386,7 +426,7 @@ class _Supervisor:
             exit_code=verdict.exit_code,
             signal=verdict.signal,
             error=verdict.error,
-            violation=verdict.violation,
+            violation=verdict.violation or ("seccomp" if self.denied else None),
             durations=Durations(
                 setup_s=round(process.released - started, 6),
                 total_s=round(time.monotonic() - started, 6),
@@ -394,6 +434,7 @@ class _Supervisor:
             limits=limits,
             output=OutputReport(bytes=self.output.total, truncated=self.output.truncated),
             retained=self._retained_reports(),
+            denied_syscalls=dict(self.denied),
         )
 
     def _retained_reports(self) -> dict[str, RetainedReport]:
@@ -572,7 +613,7 @@ def run(
     try:
         stdio, master = _wire_stdio(supervisor, child_ends, outputs)
         try:
-            process = launch(spec, stdio)
+            process = launch(spec, stdio, report_violations=True)
         except SandboxSetupError as exc:
             return SandboxResult(
                 outcome="setup_error",
@@ -597,6 +638,8 @@ def run(
     finally:
         supervisor.close_stdin_target()
         supervisor.selector.close()
+        if supervisor.listener is not None:
+            os.close(supervisor.listener)
         for fd in (*child_ends, *outputs):
             with contextlib.suppress(OSError):
                 os.close(fd)

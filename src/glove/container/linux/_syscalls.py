@@ -8,7 +8,9 @@ raises ``OSError`` with the errno on failure.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
 import os
 import platform
 from typing import Final
@@ -26,6 +28,7 @@ _SYSCALLS: Final = {
         "fsopen": 430,
         "fsconfig": 431,
         "fsmount": 432,
+        "seccomp": 317,
     },
     "aarch64": {
         "clone3": 435,
@@ -38,6 +41,7 @@ _SYSCALLS: Final = {
         "fsopen": 430,
         "fsconfig": 431,
         "fsmount": 432,
+        "seccomp": 277,
     },
 }
 
@@ -428,6 +432,64 @@ def filesystem_magic(fd: int) -> int:
 
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+SECCOMP_SET_MODE_FILTER: Final = 1
+SECCOMP_FILTER_FLAG_NEW_LISTENER: Final = 1 << 3
+SECCOMP_IOCTL_NOTIF_RECV: Final = 0xC0502100
+SECCOMP_IOCTL_NOTIF_SEND: Final = 0xC0182101
+#: struct seccomp_notif: id u64, pid u32, flags u32, data {nr s32, arch u32, ip u64, args u64[6]}.
+_NOTIF_FORMAT: Final = "=QIIiIQ6Q"
+#: struct seccomp_notif_resp: id u64, val s64, error s32, flags u32.
+_NOTIF_RESP_FORMAT: Final = "=QqiI"
+
+
+def load_seccomp_listener(program: bytes) -> int:
+    """Set no_new_privs, install ``program`` and return its user-notification listener fd.
+
+    Raises:
+        OSError: the kernel refused (no user notification support, bad program).
+    """
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    result = _libc.syscall(
+        syscall_number("seccomp"),
+        ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
+        ctypes.c_uint(SECCOMP_FILTER_FLAG_NEW_LISTENER),
+        ctypes.byref(fprog),
+    )
+    return _check(int(result), "seccomp listener")
+
+
+def receive_notification(listener: int) -> tuple[int, int, int] | None:
+    """Read one pending notification: (id, pid, syscall number), or None if it went away.
+
+    Raises:
+        OSError: the listener itself failed.
+    """
+    import fcntl
+    import struct
+
+    buffer = bytearray(struct.calcsize(_NOTIF_FORMAT))
+    try:
+        fcntl.ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, buffer)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.EINTR, errno.EAGAIN):
+            return None
+        raise
+    ident, pid, _flags, number, *_rest = struct.unpack(_NOTIF_FORMAT, buffer)
+    return ident, pid, number
+
+
+def answer_notification(listener: int, ident: int, error: int) -> None:
+    """Fail the notified syscall with ``error`` (an errno); a vanished caller is ignored."""
+    import fcntl
+    import struct
+
+    response = bytearray(struct.pack(_NOTIF_RESP_FORMAT, ident, 0, -error, 0))
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, response)
 
 
 def load_seccomp_bpf(program: bytes) -> None:
