@@ -310,10 +310,11 @@ def test_output_cap_holds_under_pty(sb: Sandbox) -> None:
         while proc.poll() is None and time.monotonic() < deadline:
             seen += _drain(master, 0.1)
         kill_tree(proc.pid)
-        proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=10)
         seen += _drain(master, 0.3)
-        assert seen.count(b"o") > 0, "control: output reached the terminal"
-        assert seen.count(b"o") <= 4096, f"{seen.count(b'o')} bytes past --output 4K"
+        context = f"rc={proc.returncode} seen={len(seen)} tail={seen[-80:]!r} err={err[-300:]!r}"
+        assert seen.count(b"o") > 0, f"control: output reached the terminal; {context}"
+        assert seen.count(b"o") <= 4096, f"{seen.count(b'o')} bytes past --output 4K; {context}"
     finally:
         os.close(master)
         os.close(slave)
