@@ -32,7 +32,6 @@ import signal
 import socket
 import termios
 import time
-from pathlib import Path
 from typing import Final, NoReturn
 
 import msgspec
@@ -46,7 +45,7 @@ from glove.container._limits import (
 )
 from glove.container._result import EXIT_SETUP_FAILED
 from glove.container._spec import MAX_PASSED_FD, SandboxSpec
-from glove.container.errors import SandboxSetupError, UnsupportedPlatform
+from glove.container.errors import SandboxSetupError
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._cgroups import CgroupSet, probe_host_limits
 from glove.container.linux._mounts import (
@@ -592,28 +591,3 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     if parent_channel is not None:
         process.notify_channel = parent_channel.detach()
     return process
-
-
-def namespaces_available() -> bool:
-    """Whether this process can create the sandbox's namespaces (for ``glove doctor``)."""
-    pid = os.fork()
-    if pid == 0:
-        code = 0
-        try:
-            sc.unshare(sc.SANDBOX_NAMESPACES)
-        except BaseException:  # noqa: BLE001 - a probe child reports by exit code
-            code = 1
-        os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status) == 0
-
-
-def require_platform() -> None:
-    """Refuse early on a platform without the pieces the sandbox needs.
-
-    Raises:
-        UnsupportedPlatform: not Linux, or no seccomp.
-    """
-    if not Path("/proc/self/ns/user").exists():
-        raise UnsupportedPlatform("user namespaces are not available on this kernel")
-    seccomp_program()

@@ -216,12 +216,3 @@ def syscall_name(number: int) -> str:
             name = str(number)
         _syscall_names[number] = name
     return name
-
-
-def seccomp_available() -> bool:
-    """Whether the filter can be built here (for ``glove doctor``)."""
-    try:
-        seccomp_program()
-    except UnsupportedPlatform:
-        return False
-    return True
