@@ -16,7 +16,6 @@ import contextlib
 import ctypes
 import fcntl
 import os
-import subprocess
 from pathlib import Path
 from typing import Final
 
@@ -77,6 +76,8 @@ def _create_image(spec: Retained) -> None:
         os.ftruncate(fd, spec.size)
     finally:
         os.close(fd)
+    import subprocess  # only root launchers with retained copies need it
+
     argv = [MKFS, "-q", "-F", "-t", "ext4", "-E", f"root_owner={os.geteuid()}:{os.getegid()}"]
     if spec.seed is not None:
         argv += ["-d", spec.seed]
