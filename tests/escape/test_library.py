@@ -43,3 +43,43 @@ def test_library_launch_leaks_no_fds_from_a_busy_process(sb: Sandbox) -> None:
         assert extra == {}, f"launch {i}: fds leaked into the sandbox: {extra}"
         used = {k: v for k, v in report["probes"].items() if "ok" in v}
         assert used == {}, f"launch {i}: host fds usable inside: {used}"
+
+
+RETAINED_SCRIPT = """
+import json, sys
+import msgspec
+from glove.container import Overrides, build_spec, load_profile, run
+from glove.container._spec import Retained
+ws, image = sys.argv[1], sys.argv[2]
+argv = ["/usr/bin/python3", "-I", "-S", "/workspace/probe.py", "read", '{"paths": ["/data/s.txt"]}']
+spec = build_spec(load_profile(None), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws))
+keep = Retained(image=image, target="/data", size=16 * 1024 * 1024, seed=ws + "/seed")
+spec = msgspec.structs.replace(spec, retained=(keep,))
+try:
+    result = run(spec, stdin=0, stdout=1, stderr=2)
+except Exception as exc:
+    print("REFUSED:" + json.dumps(f"{type(exc).__name__}: {exc}"))
+else:
+    print("RESULT:" + json.dumps(result.outcome))
+"""
+
+
+def test_retained_seed_does_not_follow_a_planted_link(sb: Sandbox) -> None:
+    """A retained image is never seeded through a symlink the sandbox planted in its workspace."""
+    secret_dir = Path(tempfile.mkdtemp(prefix="glove-escape-seed-"))
+    image_dir = Path(tempfile.mkdtemp(prefix="glove-escape-img-"))
+    try:
+        (secret_dir / "s.txt").write_text(SECRET)
+        secret_dir.chmod(0o700)  # root-only: nothing the launching user may copy
+        plant = sb.run(["/bin/ln", "-s", str(secret_dir), "/workspace/seed"])
+        assert plant.returncode == 0, plant.describe()
+        sb.give(image_dir)
+        p = sb.host([sb.user.python, "-P", "-c", RETAINED_SCRIPT, str(sb.ws), f"{image_dir}/i.img"])
+        out = p.stdout.decode(errors="replace")
+        assert "REFUSED:" in out or "RESULT:" in out, p.stderr.decode(errors="replace")[-2000:]
+        if not sb.user.is_root:
+            assert "REFUSED:" in out, f"retained copies need a root launcher: {out}"
+        assert SECRET not in out, f"the seed followed the planted link into a host dir: {out}"
+    finally:
+        shutil.rmtree(secret_dir, ignore_errors=True)
+        shutil.rmtree(image_dir, ignore_errors=True)
