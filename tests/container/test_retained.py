@@ -95,3 +95,18 @@ def test_unprivileged_launcher_is_refused(unpriv: Unpriv) -> None:
     assert "REFUSED" in done.stdout, done.stderr
     assert "root launcher" in done.stdout
     assert not Path("/var/tmp/glove-never.img").exists()
+
+
+@root_only
+def test_seed_through_a_symlink_is_refused(base: Path) -> None:
+    """A seed path that is (or goes through) a symlink is refused; no image is left behind."""
+    real = base / "real"
+    real.mkdir()
+    (base / "link").symlink_to(real)
+    item = Retained(
+        image=str(base / "img.ext4"), target="/data", size=SIZE, seed=str(base / "link")
+    )
+    spec = SandboxSpec(argv=("true",), binds=SYSTEM_BINDS, env=ENV, retained=(item,))
+    with pytest.raises(SpecError, match="symlinks are refused"):
+        _run(spec)
+    assert not (base / "img.ext4").exists()

@@ -69,20 +69,48 @@ class PreparedRetained(msgspec.Struct, frozen=True):
     size: int
 
 
-def _create_image(spec: Retained) -> None:
-    fd = os.open(spec.image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600)  # fmt: skip
+def _open_seed(seed: str) -> int:
+    """Open the seed directory without following any link (it may sit in a workspace where
+    a sandbox swapped it for a symlink to a host directory); mkfs then reads that very fd.
+
+    Raises:
+        SpecError: the seed is missing, not a directory, or reached through a symlink.
+    """
     try:
-        os.ftruncate(fd, spec.size)
-    finally:
-        os.close(fd)
+        return sc.openat2(
+            seed,
+            os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC,
+            sc.RESOLVE_NO_SYMLINKS | sc.RESOLVE_NO_MAGICLINKS,
+        )
+    except OSError as exc:
+        raise SpecError(f"retained seed {seed} unusable (symlinks are refused): {exc}") from exc
+
+
+def _create_image(spec: Retained) -> None:
     import subprocess  # only root launchers with retained copies need it
 
-    argv = [MKFS, "-q", "-F", "-t", "ext4", "-E", f"root_owner={os.geteuid()}:{os.getegid()}"]
-    if spec.seed is not None:
-        argv += ["-d", spec.seed]
-    done = subprocess.run([*argv, spec.image], capture_output=True, timeout=MKFS_TIMEOUT_S,
-                          check=False)  # fmt: skip
+    seed_fd = _open_seed(spec.seed) if spec.seed is not None else -1
+    try:
+        fd = os.open(
+            spec.image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        try:
+            os.ftruncate(fd, spec.size)
+        finally:
+            os.close(fd)
+        argv = [MKFS, "-q", "-F", "-t", "ext4", "-E", f"root_owner={os.geteuid()}:{os.getegid()}"]
+        if seed_fd >= 0:
+            argv += ["-d", f"/proc/self/fd/{seed_fd}"]
+        done = subprocess.run(
+            [*argv, spec.image],
+            capture_output=True,
+            timeout=MKFS_TIMEOUT_S,
+            check=False,
+            pass_fds=(seed_fd,) if seed_fd >= 0 else (),
+        )
+    finally:
+        if seed_fd >= 0:
+            os.close(seed_fd)
     if done.returncode != 0:
         with contextlib.suppress(OSError):
             Path(spec.image).unlink()
@@ -156,8 +184,11 @@ def prepare_retained(items: tuple[Retained, ...]) -> list[PreparedRetained]:
                 mount_fd = sc.fsmount_ext4(path)
             finally:
                 os.close(device)
-            prepared.append(PreparedRetained(mount_fd=mount_fd, target=item.target,
-                                             image=item.image, size=item.size))  # fmt: skip
+            prepared.append(
+                PreparedRetained(
+                    mount_fd=mount_fd, target=item.target, image=item.image, size=item.size
+                )
+            )
     except OSError as exc:
         close_retained(prepared)
         raise SandboxSetupError(f"cannot mount retained image: {exc}") from exc
