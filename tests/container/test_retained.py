@@ -110,3 +110,16 @@ def test_seed_through_a_symlink_is_refused(base: Path) -> None:
     with pytest.raises(SpecError, match="symlinks are refused"):
         _run(spec)
     assert not (base / "img.ext4").exists()
+
+
+@root_only
+def test_image_path_through_a_symlink_is_refused(base: Path) -> None:
+    """An image path that goes through a symlinked directory is never created or opened."""
+    target_dir = base / "elsewhere"
+    target_dir.mkdir()
+    (base / "linkdir").symlink_to(target_dir)
+    item = Retained(image=str(base / "linkdir" / "img.ext4"), target="/data", size=SIZE)
+    spec = SandboxSpec(argv=("true",), binds=SYSTEM_BINDS, env=ENV, retained=(item,))
+    _, result = _run(spec)
+    assert result.outcome == "setup_error"  # type: ignore[attr-defined]
+    assert list(target_dir.iterdir()) == []

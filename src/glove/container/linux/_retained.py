@@ -91,9 +91,7 @@ def _create_image(spec: Retained) -> None:
 
     seed_fd = _open_seed(spec.seed) if spec.seed is not None else -1
     try:
-        fd = os.open(
-            spec.image, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
-        )
+        fd = sc.open_no_symlinks(spec.image, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             os.ftruncate(fd, spec.size)
         finally:
@@ -118,6 +116,19 @@ def _create_image(spec: Retained) -> None:
         raise SandboxSetupError(f"cannot build retained image {spec.image}: {message}")
 
 
+def _exists_no_symlinks(image: str) -> bool:
+    """Whether ``image`` exists, reached without any symlink.
+
+    Raises:
+        OSError: ELOOP when a symlink is on the way (never followed).
+    """
+    try:
+        os.close(sc.open_no_symlinks(image, os.O_PATH))
+    except FileNotFoundError:
+        return False
+    return True
+
+
 def _attach_loop(image: str) -> tuple[int, str]:
     """Attach ``image`` to a free loop device (autoclear); return its open fd and path."""
     control = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
@@ -127,7 +138,7 @@ def _attach_loop(image: str) -> tuple[int, str]:
         os.close(control)
     path = f"/dev/loop{number}"
     device = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-    backing = os.open(image, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    backing = sc.open_no_symlinks(image, os.O_RDWR)
     try:
         config = _LoopConfig(fd=backing, block_size=0)
         config.info.lo_flags = LO_FLAGS_AUTOCLEAR
@@ -141,7 +152,9 @@ def _attach_loop(image: str) -> tuple[int, str]:
 
 
 def _inside(path: str, tree: str) -> bool:
-    path, tree = os.path.realpath(path), os.path.realpath(tree)
+    # Compared as written (normalized, links not resolved): a path that reaches a writable
+    # tree only through a link is refused as well, since opening it follows no links.
+    path, tree = os.path.normpath(path), os.path.normpath(tree)
     return path == tree or path.startswith(tree.rstrip("/") + "/")
 
 
@@ -177,7 +190,7 @@ def prepare_retained(items: tuple[Retained, ...]) -> list[PreparedRetained]:
     prepared: list[PreparedRetained] = []
     try:
         for item in items:
-            if not Path(item.image).exists():
+            if not _exists_no_symlinks(item.image):
                 _create_image(item)
             device, path = _attach_loop(item.image)
             try:

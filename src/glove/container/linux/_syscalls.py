@@ -254,6 +254,25 @@ def openat2(path: str, flags: int, resolve: int, dir_fd: int = -100) -> int:
     return _check(int(result), f"open {path}")
 
 
+def open_no_symlinks(path: str, flags: int, mode: int = 0o600) -> int:
+    """``open`` with ``RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS`` (any link: ELOOP).
+
+    Raises:
+        OSError: ELOOP when a symlink is met, or any open error.
+    """
+    creating = flags & (os.O_CREAT | os.O_TMPFILE)
+    how = _OpenHow(
+        flags=flags | os.O_CLOEXEC,
+        mode=mode if creating else 0,  # openat2 refuses a mode it would not use
+        resolve=RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    )
+    number = syscall_number("openat2")
+    result = _libc.syscall(
+        number, ctypes.c_int(-100), _b(path), ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how))
+    )
+    return _check(int(result), f"open {path}")
+
+
 def create_file_no_symlinks(path: str, mode: int = 0o644) -> int:
     """Create or truncate ``path`` for writing, refusing any symlink on the way.
 
@@ -344,16 +363,44 @@ def fsmount_ext4(device: str) -> int:
     )
     try:
         number = syscall_number("fsconfig")
-        _check(int(_libc.syscall(number, ctypes.c_int(fs_fd), ctypes.c_uint(FSCONFIG_SET_STRING),
-                                 b"source", _b(device), ctypes.c_int(0))),
-               "fsconfig source")  # fmt: skip
-        _check(int(_libc.syscall(number, ctypes.c_int(fs_fd), ctypes.c_uint(FSCONFIG_CMD_CREATE),
-                                 None, None, ctypes.c_int(0))),
-               "fsconfig create")  # fmt: skip
+        _check(
+            int(
+                _libc.syscall(
+                    number,
+                    ctypes.c_int(fs_fd),
+                    ctypes.c_uint(FSCONFIG_SET_STRING),
+                    b"source",
+                    _b(device),
+                    ctypes.c_int(0),
+                )
+            ),
+            "fsconfig source",
+        )
+        _check(
+            int(
+                _libc.syscall(
+                    number,
+                    ctypes.c_int(fs_fd),
+                    ctypes.c_uint(FSCONFIG_CMD_CREATE),
+                    None,
+                    None,
+                    ctypes.c_int(0),
+                )
+            ),
+            "fsconfig create",
+        )
         attrs = ctypes.c_uint(MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV)
-        return _check(int(_libc.syscall(syscall_number("fsmount"), ctypes.c_int(fs_fd),
-                                        ctypes.c_uint(FSMOUNT_CLOEXEC), attrs)),
-                      "fsmount")  # fmt: skip
+        return _check(
+            int(
+                _libc.syscall(
+                    syscall_number("fsmount"),
+                    ctypes.c_int(fs_fd),
+                    ctypes.c_uint(FSMOUNT_CLOEXEC),
+                    attrs,
+                )
+            ),
+            "fsmount",
+        )
     finally:
         os.close(fs_fd)
 
