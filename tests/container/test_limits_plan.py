@@ -135,6 +135,8 @@ def test_out_of_range_limits_are_rejected(kwargs: dict[str, float]) -> None:
         {"source": "/x", "target": "/proc/x"},
         {"source": "/x", "target": "/dev"},
         {"source": "/x", "target": "/tmp/a"},
+        {"source": "/x", "target": "//proc"},
+        {"source": "/x", "target": "/a/../dev/x"},
     ],
 )
 def test_bad_binds_are_rejected(bind: dict[str, str]) -> None:

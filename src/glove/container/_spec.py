@@ -22,6 +22,11 @@ MAX_PASSED_FD: Final = 255
 BindMode = Literal["ro", "rw"]
 
 
+def normalize_inside(path: str) -> str:
+    """Normalize an absolute sandbox path, collapsing the leading ``//`` POSIX keeps."""
+    return "/" + posixpath.normpath(path).lstrip("/")
+
+
 class Bind(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A host path made visible inside the sandbox.
 
@@ -61,8 +66,8 @@ class Bind(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     @property
     def destination(self) -> str:
-        """The normalized path inside the sandbox."""
-        return posixpath.normpath(self.target or self.source)
+        """The normalized path inside the sandbox (``//proc`` is ``/proc``)."""
+        return normalize_inside(self.target or self.source)
 
 
 #: Smallest retained image (ext4 needs room for its metadata and journal).
@@ -146,8 +151,14 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise SpecError("command arguments must not contain NUL bytes")
         if self.workspace is not None and not self.workspace.startswith("/"):
             raise SpecError(f"workspace must be an absolute path: {self.workspace!r}")
-        if not self.workspace_target.startswith("/") or self.workspace_target == "/":
+        target = normalize_inside(self.workspace_target)
+        if not self.workspace_target.startswith("/") or target == "/":
             raise SpecError(f"bad workspace target: {self.workspace_target!r}")
+        for reserved in RESERVED_TARGETS:
+            if target == reserved or target.startswith(reserved + "/"):
+                raise SpecError(
+                    f"workspace target {target!r} is inside the sandbox-owned {reserved}"
+                )
         if self.cwd is not None and not self.cwd.startswith("/"):
             raise SpecError(f"cwd must be an absolute path inside: {self.cwd!r}")
         for key, value in self.env.items():
