@@ -58,6 +58,7 @@ async def _glove_run(
     options: tuple[str, ...] = (),
     launcher: tuple[str, ...] = (PYTHON,),
     probe: Callable[[], Awaitable[None]] | None = None,
+    venv: Path = REPO / ".venv",
 ) -> tuple[int, bytes, bytes]:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
@@ -72,10 +73,10 @@ async def _glove_run(
         "--workspace",
         str(workspace),
         "--bind",
-        str(REPO / ".venv"),
+        str(venv),
         *options,
         "--",
-        str(REPO / ".venv" / "bin" / "python"),
+        str(venv / "bin" / "python"),
         "/workspace/sandboxed_agent.py",
         *extra,
         stdout=asyncio.subprocess.PIPE,
@@ -138,12 +139,19 @@ async def test_npm_upstream_inside_the_sandbox(tmp_path: Path) -> None:
     assert not [cmd for cmd in report["processes"] if "mcp-server-everything" in cmd]
 
 
+def _readable_sdk_server(folder: Path, unpriv: Unpriv, mode: str) -> list[str]:
+    """The SDK fixture server as the test user can run it (the work tree may be 0700)."""
+    shutil.copy(FIXTURES / "sdk_server.py", folder)
+    return [unpriv.python, str(folder / "sdk_server.py"), mode]
+
+
 async def test_unprivileged_user_runs_a_mediated_agent(unpriv: Unpriv) -> None:
     """As the unprivileged test user, the sandboxed agent still reaches only the mediated tools."""
     folder = Path(tempfile.mkdtemp(prefix="glove-mcp-run-", dir="/var/tmp"))
     try:
         log = folder / "calls"
-        upstream = {"command": sdk_server("echo"), "env": {"GLOVE_TEST_CALL_LOG": str(log)}}
+        server = _readable_sdk_server(folder, unpriv, "echo")
+        upstream = {"command": server, "env": {"GLOVE_TEST_CALL_LOG": str(log)}}
         write_config(folder, {"echo": upstream}, POLICY)
         (folder / "ws").mkdir()
         if os.getuid() == 0:
@@ -151,7 +159,10 @@ async def test_unprivileged_user_runs_a_mediated_agent(unpriv: Unpriv) -> None:
                 os.chown(path, unpriv.uid, unpriv.gid)
         launcher = tuple(unpriv.command(unpriv.python))
         options = ("--accept-weaker", "all")
-        code, out, err = await _glove_run(folder, str(log), options=options, launcher=launcher)
+        venv = Path(unpriv.python).parent.parent
+        code, out, err = await _glove_run(
+            folder, str(log), options=options, launcher=launcher, venv=venv
+        )
         assert code == 0, err.decode()
         report = json.loads(out)
         assert report["tools"] == ["echo__echo"]
@@ -221,7 +232,7 @@ async def _forks_under(
     return int(out)
 
 
-def _prepare_forks(folder: Path) -> Path:
+def _prepare_forks(folder: Path, server: list[str] | None = None) -> Path:
     """Write the PID-capped profile, the fork counter and a mediator config into ``folder``."""
     default = REPO / "src" / "glove" / "container" / "profiles" / "default.toml"
     text = default.read_text()
@@ -229,7 +240,7 @@ def _prepare_forks(folder: Path) -> Path:
     (folder / "pids.toml").write_text(text.replace("pids = 1024", f"pids = {PIDS_LIMIT}"))
     (folder / "ws").mkdir(exist_ok=True)
     (folder / "ws" / "forks.py").write_text(FORKS)
-    return write_config(folder, {"echo": {"command": sdk_server("echo")}}, POLICY)
+    return write_config(folder, {"echo": {"command": server or sdk_server("echo")}}, POLICY)
 
 
 async def test_the_relay_takes_one_pid_of_the_sessions_limit(tmp_path: Path) -> None:
@@ -244,7 +255,7 @@ async def test_the_relay_takes_one_pid_as_the_unprivileged_user(unpriv: Unpriv) 
     """With the per-user PID mechanism of an unprivileged launcher, the relay still counts."""
     folder = Path(tempfile.mkdtemp(prefix="glove-mcp-pids-", dir="/var/tmp"))
     try:
-        config = _prepare_forks(folder)
+        config = _prepare_forks(folder, _readable_sdk_server(folder, unpriv, "echo"))
         if os.getuid() == 0:
             for path in (folder, *folder.rglob("*")):
                 os.chown(path, unpriv.uid, unpriv.gid)
