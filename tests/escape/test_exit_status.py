@@ -125,3 +125,23 @@ def test_unusable_json_status_fd_fails_before_running(sb: Sandbox) -> None:
     )
     assert res.returncode == 125, f"status fd 97 is closed, yet: {res.describe()}"
     assert not (sb.ws / "ran").exists(), "the command ran although its result cannot be written"
+
+
+def test_denied_syscalls_are_reported(sb: Sandbox) -> None:
+    """A denied call (ptrace) made inside shows up in the result's denial report."""
+    res = sb.run(sb.probe_cmd("seccomp", {"names": ["ptrace_traceme", "getpid"]}))
+    assert res.returncode == 0, res.describe()
+    assert res.probe()["ptrace_traceme"] == {"errno": "EPERM"}, "control: ptrace was denied"
+    assert res.status is not None
+    denied = res.status.get("denied_syscalls") or {}
+    assert any("ptrace" in str(k) for k in denied), f"no report of the denial: {res.status}"
+
+
+def test_denial_flood_does_not_stall_the_supervisor(sb: Sandbox) -> None:
+    """Processes hammering a denied syscall cannot keep glove from ending them at the wall limit."""
+    res = sb.run(
+        sb.probe_cmd("deny-flood", {"procs": 8, "seconds": 60}), ["--wall-time", "2"], timeout=60
+    )
+    assert res.elapsed_s < 12, f"glove took {res.elapsed_s:.1f}s under a denial flood"
+    assert res.status is not None
+    assert res.status["outcome"] == "limit", res.describe()

@@ -872,6 +872,20 @@ def cmd_kill_all(arg: dict[str, Any]) -> object:
     return {"kill_minus_one": result, "child_signal": os.WTERMSIG(status)}
 
 
+def cmd_deny_flood(arg: dict[str, Any]) -> object:
+    """Hammer a denied syscall (ptrace) from several processes until killed or ``seconds``."""
+    procs = int(arg.get("procs", 4))
+    until = time.monotonic() + float(arg.get("seconds", 30))
+    for _ in range(procs - 1):
+        if os.fork() == 0:
+            break
+    calls = 0
+    while time.monotonic() < until:
+        libc.syscall(ctypes.c_long(101), ctypes.c_long(0), 0, 0, 0)  # ptrace(TRACEME)
+        calls += 1
+    return {"calls": calls}
+
+
 def cmd_exit(arg: dict[str, Any]) -> object:
     """Exit with a code or die by a signal."""
     if "signal" in arg:
@@ -1007,6 +1021,7 @@ def cmd_output(arg: dict[str, Any]) -> object:
 
 COMMANDS: dict[str, Callable[[dict[str, Any]], object]] = {
     "cpu": cmd_cpu,
+    "deny-flood": cmd_deny_flood,
     "dev": cmd_dev,
     "env": cmd_env,
     "exit": cmd_exit,
