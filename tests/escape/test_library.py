@@ -3,11 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
 import tempfile
 from pathlib import Path
 
-from tests.escape._harness import PROBES_DIR, Sandbox
+from tests.escape._harness import (
+    PROBES_DIR,
+    Sandbox,
+    glove_pid,
+    host_pids_with,
+    kill_marked,
+    kill_tree,
+    wait_until,
+)
 
 LAUNCHES = 6
 SECRET = "glove-library-secret"
@@ -83,3 +94,41 @@ def test_retained_seed_does_not_follow_a_planted_link(sb: Sandbox) -> None:
     finally:
         shutil.rmtree(secret_dir, ignore_errors=True)
         shutil.rmtree(image_dir, ignore_errors=True)
+
+
+HOLDER_SCRIPT = """
+import json, sys, threading
+from glove.container import Overrides, build_spec, load_profile, run
+ws, arg = sys.argv[1], sys.argv[2]
+argv = ["/usr/bin/python3", "-I", "-S", "/workspace/probe.py", "spawn", arg]
+spec = build_spec(load_profile(None), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws))
+# Like the daemon: the launch happens on a worker thread while the main thread lives on.
+worker = threading.Thread(target=run, args=(spec,), kwargs={"stdin": 0, "stdout": 1, "stderr": 2})
+worker.start()
+worker.join()
+"""
+
+
+def test_library_caller_killed_leaves_nothing(sb: Sandbox) -> None:
+    """kill -9 of a process that launched through the library (from a thread) kills the tree."""
+    marker = sb.marker("libdwp")
+    arg = json.dumps({"marker": marker, "ready": "/workspace/ready", "then": "sleep"})
+    proc = subprocess.Popen(
+        sb.user.argv([sb.user.python, "-P", "-c", HOLDER_SCRIPT, str(sb.ws), arg]),
+        cwd=sb.ws,
+        env=sb.host_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        assert wait_until((sb.ws / "ready").exists, 30), "control: the sandbox started"
+        assert wait_until(lambda: len(host_pids_with(marker)) >= 4, 5), host_pids_with(marker)
+        os.kill(glove_pid(sb, proc.pid), signal.SIGKILL)
+        assert wait_until(lambda: not host_pids_with(marker), 5), (
+            f"survived the library caller's death: {host_pids_with(marker)}"
+        )
+    finally:
+        kill_tree(proc.pid)
+        proc.wait(timeout=10)
+        kill_marked(marker)
