@@ -132,3 +132,31 @@ def test_library_caller_killed_leaves_nothing(sb: Sandbox) -> None:
         kill_tree(proc.pid)
         proc.wait(timeout=10)
         kill_marked(marker)
+
+
+THREAD_EXIT_SCRIPT = """
+import threading
+from glove.container import Overrides, build_spec, load_profile, launch
+ws = __import__("sys").argv[1]
+argv = ["/bin/sh", "-c", "sleep 1; touch /workspace/done"]
+spec = build_spec(load_profile(None), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws))
+box = {}
+t = threading.Thread(target=lambda: box.update(p=launch(spec)))
+t.start()
+t.join()  # the launching thread is gone; the sandbox must not care
+print("STATUS:", box["p"].wait())
+box["p"].close()
+"""
+
+
+def test_sandbox_outlives_the_thread_that_launched_it(sb: Sandbox) -> None:
+    """launch() from a short-lived thread: the sandbox runs to its own end, not SIGKILL.
+
+    PR_SET_PDEATHSIG fires when the parent *thread* exits; a daemon launching from executor
+    threads must not lose sandboxes when such a thread goes away.
+    """
+    p = sb.host([sb.user.python, "-P", "-c", THREAD_EXIT_SCRIPT, str(sb.ws)])
+    out = p.stdout.decode(errors="replace")
+    assert "STATUS:" in out, p.stderr.decode(errors="replace")[-2000:]
+    status = out.split("STATUS:", 1)[1].strip()
+    assert (sb.ws / "done").exists(), f"the sandbox died with its launching thread (init {status})"
