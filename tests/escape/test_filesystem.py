@@ -87,6 +87,25 @@ def test_paths_outside_the_binds_are_unreadable(sb: Sandbox, host_secret: Path) 
     assert leaks == {}, f"readable from inside: {leaks}"
 
 
+@pytest.fixture
+def host_private_key(sb: Sandbox) -> Iterator[Path]:
+    """A root-only 'private key' in the host's /etc/ssl/private for one test."""
+    key = Path(f"/etc/ssl/private/glove-escape-{sb.tag}.key")
+    if not key.parent.is_dir():
+        key.parent.mkdir(mode=0o700, parents=True)
+    key.write_text(SECRET)
+    key.chmod(0o600)
+    yield key
+    key.unlink(missing_ok=True)
+
+
+def test_host_private_keys_are_not_exposed(sb: Sandbox, host_private_key: Path) -> None:
+    """Root-only TLS keys under /etc/ssl/private stay unreadable, even for a root launcher."""
+    assert host_private_key.read_text() == SECRET, "control: the key exists on the host"
+    report = sb.probe("read", {"paths": [str(host_private_key)]})
+    assert "ok" not in report[str(host_private_key)], f"host private key readable: {report}"
+
+
 def test_read_only_mounts_refuse_writes(sb: Sandbox) -> None:
     """Every mount except the workspace and scratch tmpfs refuses file creation."""
     report = sb.probe(
