@@ -14,6 +14,7 @@ import pytest
 from glove.container import (
     Bind,
     Limits,
+    SandboxProcess,
     SandboxSpec,
     build_spec,
     launch,
@@ -240,3 +241,25 @@ async def test_cancelling_run_async_kills_the_sandbox(workspace: Path) -> None:
             await task
     left = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
     assert left.stdout == b""
+
+
+def test_sandbox_outlives_the_launching_thread(workspace: Path) -> None:
+    """A sandbox launched from a thread that then ends keeps running until killed."""
+    spec = SandboxSpec(argv=("sleep", "30"), binds=SYSTEM_BINDS, workspace=str(workspace), env=ENV)
+    launched: list[object] = []
+    with open(os.devnull, "wb") as null:
+        thread = threading.Thread(
+            target=lambda: launched.append(launch(spec, (null.fileno(),) * 3))
+        )
+        thread.start()
+        thread.join()
+    process = launched[0]
+    assert isinstance(process, SandboxProcess)
+    try:
+        import time
+
+        time.sleep(0.5)
+        assert process.poll() is None  # the launching thread is gone, the sandbox is not
+    finally:
+        process.close()
+    assert process.reaped_status is not None

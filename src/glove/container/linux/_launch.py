@@ -13,7 +13,9 @@ Process shape::
 The init stays as a minimal reaper so the command is never pid 1 (a pid-1 command would be
 immune to its own ``kill -9 $$``) and reports the command's fate on the status pipe. When
 the init exits the kernel kills everything left in the pid namespace; when the launcher dies
-the init gets SIGKILL (``PR_SET_PDEATHSIG``, plus EOF on the go pipe before release).
+the init exits too: before release it sees EOF on the go pipe, after it watches a pidfd of
+the launcher *process* (``PR_SET_PDEATHSIG`` would fire when the launching *thread* exits,
+which kills sandboxes launched from a worker thread that ends before they do).
 
 ``clone3`` runs through ``ctypes.PyDLL`` with the GIL held and the interpreter's fork hooks,
 so a multi-threaded asyncio process can launch directly. Where clone3 is unavailable
@@ -28,6 +30,7 @@ import errno
 import fcntl
 import os
 import resource
+import select
 import signal
 import socket
 import termios
@@ -100,6 +103,7 @@ class LaunchContext(msgspec.Struct, frozen=True):
     last_cap: int
     go_read: int
     status_write: int
+    launcher_pidfd: int
     retained: tuple[tuple[str, int], ...] = ()
     notify_channel: int = -1
     seccomp_notify_bpf: bytes | None = None
@@ -338,7 +342,7 @@ def _forward(cmd_pid: int) -> None:
 
 def _keep_only_needed_fds(ctx: LaunchContext) -> None:
     """Close every fd the init inherited from the launcher except the ones it still needs."""
-    kept = {ctx.status_write, *ctx.stdio, *ctx.spec.pass_fds.values()}
+    kept = {ctx.status_write, ctx.launcher_pidfd, *ctx.stdio, *ctx.spec.pass_fds.values()}
     if ctx.notify_channel >= 0:
         kept.add(ctx.notify_channel)
     _close_all_except(kept)
@@ -383,7 +387,6 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
     """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
     status = ctx.status_write
     try:
-        sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
         for signum in FORWARDED_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
         if handshake and os.read(ctx.go_read, 1) != GO_BYTE:
@@ -407,11 +410,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
             with contextlib.suppress(OSError):
                 os.close(fd)
         _report(status, failure or "started")
-        wait_status = 0
-        while command is not None:
-            pid, wait_status = os.waitpid(-1, 0)
-            if pid == command:
-                break
+        wait_status = _reap_until(command, ctx.launcher_pidfd) if command is not None else 0
         if not failure:
             if os.WIFSIGNALED(wait_status):
                 _report(status, f"signal {os.WTERMSIG(wait_status)}")
@@ -449,12 +448,36 @@ def _write_id_maps(pid: int) -> None:
     _write_file(f"/proc/{pid}/gid_map", f"{gid} {gid} 1\n")
 
 
+def _reap_until(child: int, launcher_pidfd: int) -> int:
+    """Reap children (orphans included) until ``child`` exits; return its wait status.
+
+    Exits at once, taking the whole pid namespace with it, if the launcher process is gone.
+    """
+    wake_read, wake_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    signal.set_wakeup_fd(wake_write)
+    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
+    while True:
+        while True:
+            try:
+                pid, wait_status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                pid = 0
+            if pid == 0:
+                break
+            if pid == child:
+                return wait_status
+        ready, _, _ = select.select([wake_read, launcher_pidfd], [], [])
+        if launcher_pidfd in ready:
+            os._exit(EXIT_SETUP_FAILED)  # nobody supervises us any more: end the sandbox
+        with contextlib.suppress(BlockingIOError):
+            os.read(wake_read, 4096)
+
+
 def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
     """fork, unshare, fork: the fallback when clone3 is unavailable."""
     pid = os.fork()
     if pid == 0:
         try:
-            sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
             sc.unshare(sc.SANDBOX_NAMESPACES)
             _report(ctx.status_write, "unshared")
             if os.read(ctx.go_read, 1) != GO_BYTE:
@@ -463,7 +486,7 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
             if init == 0:
                 _init_main(ctx, handshake=False)
             os.close(ctx.status_write)
-            _, status = os.waitpid(init, 0)
+            status = _reap_until(init, ctx.launcher_pidfd)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
             _report(ctx.status_write, f"setup {type(exc).__name__}: {exc}")
@@ -521,6 +544,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         else (None, None)
     )
     cgroups: CgroupSet | None = None
+    launcher_pidfd = os.pidfd_open(os.getpid())  # the init's lifeline to this process
     go_read, go_write = os.pipe2(os.O_CLOEXEC)
     status_read, status_write = os.pipe2(os.O_CLOEXEC)
     ctx = LaunchContext(
@@ -535,6 +559,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         last_cap=sc.cap_last_cap(),
         go_read=go_read,
         status_write=status_write,
+        launcher_pidfd=launcher_pidfd,
     )
     pid = pidfd = -1
     started = time.monotonic()
@@ -577,7 +602,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
             raise SandboxSetupError(f"cannot set up the sandbox: {exc}") from exc
         raise
     finally:
-        for fd in (go_read, go_write, status_write):
+        for fd in (go_read, go_write, status_write, launcher_pidfd):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)
