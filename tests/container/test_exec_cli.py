@@ -96,10 +96,13 @@ def test_root_is_minimal_and_read_only(glove_exec: GloveExec) -> None:
 
 def test_etc_is_an_allowlist(glove_exec: GloveExec) -> None:
     """Secrets under /etc are not visible; the files programs need are."""
-    done = glove_exec.sh("ls /etc")
-    names = set(done.stdout.split())
+    done = glove_exec.sh("ls /etc; echo --; ls /etc/ssl")
+    etc, ssl = done.stdout.split("--")
+    names = set(etc.split())
     assert "passwd" in names
     assert not {"shadow", "gshadow", "sudoers", "ssh", "machine-id"} & names
+    assert "certs" in ssl.split()
+    assert "private" not in ssl.split()  # host TLS keys (a root sandbox is host uid 0)
 
 
 def test_workspace_read_only_mode(glove_exec: GloveExec) -> None:
