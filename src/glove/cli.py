@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import importlib
 import sys
-
-import typer
+from typing import TYPE_CHECKING
 
 from glove._version import __version__
+
+if TYPE_CHECKING:
+    import typer
 
 # Command families: the top-level command each module registers, in the order
 # ``glove --help`` lists them. A module is listed here only once its commands work end to
@@ -29,7 +31,14 @@ _COMMAND_MODULES = {
 }
 
 
+# Commands whose module parses its own arguments (``main(argv) -> int``): run without
+# building the typer app at all, because they sit on a launch hot path.
+_FAST_COMMANDS = {"exec": "glove.run.exec_cli"}
+
+
 def _version_callback(value: bool) -> None:
+    import typer
+
     if value:
         typer.echo(f"glove {__version__}")
         raise typer.Exit
@@ -40,6 +49,8 @@ def build_app(only: str | None = None) -> typer.Typer:
 
     With ``only`` naming a registered command, just that command's module is imported.
     """
+    import typer
+
     app = typer.Typer(
         name="glove",
         help="Contain AI coding agents: sandbox, MCP mediation, audit and receipts.",
@@ -70,6 +81,8 @@ def build_app(only: str | None = None) -> typer.Typer:
 def main() -> None:
     """Entry point of the ``glove`` console script."""
     args = sys.argv[1:]
+    if args and args[0] in _FAST_COMMANDS:
+        sys.exit(importlib.import_module(_FAST_COMMANDS[args[0]]).main(args[1:]))
     build_app(only=args[0] if args else None)()
 
 
