@@ -37,7 +37,7 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
     code, checks = _doctor([*prefix, python])
     assert set(checks) == {
         "user_namespaces", "seccomp", "landlock", "cgroups", "legacy_tiocsti", "fuse",
-        "pidfd_clone3",
+        "pidfd_clone3", "limits", "sandbox_self_test",
     }  # fmt: skip
     userns = _independent_userns(prefix)
     assert (checks["user_namespaces"]["status"] == "ok") is userns
@@ -47,6 +47,11 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
         ln for ln in Path("/proc/self/status").read_text().splitlines() if ln.startswith("Seccomp")
     ]
     assert (checks["seccomp"]["status"] == "ok") is bool(seccomp_line)
+    # The end-to-end launch works on this machine for both users, and the limit report
+    # names a mechanism for each of the six limits.
+    assert checks["sandbox_self_test"]["status"] == "ok"
+    for limit in ("wall_time", "cpu_time", "memory", "pids", "disk", "output"):
+        assert f"{limit}: " in str(checks["limits"]["detail"])
     required_ok = all(c["status"] != "fail" for c in checks.values() if c["required"])
     assert (code == 0) is required_ok
 
@@ -74,3 +79,16 @@ def test_human_output_explains_and_exits_zero_when_required_pass() -> None:
     assert out.stdout.rstrip().endswith(
         "all required checks passed" if out.returncode == 0 else "a required check FAILED"
     )
+
+
+def test_doctor_names_the_weaker_memory_mechanism_for_the_test_user(unpriv: Unpriv) -> None:
+    """Where no memory controller belongs to the test user, its memory limit is weaker."""
+    _, checks = _doctor([*unpriv.command(), unpriv.python])
+    v1_memory = Path("/sys/fs/cgroup/memory")
+    unified = Path("/sys/fs/cgroup/unified/cgroup.controllers")
+    v2_memory = unified.exists() and "memory" in unified.read_text().split()
+    if not v2_memory and (not v1_memory.exists() or v1_memory.stat().st_uid != unpriv.uid):
+        assert checks["limits"]["status"] == "warn"
+        assert "memory" in str(checks["limits"]["summary"])
+    else:
+        assert "memory: cgroup" in str(checks["limits"]["detail"])

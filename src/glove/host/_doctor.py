@@ -311,6 +311,52 @@ def check_pidfd_clone3() -> Check:
     )
 
 
+def check_limits() -> Check:
+    """Which mechanism enforces each of the six limits here, or why it is refused."""
+    from glove.container import limit_support, probe_host_limits
+
+    support = limit_support(probe_host_limits())
+    parts = []
+    weaker = []
+    for name, s in support.items():
+        if s.full:
+            parts.append(f"{name}: {s.mechanism}")
+        elif s.mechanism is not None:
+            parts.append(f"{name}: {s.mechanism} only with --accept-weaker ({s.reason})")
+            weaker.append(name)
+        else:
+            parts.append(f"{name}: refused ({s.reason})")
+            weaker.append(name)
+    if not weaker:
+        return Check("limits", "ok", False, "all six limits enforceable", detail="; ".join(parts))
+    return Check(
+        "limits",
+        "warn",
+        required=False,
+        summary=f"{', '.join(weaker)}: only a weaker per-process mechanism, or none",
+        detail="; ".join(parts),
+        fix="delegate cgroup controllers to this user (see the cgroups check), or pass "
+        "--accept-weaker LIMIT to accept the per-process mechanism",
+    )
+
+
+def check_sandbox_self_test() -> Check:
+    """Launch /bin/true in a default-profile sandbox: the whole perimeter, end to end."""
+    from glove.container import self_test
+
+    worked, detail = self_test()
+    if worked:
+        return Check("sandbox_self_test", "ok", True, detail)
+    return Check(
+        "sandbox_self_test",
+        "fail",
+        required=True,
+        summary="a default-profile sandbox could not run /bin/true",
+        detail=detail,
+        fix="see the failed checks above; the detail names the step that failed",
+    )
+
+
 CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_user_namespaces,
     check_seccomp,
@@ -319,6 +365,8 @@ CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_tiocsti,
     check_fuse,
     check_pidfd_clone3,
+    check_limits,
+    check_sandbox_self_test,
 )
 
 
