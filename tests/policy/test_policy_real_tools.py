@@ -108,7 +108,10 @@ def _write_config(folder: Path, command: list[str], policy: str) -> Path:
     return config
 
 
-async def test_pins_from_a_real_tools_list_hold_through_the_mediator(tmp_path: Path) -> None:
+@pytest.mark.parametrize("full", [False, True], ids=["schema-pins", "full-definition-pins"])
+async def test_pins_from_a_real_tools_list_hold_through_the_mediator(
+    tmp_path: Path, full: bool
+) -> None:
     """Matching pins list and call; a pin that differs hides the tool and blocks its call."""
     root = tmp_path / "root"
     root.mkdir()
@@ -118,8 +121,13 @@ async def test_pins_from_a_real_tools_list_hold_through_the_mediator(tmp_path: P
     names = {tool["name"] for tool in tools}
     assert {"read_text_file", "create_directory", "list_allowed_directories"} <= names
 
-    pinned = _glove_policy("pin", "-", "--upstream", "fs", stdin=json.dumps({"tools": tools}))
+    extra = ["--full"] if full else []
+    pinned = _glove_policy(
+        "pin", "-", "--upstream", "fs", *extra, stdin=json.dumps({"tools": tools})
+    )
     assert pinned.returncode == 0, pinned.stderr
+    # Without --full the whole-definition digest is only shown, commented out.
+    assert ("\ndefinition_sha256 = " in pinned.stdout) is full
     assert pinned.stdout.count("[[tools]]") == len(tools)
     # The reviewed create_directory differs from what the server now advertises: a rug pull.
     rules = pinned.stdout.split("[[tools]]\n")

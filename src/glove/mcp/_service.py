@@ -119,7 +119,7 @@ def _definition_factory() -> Callable[[ToolInfo], Any]:
     from glove.policy import ToolDefinition
 
     def definition_of(info: ToolInfo) -> Any:
-        return ToolDefinition(info.name, info.description, info.input_schema)
+        return ToolDefinition(info.name, info.description, info.input_schema, raw=info.raw)
 
     return definition_of
 
