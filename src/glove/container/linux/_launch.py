@@ -227,6 +227,19 @@ def _apply_rlimits(plans: dict[str, LimitPlan]) -> None:
             resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
 
 
+def _enter_command_context(ctx: LaunchContext) -> None:
+    """What the command inherits from its parent: working directory, rlimits, OOM score.
+
+    Runs in the command's own process (fork path) or in the init just before posix_spawn.
+    """
+    os.chdir(ctx.spec.working_directory)
+    _apply_rlimits(ctx.plans)
+    with contextlib.suppress(OSError):
+        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
+        os.write(fd, COMMAND_OOM_SCORE_ADJ)
+        os.close(fd)
+
+
 def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:
     """Become the command (pid 2). Never returns."""
     spec = ctx.spec
@@ -241,12 +254,7 @@ def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:
         mapping = {0: ctx.stdio[0], 1: ctx.stdio[1], 2: ctx.stdio[2], **spec.pass_fds}
         _place_fds(mapping)
         _close_all_except({*mapping, exec_write})
-        os.chdir(spec.working_directory)
-        _apply_rlimits(ctx.plans)
-        with contextlib.suppress(OSError):
-            fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
-            os.write(fd, COMMAND_OOM_SCORE_ADJ)
-            os.close(fd)
+        _enter_command_context(ctx)
     except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
         _report(exec_write, f"setup {exc}")
         os._exit(EXIT_SETUP_FAILED)
@@ -293,12 +301,7 @@ def _spawn_command(ctx: LaunchContext) -> tuple[int | None, str]:
     of the init is close-on-exec. Returns the pid, or None and the failure line.
     """
     spec = ctx.spec
-    os.chdir(spec.working_directory)
-    _apply_rlimits(ctx.plans)
-    with contextlib.suppress(OSError):
-        fd = os.open("/proc/self/oom_score_adj", os.O_WRONLY | os.O_CLOEXEC)
-        os.write(fd, COMMAND_OOM_SCORE_ADJ)
-        os.close(fd)
+    _enter_command_context(ctx)
     mapping = {0: ctx.stdio[0], 1: ctx.stdio[1], 2: ctx.stdio[2], **spec.pass_fds}
     staged = {target: _dup_above_targets(source) for target, source in mapping.items()}
     actions = [(os.POSIX_SPAWN_DUP2, temp, target) for target, temp in staged.items()]
