@@ -268,3 +268,43 @@ async def test_the_relay_takes_one_pid_as_the_unprivileged_user(unpriv: Unpriv) 
         assert 0 < behind_relay == alone - 1
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+CRASHING_AGENT = """
+import asyncio, os, time
+from mcp import Client, StdioServerParameters
+
+async def main():
+    params = StdioServerParameters(command=os.environ["GLOVE_MCP_COMMAND"], args=[], env={})
+    async with Client(params) as client:
+        await client.call_tool("echo__crash", {})
+
+try:
+    asyncio.run(main())
+except BaseException:
+    pass
+time.sleep(60)  # an agent that would outlive its mediation if nothing stopped it
+"""
+
+
+async def test_a_failed_mediation_stops_the_running_agent(tmp_path: Path) -> None:
+    """One strike: an upstream that dies ends the session, and the agent with it (exit 124)."""
+    log = tmp_path / "calls"
+    upstream = {"command": sdk_server("echo"), "env": {"GLOVE_TEST_CALL_LOG": str(log)}}
+    write_config(tmp_path, {"echo": upstream}, 'version = 1\n\n[[tools]]\nname = "echo__*"\n')
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "agent.py").write_text(CRASHING_AGENT)
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    proc = await asyncio.create_subprocess_exec(
+        PYTHON, "-m", "glove", "run", "--config", str(tmp_path / "glove.toml"),
+        "--workspace", str(workspace), "--bind", str(REPO / ".venv"), "--",
+        str(REPO / ".venv" / "bin" / "python"), "/workspace/agent.py",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=tmp_path,
+    )  # fmt: skip
+    _, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT_S)
+    assert read_calls(log) == ["crash"]
+    assert proc.returncode == 124, err.decode()
+    assert b"the mediation failed" in err
+    assert loop.time() - started < 45  # not the agent's 60 s sleep

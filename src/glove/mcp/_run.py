@@ -44,6 +44,7 @@ import msgspec
 
 from glove.mcp._config import McpConfig
 from glove.mcp._service import READ_LIMIT_BYTES, Mediation, start_mediation
+from glove.mcp.errors import MediationFailed
 
 _log = logging.getLogger(__name__)
 
@@ -240,6 +241,21 @@ class _Attacher:
         await asyncio.gather(*self._pending, return_exceptions=True)
 
 
+def _session_failure(task: asyncio.Task[None]) -> str:
+    """Why the mediation session ended, for the operator."""
+    if task.cancelled():
+        return "stopped"
+    exc = task.exception()
+    return "ended" if exc is None else repr(exc)
+
+
+async def _stop_sandbox(sandbox: asyncio.Future[int]) -> None:
+    """Cancel the sandbox run (which kills its whole tree) and wait for it to finish."""
+    sandbox.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await sandbox
+
+
 async def run_mediated(config: McpConfig, build_and_run: SandboxRunner) -> int:
     """Start the mediation, run the sandbox, tear down; return the agent's exit code.
 
@@ -247,14 +263,19 @@ async def run_mediated(config: McpConfig, build_and_run: SandboxRunner) -> int:
     the environment, the passed channel and the relay's command line), runs it, and
     returns the exit code (see :mod:`glove.run.run_cli`).
 
+    If the mediation session fails while the agent runs (an upstream dies, the audit log
+    fails), the sandbox is killed: the session is the mediation and the agent together.
+
     Raises:
         GloveError: the mediation could not start (nothing was run).
+        MediationFailed: the mediation failed under the running agent, which was stopped.
     """
     private = await asyncio.to_thread(_prepare_dir)
     host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     receiver: ConnectionReceiver | None = None
     attacher: _Attacher | None = None
     mediation = None
+    sandbox: asyncio.Future[int] | None = None
     try:
         mediation = await start_mediation(config)
         attacher = _Attacher(mediation)
@@ -265,8 +286,18 @@ async def run_mediated(config: McpConfig, build_and_run: SandboxRunner) -> int:
             env=guest_env(),
             pass_fds={GUEST_CHANNEL_FD: guest_end.fileno()},
         )
-        return await build_and_run(setup)
+        sandbox = asyncio.ensure_future(build_and_run(setup))
+        await asyncio.wait({sandbox, mediation.failed}, return_when=asyncio.FIRST_COMPLETED)
+        if sandbox.done():
+            return sandbox.result()
+        # One strike: the mediation (an upstream, the audit log) failed under a running
+        # agent. The session is the mediation and the sandbox together, so the agent goes.
+        reason = _session_failure(mediation.failed)
+        await _stop_sandbox(sandbox)
+        raise MediationFailed(f"the mediation failed ({reason}); the agent was stopped")
     finally:
+        if sandbox is not None and not sandbox.done():
+            await _stop_sandbox(sandbox)
         guest_end.close()
         if receiver is not None:
             receiver.close()

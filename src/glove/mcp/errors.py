@@ -9,6 +9,7 @@ Every error carries who caused it: the agent (malformed input), an upstream serv
         │   ├── FrameTooLarge        a line exceeded its bound (code -32600)
         │   └── MalformedMessage     not JSON (-32700) or not a JSON-RPC 2.0 message (-32600)
         ├── McpConfigError           the mediator configuration file is invalid
+        ├── MediationFailed          the mediation session ended under a running agent
         ├── ToolNameError            a tool name cannot be exposed, or two exposed names collide
         ├── UpstreamError            an upstream server failed the call
         │   ├── UpstreamTransportError   it died, hung, closed its pipe or wrote garbage
@@ -73,6 +74,10 @@ class MalformedMessage(FramingError):
 
 class McpConfigError(McpError):
     """The mediator configuration is invalid; the message names the file and the key."""
+
+
+class MediationFailed(McpError):
+    """The mediation session failed while the agent ran; the agent was stopped (one strike)."""
 
 
 class ToolNameError(McpError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import typer
 
 EXIT_SETUP_FAILED = 125
+EXIT_MEDIATION_FAILED = 124  # the mediation failed under the running agent, which was killed
 
 
 def register(app: typer.Typer) -> None:
@@ -48,6 +49,7 @@ def register(app: typer.Typer) -> None:
         from glove.errors import GloveError
         from glove.mcp._config import load_config
         from glove.mcp._run import GUEST_DIR, GuestSetup, run_mediated
+        from glove.mcp.errors import MediationFailed
         from glove.run import parse_bind
 
         logging.basicConfig(
@@ -87,6 +89,9 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_SETUP_FAILED)
         try:
             code = asyncio.run(main())
+        except MediationFailed as exc:
+            typer.echo(f"glove run: {exc}", err=True)
+            raise typer.Exit(EXIT_MEDIATION_FAILED) from exc
         except (GloveError, SandboxError) as exc:
             typer.echo(f"glove run: {exc}", err=True)
             raise typer.Exit(EXIT_SETUP_FAILED) from exc
