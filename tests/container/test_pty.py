@@ -17,6 +17,23 @@ from tests.container.conftest import GloveExec
 PTY_DEADLINE_S = 30.0
 
 
+def _pty_argv(glove_exec: GloveExec, *args: str) -> list[str]:
+    """``glove exec --pty ARGS`` as ``glove_exec`` runs it (root, or the test user)."""
+    return [*glove_exec.wrap, glove_exec.python, "-m", "glove", "exec", "--pty", *args]
+
+
+def _start_on_terminal(glove_exec: GloveExec, slave: int, *args: str) -> subprocess.Popen[bytes]:
+    """Start ``glove exec --pty ARGS`` with the host pty ``slave`` as its terminal."""
+    return subprocess.Popen(
+        _pty_argv(glove_exec, *args),
+        cwd=glove_exec.workspace,
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+    )
+
+
 def _run_on_terminal(
     glove_exec: GloveExec, script: str, stdin_data: bytes = b""
 ) -> tuple[int, bytes, list[object], list[object], list[object]]:
@@ -24,26 +41,7 @@ def _run_on_terminal(
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 101, 0, 0))
     before = termios.tcgetattr(slave)
-    argv = [
-        *glove_exec.wrap,
-        glove_exec.python,
-        "-m",
-        "glove",
-        "exec",
-        "--pty",
-        "--",
-        "/bin/sh",
-        "-c",
-        script,
-    ]
-    proc = subprocess.Popen(
-        argv,
-        cwd=glove_exec.workspace,
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        start_new_session=True,
-    )
+    proc = _start_on_terminal(glove_exec, slave, "--", "/bin/sh", "-c", script)
     during: list[object] = []
     seen = b""
     deadline = time.monotonic() + PTY_DEADLINE_S
@@ -91,21 +89,8 @@ def test_pty_terminal_restored_after_a_limit_kill(glove_exec: GloveExec) -> None
     """A wall-time kill still restores the host terminal's mode."""
     master, slave = os.openpty()
     before = termios.tcgetattr(slave)
-    argv = [
-        *glove_exec.wrap,
-        glove_exec.python,
-        "-m",
-        "glove",
-        "exec",
-        "--pty",
-        "--wall-time",
-        "1",
-        "--",
-        "sleep",
-        "30",
-    ]
     rc = subprocess.run(
-        argv,
+        _pty_argv(glove_exec, "--wall-time", "1", "--", "sleep", "30"),
         cwd=glove_exec.workspace,
         stdin=slave,
         stdout=slave,
@@ -143,26 +128,7 @@ def test_window_size_follows_sigwinch(glove_exec: GloveExec) -> None:
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 20, 70, 0, 0))
     script = "trap 'stty size' WINCH; echo READY; for i in $(seq 1 100); do sleep 0.1; done"
-    argv = [
-        *glove_exec.wrap,
-        glove_exec.python,
-        "-m",
-        "glove",
-        "exec",
-        "--pty",
-        "--",
-        "/bin/bash",
-        "-c",
-        script,
-    ]
-    proc = subprocess.Popen(
-        argv,
-        cwd=glove_exec.workspace,
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        start_new_session=True,
-    )
+    proc = _start_on_terminal(glove_exec, slave, "--", "/bin/bash", "-c", script)
     seen = b""
     deadline = time.monotonic() + PTY_DEADLINE_S
     resized = False
