@@ -164,11 +164,9 @@ def test_tiocsti_cannot_inject_into_the_host_terminal(sb: Sandbox) -> None:
         os.close(slave)
 
 
-def _pty_probe(sb: Sandbox, master: int, slave: int, arg: dict[str, str]) -> dict[str, Any]:
-    """Run the tty probe under ``glove exec --pty`` from the host pty; return its report."""
-    os.set_blocking(master, False)
-    argv = sb.glove_argv(["--pty"], sb.probe_cmd("tty", arg), True)
-    proc = subprocess.Popen(
+def _on_host_terminal(sb: Sandbox, argv: list[str], slave: int) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with the host pty ``slave`` as its controlling terminal and stdio."""
+    return subprocess.Popen(
         ["setsid", "--ctty", *argv],
         cwd=sb.ws,
         env=sb.host_env({"TERM": "xterm"}),
@@ -176,6 +174,13 @@ def _pty_probe(sb: Sandbox, master: int, slave: int, arg: dict[str, str]) -> dic
         stdout=slave,
         stderr=subprocess.PIPE,
     )
+
+
+def _pty_probe(sb: Sandbox, master: int, slave: int, arg: dict[str, str]) -> dict[str, Any]:
+    """Run the tty probe under ``glove exec --pty`` from the host pty; return its report."""
+    os.set_blocking(master, False)
+    argv = sb.glove_argv(["--pty"], sb.probe_cmd("tty", arg), True)
+    proc = _on_host_terminal(sb, argv, slave)
     output = b""
     deadline = time.monotonic() + 60
     try:
@@ -254,14 +259,7 @@ def test_pty_mode_restores_the_terminal_after_a_limit_kill(sb: Sandbox) -> None:
         before = termios.tcgetattr(slave)
         os.set_blocking(master, False)
         argv = sb.glove_argv(["--pty", "--wall-time", "1"], ["/bin/sleep", "30"], True)
-        proc = subprocess.Popen(
-            ["setsid", "--ctty", *argv],
-            cwd=sb.ws,
-            env=sb.host_env({"TERM": "xterm"}),
-            stdin=slave,
-            stdout=slave,
-            stderr=subprocess.PIPE,
-        )
+        proc = _on_host_terminal(sb, argv, slave)
         deadline = time.monotonic() + 30
         while proc.poll() is None and time.monotonic() < deadline:
             _drain(master, 0.1)
@@ -297,14 +295,7 @@ def test_output_cap_holds_under_pty(sb: Sandbox) -> None:
         os.set_blocking(master, False)
         arg = {"bytes": 256 * 1024}
         argv = sb.glove_argv(["--pty", "--output", "4K"], sb.probe_cmd("output", arg), True)
-        proc = subprocess.Popen(
-            ["setsid", "--ctty", *argv],
-            cwd=sb.ws,
-            env=sb.host_env({"TERM": "xterm"}),
-            stdin=slave,
-            stdout=slave,
-            stderr=subprocess.PIPE,
-        )
+        proc = _on_host_terminal(sb, argv, slave)
         seen = b""
         deadline = time.monotonic() + 60
         while proc.poll() is None and time.monotonic() < deadline:
@@ -343,14 +334,7 @@ def test_pty_mode_restores_the_terminal_when_glove_is_signalled(sb: Sandbox, sig
         os.set_blocking(master, False)
         ready = "/workspace/ready"
         cmd = ["/bin/sh", "-c", f"touch {ready}; exec sleep 30"]
-        proc = subprocess.Popen(
-            ["setsid", "--ctty", *sb.glove_argv(["--pty"], cmd, True)],
-            cwd=sb.ws,
-            env=sb.host_env({"TERM": "xterm"}),
-            stdin=slave,
-            stdout=slave,
-            stderr=subprocess.PIPE,
-        )
+        proc = _on_host_terminal(sb, sb.glove_argv(["--pty"], cmd, True), slave)
         try:
             deadline = time.monotonic() + 30
             while not (sb.ws / "ready").exists() and time.monotonic() < deadline:
