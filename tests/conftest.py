@@ -12,6 +12,21 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+#: The suites' sandbox profile: the default one, with the workspace at ``/workspace`` (as a
+#: profile may ask) so probes and scripts can name it without knowing the host path. The
+#: default of showing the workspace at its own host path is tested on its own
+#: (``tests/container/test_workspace.py``).
+AT_WORKSPACE_PROFILE = 'extends = "default"\n\n[workspace]\ntarget = "/workspace"\n'
+
+
+def at_workspace_profile(directory: Path) -> str:
+    """Write :data:`AT_WORKSPACE_PROFILE` into ``directory`` (readable by every user)."""
+    path = directory / "at-workspace.toml"
+    if not path.exists():
+        path.write_text(AT_WORKSPACE_PROFILE)
+        path.chmod(0o644)
+    return str(path)
+
 
 @dataclass(frozen=True)
 class Unpriv:

@@ -33,7 +33,7 @@ _COMMAND_MODULES = {
 
 # Commands whose module parses its own arguments (``main(argv) -> int``): run without
 # building the typer app at all, because they sit on a launch hot path.
-_FAST_COMMANDS = {"exec": "glove.run.exec_cli"}
+_FAST_COMMANDS = {"exec": "glove.run.exec_cli", "run": "glove.run.run_cli"}
 
 
 def _version_callback(value: bool) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Unpriv
+from tests.conftest import Unpriv, at_workspace_profile
 
 #: Per-command deadline for a sandboxed run in these tests.
 RUN_TIMEOUT_S = 60.0
@@ -49,6 +49,11 @@ class GloveExec:
         """Run ``glove exec FLAGS -- CMD`` in the workspace and decode its json status."""
         status_path = self.workspace.parent / "status.json"
         status_path.unlink(missing_ok=True)
+        profile = (
+            []
+            if "--profile" in flags
+            else ["--profile", at_workspace_profile(self.workspace.parent)]
+        )
         argv = [
             *self.wrap,
             self.python,
@@ -57,6 +62,7 @@ class GloveExec:
             "exec",
             "--json-status",
             str(status_path),
+            *profile,
             *flags,
             "--",
             *cmd,

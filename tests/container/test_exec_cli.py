@@ -9,7 +9,7 @@ from tests.container.conftest import GloveExec
 
 def test_exit_code_and_status_are_propagated(glove_exec: GloveExec) -> None:
     """The command's own exit code comes back, with outcome ``exited`` in the json status."""
-    done = glove_exec.sh("echo out; echo err >&2; exit 7")
+    done = glove_exec.sh("echo out; echo err >&2; exit 7", flags=("--quiet",))
     assert done.rc == 7
     assert done.stdout == "out\n"
     assert done.stderr == "err\n"

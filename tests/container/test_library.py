@@ -183,7 +183,9 @@ def test_profile_spec_builds_with_overrides(workspace: Path) -> None:
         overrides=Overrides(limits={"wall_time": 5.0}),
     )
     assert spec.workspace == str(workspace)
-    assert spec.limits == Limits(wall_time=5.0, memory=4 * 2**30, pids=1024, disk=2**30)
+    assert spec.limits == Limits(
+        wall_time=5.0, cpu_time=8 * 3600, memory=4 * 2**30, pids=1024, disk=2**30, output=4 * 2**30
+    )
     assert _capture(spec)[:2] == (0, "exited")
 
 

@@ -41,7 +41,9 @@ def test_output_is_cut_exactly_at_the_cap(glove_exec: GloveExec) -> None:
     """Output beyond the cap is not passed on; the result says truncated and the limit hit."""
     done = glove_exec("yes", flags=("--output", "1000"))
     assert len(done.stdout) == 1000
-    assert done.stderr == "glove exec: output limit reached\n"
+    assert done.stderr.endswith("glove exec: output limit 1000 reached (pipe-accounting)\n")
+    quiet = glove_exec("yes", flags=("--output", "1000", "--quiet"))
+    assert quiet.stderr == "glove exec: output limit reached\n"
     assert done.status["output"] == {"bytes": 1000, "truncated": True}
     assert done.status["limits"]["output"]["hit"] is True
     assert done.status["outcome"] == "limit"

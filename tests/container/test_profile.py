@@ -18,14 +18,16 @@ from glove.container import (
 
 
 def test_default_profile_is_embedded_and_sane() -> None:
-    """The default profile loads, binds /usr read-only and limits pids, disk and memory."""
+    """The default profile loads, binds /usr read-only and sets all six limits."""
     profile = load_profile(None)
     assert Bind(source="/usr") in profile.bind
     assert all(bind.mode == "ro" for bind in profile.bind)
     assert profile.workspace.mode == "rw"
     assert profile.network.mode == "none"
     assert profile.limits.pids == 1024
-    assert profile.limits.accept_weaker == ["memory"]
+    assert (profile.limits.wall_time, profile.limits.cpu_time) == ("24h", "8h")
+    assert (profile.limits.memory, profile.limits.disk, profile.limits.output) == ("4G", "1G", "4G")
+    assert profile.limits.accept_weaker == ["memory", "cpu_time"]
 
 
 def test_unknown_key_is_an_error_with_its_path() -> None:

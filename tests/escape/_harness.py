@@ -3,8 +3,8 @@
 The escape suite drives the real CLI (``python -m glove exec``) exactly as an operator would:
 as root with the project venv, and as the unprivileged user through ``runuser`` with the
 world-readable venv copy. Each test gets a fresh host directory owned by the user running
-the sandbox, with a ``ws`` workspace holding the probes (bound at ``/workspace``) and a
-``status.json`` path for ``--json-status``.
+the sandbox, with a ``ws`` workspace holding the probes (at ``/workspace``, by the
+suites' profile) and a ``status.json`` path for ``--json-status``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tests.conftest import at_workspace_profile
 
 PROBES_DIR = Path(__file__).parent / "probes"
 PROBE_MARK = b"GLOVE-PROBE:"
@@ -113,6 +115,7 @@ class Sandbox:
     def glove_argv(self, flags: Sequence[str], cmd: Sequence[str], json_status: bool) -> list[str]:
         """The full host argv of one ``glove exec``."""
         status = ["--json-status", str(self.status_path)] if json_status else []
+        profile = [] if "--profile" in flags else ["--profile", at_workspace_profile(self.base)]
         # -P: never let the workspace (the cwd) shadow modules of the host-side glove process.
         argv = [
             self.user.python,
@@ -122,6 +125,7 @@ class Sandbox:
             "exec",
             "--workspace",
             str(self.ws),
+            *profile,
             *status,
             *flags,
             "--",

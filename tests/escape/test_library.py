@@ -59,11 +59,14 @@ def test_library_launch_leaks_no_fds_from_a_busy_process(sb: Sandbox) -> None:
 RETAINED_SCRIPT = """
 import json, sys
 import msgspec
-from glove.container import Overrides, build_spec, load_profile, run
+from glove.container import Overrides, build_spec, decode_profile, run
 from glove.container._spec import Retained
 ws, image = sys.argv[1], sys.argv[2]
 argv = ["/usr/bin/python3", "-I", "-S", "/workspace/probe.py", "read", '{"paths": ["/data/s.txt"]}']
-spec = build_spec(load_profile(None), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws))
+PROFILE = b'extends = "default"\\n[workspace]\\ntarget = "/workspace"\\n'
+spec = build_spec(
+    decode_profile(PROFILE, "t"), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws)
+)
 keep = Retained(image=image, target="/data", size=16 * 1024 * 1024, seed=ws + "/seed")
 spec = msgspec.structs.replace(spec, retained=(keep,))
 try:
@@ -98,10 +101,13 @@ def test_retained_seed_does_not_follow_a_planted_link(sb: Sandbox) -> None:
 
 HOLDER_SCRIPT = """
 import json, sys, threading
-from glove.container import Overrides, build_spec, load_profile, run
+from glove.container import Overrides, build_spec, decode_profile, run
 ws, arg = sys.argv[1], sys.argv[2]
 argv = ["/usr/bin/python3", "-I", "-S", "/workspace/probe.py", "spawn", arg]
-spec = build_spec(load_profile(None), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws))
+PROFILE = b'extends = "default"\\n[workspace]\\ntarget = "/workspace"\\n'
+spec = build_spec(
+    decode_profile(PROFILE, "t"), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws)
+)
 # Like the daemon: the launch happens on a worker thread while the main thread lives on.
 worker = threading.Thread(target=run, args=(spec,), kwargs={"stdin": 0, "stdout": 1, "stderr": 2})
 worker.start()
@@ -136,10 +142,13 @@ def test_library_caller_killed_leaves_nothing(sb: Sandbox) -> None:
 
 THREAD_EXIT_SCRIPT = """
 import threading
-from glove.container import Overrides, build_spec, load_profile, launch
+from glove.container import Overrides, build_spec, decode_profile, launch
 ws = __import__("sys").argv[1]
 argv = ["/bin/sh", "-c", "sleep 1; touch /workspace/done"]
-spec = build_spec(load_profile(None), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws))
+PROFILE = b'extends = "default"\\n[workspace]\\ntarget = "/workspace"\\n'
+spec = build_spec(
+    decode_profile(PROFILE, "t"), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws)
+)
 box = {}
 t = threading.Thread(target=lambda: box.update(p=launch(spec)))
 t.start()

@@ -77,7 +77,7 @@ async def _glove_run(
         *options,
         "--",
         str(venv / "bin" / "python"),
-        "/workspace/sandboxed_agent.py",
+        "sandboxed_agent.py",  # relative: the agent starts in its workspace
         *extra,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -222,7 +222,7 @@ async def _forks_under(
         str(folder / "ws"),
         "--",
         "/usr/bin/python3",
-        "/workspace/forks.py",
+        "forks.py",
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         cwd=folder,
@@ -300,7 +300,7 @@ async def test_a_failed_mediation_stops_the_running_agent(tmp_path: Path) -> Non
     proc = await asyncio.create_subprocess_exec(
         PYTHON, "-m", "glove", "run", "--config", str(tmp_path / "glove.toml"),
         "--workspace", str(workspace), "--bind", str(REPO / ".venv"), "--",
-        str(REPO / ".venv" / "bin" / "python"), "/workspace/agent.py",
+        str(REPO / ".venv" / "bin" / "python"), "agent.py",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=tmp_path,
     )  # fmt: skip
     _, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT_S)

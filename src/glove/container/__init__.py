@@ -32,7 +32,7 @@ from glove.container._result import (
     SandboxResult,
 )
 from glove.container._selftest import LimitSupport, limit_support, self_test
-from glove.container._spec import Bind, Retained, SandboxSpec
+from glove.container._spec import Bind, Protected, Retained, SandboxSpec
 from glove.container.errors import (
     LimitRefused,
     ProfileError,
@@ -42,6 +42,7 @@ from glove.container.errors import (
     UnsupportedPlatform,
 )
 from glove.container.linux._cgroups import probe_host_limits
+from glove.container.linux._describe import SandboxDescription, describe
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._supervise import run
 from glove.container.linux._syscalls import create_file_no_symlinks
@@ -100,8 +101,10 @@ __all__ = [
     "Overrides",
     "Profile",
     "ProfileError",
+    "Protected",
     "Retained",
     "RetainedReport",
+    "SandboxDescription",
     "SandboxError",
     "SandboxProcess",
     "SandboxResult",
@@ -112,6 +115,7 @@ __all__ = [
     "build_spec",
     "create_file_no_symlinks",
     "decode_profile",
+    "describe",
     "launch",
     "limit_support",
     "load_profile",

@@ -67,18 +67,30 @@ def parse_size(text: str | int) -> int:
     return int(float(number) * _SIZE_UNITS[unit])
 
 
+_SECONDS_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$", re.IGNORECASE)
+_SECONDS_UNITS: Final = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
 def parse_seconds(text: str | float) -> float:
-    """Parse a positive duration in seconds (``30``, ``2.5``).
+    """Parse a positive duration: seconds (``30``, ``2.5``) or with a unit (``500ms``,
+    ``90s``, ``30m``, ``8h``, ``1d``).
 
     Raises:
-        SpecError: the text is not a positive number of seconds.
+        SpecError: the text is not a positive, finite duration.
     """
-    try:
+    if isinstance(text, bool):
+        raise SpecError(f"not a duration: {text!r}")
+    if isinstance(text, int | float):
         value = float(text)
-    except ValueError as exc:
-        raise SpecError(f"not a number of seconds: {text!r}") from exc
+    else:
+        match = _SECONDS_RE.match(text)
+        if match is None:
+            raise SpecError(
+                f"not a duration: {text!r} (use seconds, or a number with ms, s, m, h or d)"
+            )
+        value = float(match.group(1)) * _SECONDS_UNITS[(match.group(2) or "s").lower()]
     if not math.isfinite(value) or value <= 0:
-        raise SpecError(f"seconds must be positive and finite: {text!r}")
+        raise SpecError(f"a duration must be positive and finite: {text!r}")
     return value
 
 

@@ -5,34 +5,56 @@ decoded with msgspec against frozen Structs that forbid unknown fields, so a typ
 that carries the path of the bad key (``$.limits.memroy``). Command-line values override the
 profile: a limit given on the command line replaces the profile's value and drops the
 profile's acceptance of a weaker mechanism for that limit (the caller asked explicitly).
+
+A profile may start from another: ``extends = "default"`` (an embedded name, or a path
+relative to the profile's folder) takes that profile and changes only what this one names.
+Tables merge key by key; ``bind`` entries are added after the base's (one with the same
+target replaces the base's); ``use`` entries and ``env.pass`` names are added; every other
+value (``limits.accept_weaker`` included) replaces the base's.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
 from glove.container._limits import LIMIT_NAMES, Limits, parse_seconds, parse_size
-from glove.container._spec import DEFAULT_HOSTNAME, DEFAULT_WORKSPACE_TARGET, Bind, SandboxSpec
+from glove.container._spec import (
+    DEFAULT_HOSTNAME,
+    DEFAULT_WORKSPACE_TARGET,
+    RESERVED_TARGETS,
+    Bind,
+    Protected,
+    SandboxSpec,
+    normalize_inside,
+)
+from glove.container._use import expand_use
 from glove.container.errors import ProfileError, SpecError
 
 #: The profile used when none is named.
 DEFAULT_PROFILE: Final = "default"
 #: Largest profile file accepted.
 MAX_PROFILE_BYTES: Final = 256 * 1024
+#: Longest ``extends`` chain (a cycle is refused before this is reached).
+MAX_EXTENDS_DEPTH: Final = 8
 
 SizeValue = int | str
+SecondsValue = float | str
 
 
 class WorkspaceSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[workspace]``: which host directory becomes the workspace."""
+    """``[workspace]``: which host directory becomes the workspace, and where it appears.
+
+    ``target`` unset means the same path inside as on the host (a workspace under a path
+    the sandbox owns, such as ``/tmp``, then appears at ``/workspace``).
+    """
 
     enabled: bool = True
     source: str = "."
-    target: str = DEFAULT_WORKSPACE_TARGET
+    target: str | None = None
     mode: Literal["rw", "ro"] = "rw"
 
 
@@ -52,8 +74,8 @@ class EnvSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``[limits]``: the six limits (sizes take suffixes) and accepted weaker mechanisms."""
 
-    wall_time: float | None = None
-    cpu_time: float | None = None
+    wall_time: SecondsValue | None = None
+    cpu_time: SecondsValue | None = None
     memory: SizeValue | None = None
     pids: int | None = None
     disk: SizeValue | None = None
@@ -62,7 +84,7 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class Profile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """A decoded profile file."""
+    """A decoded profile file (``extends`` already applied)."""
 
     hostname: str = DEFAULT_HOSTNAME
     workspace: WorkspaceSection = msgspec.field(default_factory=WorkspaceSection)
@@ -70,20 +92,103 @@ class Profile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     env: EnvSection = msgspec.field(default_factory=EnvSection)
     limits: LimitsSection = msgspec.field(default_factory=LimitsSection)
     bind: list[Bind] = msgspec.field(default_factory=list)
+    use: list[str] = msgspec.field(default_factory=list)
 
 
-def decode_profile(data: bytes, origin: str) -> Profile:
-    """Strictly decode profile TOML.
-
-    Raises:
-        ProfileError: the TOML is malformed or a key is unknown or mistyped.
-    """
+def _toml_table(data: bytes, origin: str) -> dict[str, Any]:
     if len(data) > MAX_PROFILE_BYTES:
         raise ProfileError(f"profile {origin} is larger than {MAX_PROFILE_BYTES} bytes")
     try:
-        return msgspec.toml.decode(data, type=Profile)
-    except (msgspec.DecodeError, SpecError) as exc:
+        table = msgspec.toml.decode(data)
+    except msgspec.DecodeError as exc:
         raise ProfileError(f"profile {origin}: {exc}") from exc
+    if not isinstance(table, dict):  # pragma: no cover - TOML documents are tables
+        raise ProfileError(f"profile {origin}: not a table")
+    return table
+
+
+def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
+    """Apply ``child`` over ``base`` with the rules in the module docstring."""
+    merged = dict(base)
+    for key, value in child.items():
+        old = merged.get(key)
+        if key == "bind" and isinstance(old, list) and isinstance(value, list):
+            targets = {_bind_target(item) for item in value}
+            merged[key] = [item for item in old if _bind_target(item) not in targets] + value
+        elif key in ("use", "pass") and isinstance(old, list) and isinstance(value, list):
+            merged[key] = old + [item for item in value if item not in old]
+        elif isinstance(old, dict) and isinstance(value, dict):
+            merged[key] = _merge(old, value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _bind_target(item: object) -> object:
+    if isinstance(item, dict):
+        target = item.get("target") or item.get("source")
+        return normalize_inside(target) if isinstance(target, str) else target
+    return None
+
+
+def _resolve_extends(
+    table: dict[str, Any], origin: str, folder: Path | None, seen: tuple[str, ...]
+) -> dict[str, Any]:
+    parent = table.pop("extends", None)
+    if parent is None:
+        return table
+    if not isinstance(parent, str) or not parent:
+        raise ProfileError(f"profile {origin}: `extends` must name a profile")
+    if len(seen) >= MAX_EXTENDS_DEPTH:
+        raise ProfileError(f"profile {origin}: `extends` chain longer than {MAX_EXTENDS_DEPTH}")
+    base_data, base_origin, base_folder = _read_profile(parent, folder)
+    if base_origin in seen:
+        chain = " -> ".join((*seen, base_origin))
+        raise ProfileError(f"profile {origin}: `extends` makes a cycle ({chain})")
+    base = _resolve_extends(
+        _toml_table(base_data, base_origin), base_origin, base_folder, (*seen, base_origin)
+    )
+    return _merge(base, table)
+
+
+def decode_profile(data: bytes, origin: str, *, folder: Path | None = None) -> Profile:
+    """Strictly decode profile TOML, applying ``extends`` (paths relative to ``folder``).
+
+    Raises:
+        ProfileError: the TOML is malformed, a key is unknown or mistyped (the message
+            names its path, such as ``$.limits.memroy``), or ``extends`` is unusable.
+    """
+    table = _resolve_extends(_toml_table(data, origin), origin, folder, (origin,))
+    try:
+        return msgspec.convert(table, Profile)
+    except (msgspec.ValidationError, SpecError) as exc:
+        raise ProfileError(f"profile {origin}: {exc}") from exc
+
+
+def _read_profile(name_or_path: str, folder: Path | None) -> tuple[bytes, str, Path | None]:
+    """Read a profile's bytes; return them, its origin label and its folder (for extends)."""
+    name = name_or_path
+    if "/" in name or name.endswith(".toml"):
+        path = Path(name) if folder is None or Path(name).is_absolute() else folder / name
+        try:
+            return path.read_bytes(), str(path), path.resolve().parent
+        except OSError as exc:
+            raise ProfileError(f"cannot read profile {path}: {exc.strerror}") from exc
+    if not name.isidentifier():
+        raise ProfileError(f"no embedded profile named {name!r}")
+    resource = Path(__file__).parent / "profiles" / f"{name}.toml"
+    try:
+        return resource.read_bytes(), f"<embedded {name}>", None
+    except OSError as exc:
+        raise ProfileError(
+            f"no embedded profile named {name!r} (embedded: {', '.join(embedded_profiles())})"
+        ) from exc
+
+
+def embedded_profiles() -> list[str]:
+    """The names of the profiles shipped inside the package."""
+    folder = Path(__file__).parent / "profiles"
+    return sorted(path.stem for path in folder.glob("*.toml"))
 
 
 def load_profile(name_or_path: str | None) -> Profile:
@@ -95,33 +200,26 @@ def load_profile(name_or_path: str | None) -> Profile:
     Raises:
         ProfileError: no such profile, unreadable, or fails strict decoding.
     """
-    name = name_or_path or DEFAULT_PROFILE
-    if "/" in name or name.endswith(".toml"):
-        try:
-            data = Path(name).read_bytes()
-        except OSError as exc:
-            raise ProfileError(f"cannot read profile {name}: {exc.strerror}") from exc
-        return decode_profile(data, name)
-    if not name.isidentifier():
-        raise ProfileError(f"no embedded profile named {name!r}")
-    resource = Path(__file__).parent / "profiles" / f"{name}.toml"
-    try:
-        data = resource.read_bytes()
-    except OSError as exc:
-        raise ProfileError(f"no embedded profile named {name!r}") from exc
-    return decode_profile(data, f"<embedded {name}>")
+    data, origin, folder = _read_profile(name_or_path or DEFAULT_PROFILE, None)
+    return decode_profile(data, origin, folder=folder)
 
 
 class Overrides(msgspec.Struct, frozen=True):
-    """Command-line values that override a profile; ``None`` keeps the profile's value."""
+    """Command-line values that override a profile; ``None`` keeps the profile's value.
+
+    ``uses`` are added to the profile's ``use`` list; ``protected`` are host paths the
+    sandbox must never show (:class:`~glove.container.Protected`).
+    """
 
     workspace: str | None = None
     workspace_mode: Literal["rw", "ro"] | None = None
     binds: tuple[Bind, ...] = ()
+    uses: tuple[str, ...] = ()
     env: dict[str, str] = msgspec.field(default_factory=dict)
     pty: bool = False
     limits: dict[str, float | int] = msgspec.field(default_factory=dict)
     accept_weaker: frozenset[str] = frozenset()
+    protected: tuple[Protected, ...] = ()
 
 
 def _profile_limits(section: LimitsSection) -> dict[str, float | int]:
@@ -139,6 +237,32 @@ def _profile_limits(section: LimitsSection) -> dict[str, float | int]:
     return values
 
 
+def workspace_target(profile: Profile, workspace: str) -> str:
+    """Where ``workspace`` appears inside: the profile's target, else the same path.
+
+    A host path the sandbox reserves for itself (``/tmp/...``, ``/proc``, ``/dev``) or the
+    root itself cannot appear at the same path, so it appears at ``/workspace``.
+    """
+    if profile.workspace.target is not None:
+        return profile.workspace.target
+    inside = normalize_inside(workspace)
+    if inside == "/" or any(
+        inside == reserved or inside.startswith(reserved + "/") for reserved in RESERVED_TARGETS
+    ):
+        return DEFAULT_WORKSPACE_TARGET
+    return inside
+
+
+def _working_directory(cwd: str, workspace: str | None, target: str) -> str | None:
+    """Start in the same place inside when the caller's directory is in the workspace."""
+    if workspace is None:
+        return None
+    relative = os.path.relpath(os.path.normpath(cwd), workspace)
+    if relative == "." or relative.startswith(".."):
+        return None
+    return normalize_inside(f"{target}/{relative}")
+
+
 def build_spec(
     profile: Profile,
     argv: list[str] | tuple[str, ...],
@@ -149,11 +273,12 @@ def build_spec(
 ) -> SandboxSpec:
     """Combine a profile, command-line overrides and the caller's context into a spec.
 
-    ``cwd`` resolves a relative workspace source; ``host_env`` supplies the variables the
-    profile passes through by name.
+    ``cwd`` resolves a relative workspace source and ``use`` directory; ``host_env``
+    supplies the variables the profile passes through by name. ``PATH`` gets each used
+    directory's ``bin/`` in front.
 
     Raises:
-        SpecError: the combination is invalid (bad size, relative path, ...).
+        SpecError: the combination is invalid (bad size, relative path, missing ``use``).
         ProfileError: the profile's values fail validation.
     """
     over = overrides or Overrides()
@@ -173,21 +298,35 @@ def build_spec(
         workspace = os.path.normpath(Path(cwd, profile.workspace.source))
     env = {key: host_env[key] for key in profile.env.pass_ if key in host_env}
     env.update(profile.env.set)
+    use_binds: list[Bind] = []
+    use_path: list[str] = []
+    for raw in (*profile.use, *over.uses):
+        expansion = expand_use(raw, cwd)
+        use_binds.extend(expansion.binds)
+        use_path.extend(expansion.path)
+        env.update(expansion.env)
+    if use_path:
+        env["PATH"] = ":".join([*use_path, env.get("PATH", os.defpath)])
     env.update(over.env)
     try:
         limits = msgspec.convert(limit_values, Limits)
     except msgspec.ValidationError as exc:
         raise SpecError(f"bad limits: {exc}") from exc
+    target = (
+        workspace_target(profile, workspace) if workspace is not None else DEFAULT_WORKSPACE_TARGET
+    )
     return SandboxSpec(
         argv=tuple(argv),
-        binds=(*profile.bind, *over.binds),
+        binds=(*profile.bind, *use_binds, *over.binds),
         workspace=workspace,
-        workspace_target=profile.workspace.target,
+        workspace_target=target,
         workspace_mode=over.workspace_mode or profile.workspace.mode,
+        cwd=_working_directory(cwd, workspace, target),
         env=env,
         network=profile.network.mode,
         pty=over.pty,
         limits=limits,
         accept_weaker=frozenset(accept),
         hostname=profile.hostname,
+        protected=over.protected,
     )

@@ -18,15 +18,38 @@ EXIT_NOT_EXECUTABLE: Final = 126
 EXIT_NOT_FOUND: Final = 127
 EXIT_SIGNAL_BASE: Final = 128
 
-Outcome = Literal["exited", "signaled", "limit", "setup_error", "exec_error"]
+Outcome = Literal[
+    "exited", "signaled", "limit", "setup_error", "exec_error", "usage_error", "mediation_failed"
+]
 
 
 class LimitReport(msgspec.Struct, frozen=True):
-    """One limit in a result: its value, what enforced it, whether it was reached."""
+    """One limit in a result: its value, what enforced it, whether it was reached.
+
+    ``hit`` is ``None`` when the mechanism cannot observe it: a per-process ``RLIMIT_AS``
+    makes an allocation inside fail with ENOMEM (a ``MemoryError``), which nothing outside
+    the process sees, unless the run otherwise shows it (see ``docs/sandbox.md``).
+    """
 
     value: float | int
     mechanism: str
-    hit: bool = False
+    hit: bool | None = False
+
+
+class Usage(msgspec.Struct, frozen=True):
+    """What the sandboxed tree used (from its init's ``RUSAGE_CHILDREN``).
+
+    Attributes:
+        cpu_user_s: user CPU seconds of every process of the tree.
+        cpu_system_s: system CPU seconds of every process of the tree.
+        peak_rss_bytes: the largest resident set of any one process.
+        disk_bytes: bytes in use on the scratch tmpfs when the command ended.
+    """
+
+    cpu_user_s: float = 0.0
+    cpu_system_s: float = 0.0
+    peak_rss_bytes: int = 0
+    disk_bytes: int | None = None
 
 
 class OutputReport(msgspec.Struct, frozen=True):
@@ -67,6 +90,7 @@ class SandboxResult(msgspec.Struct, frozen=True):
             SIGSYS for a foreign-architecture syscall).
         retained: per target inside, the retained image, its size and the bytes used.
         denied_syscalls: how many times each syscall was refused by the seccomp filter.
+        usage: what the tree used (CPU, peak memory, scratch disk).
     """
 
     outcome: Outcome
@@ -79,6 +103,7 @@ class SandboxResult(msgspec.Struct, frozen=True):
     violation: str | None = None
     retained: dict[str, RetainedReport] = msgspec.field(default_factory=dict)
     denied_syscalls: dict[str, int] = msgspec.field(default_factory=dict)
+    usage: Usage = msgspec.field(default_factory=Usage)
 
     def to_json(self) -> bytes:
         """Encode as the ``--json-status`` document (one line, newline-terminated)."""

@@ -62,12 +62,50 @@ class Bind(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise SpecError("a bind cannot replace the sandbox root")
         for reserved in RESERVED_TARGETS:
             if target == reserved or target.startswith(reserved + "/"):
-                raise SpecError(f"bind target {target!r} is inside the sandbox-owned {reserved}")
+                suggestion = "/mnt/" + (posixpath.basename(target) or "data")
+                raise SpecError(
+                    f"bind target {target!r} is inside the sandbox-owned {reserved} (the "
+                    f"sandbox makes its own {reserved}); show it at another path, e.g. "
+                    f"--bind {self.source}:{suggestion}"
+                )
 
     @property
     def destination(self) -> str:
         """The normalized path inside the sandbox (``//proc`` is ``/proc``)."""
         return normalize_inside(self.target or self.source)
+
+
+class Protected(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A host path the contained process must never see (the mediator's own files).
+
+    :func:`glove.container.launch` refuses to start when a bind source, the workspace or a
+    retained seed would show it: a source that is the path, holds it, or (``tree``) lies
+    inside it, compared by device and inode along every directory the path resolves
+    through (symlinks and bind-mounted aliases included), and a protected file with more
+    than one hard link. See ``docs/decisions/0006-the-mediators-files-stay-outside.md``.
+
+    Attributes:
+        path: absolute host path (it need not exist yet: an audit log created later).
+        what: what it is, for the refusal (``"the mediator's policy file"``).
+        tree: a directory whose whole subtree is protected (an upstream's working directory).
+        writable_only: it may be seen, read-only, but never through a writable source (a
+            host program an upstream runs: reading it is harmless, changing it is code
+            execution on the host).
+    """
+
+    path: str
+    what: str
+    tree: bool = False
+    writable_only: bool = False
+
+    def __post_init__(self) -> None:
+        """Check the path is absolute.
+
+        Raises:
+            SpecError: a relative path or one with a NUL byte.
+        """
+        if not self.path.startswith("/") or "\0" in self.path:
+            raise SpecError(f"protected path must be absolute: {self.path!r}")
 
 
 #: Smallest retained image (ext4 needs room for its metadata and journal).
@@ -122,6 +160,7 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         pass_fds: fds to pass in, as ``{fd number inside: fd number in this process}``.
         hostname: the sandbox's hostname.
         retained: persistent hard-sized writable copies (root launchers only).
+        protected: host paths that must stay invisible inside (see :class:`Protected`).
     """
 
     argv: tuple[str, ...]
@@ -138,6 +177,7 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pass_fds: dict[int, int] = msgspec.field(default_factory=dict)
     hostname: str = DEFAULT_HOSTNAME
     retained: tuple[Retained, ...] = ()
+    protected: tuple[Protected, ...] = ()
 
     def __post_init__(self) -> None:
         """Check the parts that do not need the system.

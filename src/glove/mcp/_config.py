@@ -96,10 +96,11 @@ def parse_config(data: bytes, *, base_dir: Path, source: str = "<config>") -> Mc
     except msgspec.DecodeError as exc:
         raise McpConfigError(f"{source}: {exc}") from exc
     _check(raw, source)
+    # An upstream without a `cwd` starts in the configuration's folder, never in the
+    # caller's current directory: under `glove run` that is often the agent's workspace, and
+    # a program started there (npx, python -m) would load what the agent planted.
     upstreams = {
-        key: msgspec.structs.replace(
-            value, cwd=None if value.cwd is None else _resolve(base_dir, value.cwd)
-        )
+        key: msgspec.structs.replace(value, cwd=_resolve(base_dir, value.cwd or "."))
         for key, value in raw.upstreams.items()
     }
     return McpConfig(

@@ -204,6 +204,14 @@ class Mediator:
         self._audit_errors = audit_errors
         self._upstream_errors = upstream_errors
         self._timeout_errors = timeout_errors
+        #: Calls refused by policy or for an unknown tool, and the first one's tool name.
+        self.denied = 0
+        self.first_denied: str | None = None
+
+    def _count_denial(self, name: str) -> None:
+        self.denied += 1
+        if self.first_denied is None:
+            self.first_denied = name[:MAX_AUDITED_ID_CHARS]
 
     def visible_tools(self) -> list[dict[str, Any]]:
         """The tool definitions the policy lets the agent see, renamed."""
@@ -274,6 +282,7 @@ class Mediator:
         if tool is None:
             record.update(decision="unknown_tool", reason="no upstream exposes this tool")
             await self.record(record)
+            self._count_denial(name)
             raise Refusal(INVALID_PARAMS, f"Unknown tool: {name[:128]}")
         definition = self._definition_of(tool.info)
         record.update(upstream=tool.upstream_id, upstream_tool=tool.info.name)
@@ -288,11 +297,18 @@ class Mediator:
             inspected=dict(decision.inspected),
         )
         await self.record(record)
+        if not decision.allowed:
+            self._count_denial(name)
         if hidden:
             # A tool the policy hides looks exactly like a tool that does not exist.
             raise Refusal(INVALID_PARAMS, f"Unknown tool: {name[:128]}")
         if not decision.allowed:
-            raise Refusal(POLICY_DENIED, "tool call denied by policy", {"rule": decision.rule})
+            # The reason in words, as the audit log has it; it never quotes argument values.
+            raise Refusal(
+                POLICY_DENIED,
+                f"tool call denied by policy: {decision.reason}",
+                {"rule": decision.rule, "reason": decision.reason},
+            )
         try:
             return await self._forward(tool, arguments, token, progress if token else None)
         except self._upstream_errors + self._timeout_errors as exc:

@@ -36,9 +36,10 @@ import socket
 import stat
 import tempfile
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 
@@ -84,8 +85,15 @@ class GuestSetup(msgspec.Struct, frozen=True):
         return (f"{GUEST_DIR}/{RELAY_NAME}", str(GUEST_CHANNEL_FD), "--", *argv)
 
 
-SandboxRunner = Callable[[GuestSetup], Awaitable[int]]
-"""``await runner(setup)``: run the sandbox as ``setup`` says; return the exit code."""
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class MediationReport:
+    """What the mediation refused during one ``glove run`` (filled in as it runs)."""
+
+    denied: int = 0
+    first_denied: str | None = None
 
 
 def guest_env() -> dict[str, str]:
@@ -249,19 +257,25 @@ def _session_failure(task: asyncio.Task[None]) -> str:
     return "ended" if exc is None else repr(exc)
 
 
-async def _stop_sandbox(sandbox: asyncio.Future[int]) -> None:
+async def _stop_sandbox(sandbox: asyncio.Future[T]) -> None:
     """Cancel the sandbox run (which kills its whole tree) and wait for it to finish."""
     sandbox.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await sandbox
 
 
-async def run_mediated(config: McpConfig, build_and_run: SandboxRunner) -> int:
-    """Start the mediation, run the sandbox, tear down; return the agent's exit code.
+async def run_mediated(
+    config: McpConfig,
+    build_and_run: Callable[[GuestSetup], Awaitable[T]],
+    *,
+    report: MediationReport | None = None,
+) -> T:
+    """Start the mediation, run the sandbox, tear down; return what the sandbox run returned.
 
     ``build_and_run(setup)`` builds the sandbox spec from ``setup`` (the bound directory,
     the environment, the passed channel and the relay's command line), runs it, and
-    returns the exit code (see :mod:`glove.run.run_cli`).
+    returns its result (see :mod:`glove.run._agent`). ``report``, if given, is filled with
+    the calls the mediation refused.
 
     If the mediation session fails while the agent runs (an upstream dies, the audit log
     fails), the sandbox is killed: the session is the mediation and the agent together.
@@ -275,7 +289,7 @@ async def run_mediated(config: McpConfig, build_and_run: SandboxRunner) -> int:
     receiver: ConnectionReceiver | None = None
     attacher: _Attacher | None = None
     mediation = None
-    sandbox: asyncio.Future[int] | None = None
+    sandbox: asyncio.Future[T] | None = None
     try:
         mediation = await start_mediation(config)
         attacher = _Attacher(mediation)
@@ -306,6 +320,9 @@ async def run_mediated(config: McpConfig, build_and_run: SandboxRunner) -> int:
         if attacher is not None:
             await attacher.cancel()
         if mediation is not None:
+            if report is not None and mediation.mediator is not None:
+                report.denied = mediation.mediator.denied
+                report.first_denied = mediation.mediator.first_denied
             await mediation.stop()
         with contextlib.suppress(OSError):
             await asyncio.to_thread(shutil.rmtree, private)

@@ -1,5 +1,19 @@
-"""CLI orchestration of ``glove exec`` (and, later, ``glove run``)."""
+"""CLI orchestration of ``glove exec`` and ``glove run``: options, spec, notes, summary."""
 
-from glove.run._exec import ExecOptions, exec_command, parse_bind
+from glove.run._exec import exec_command
+from glove.run._options import EXIT_USAGE, SandboxOptions, add_sandbox_arguments
+from glove.run._prepare import Additions, build_from_options, parse_bind
 
-__all__ = ["ExecOptions", "exec_command", "parse_bind"]
+#: The former name of :class:`SandboxOptions` (``glove exec``'s options).
+ExecOptions = SandboxOptions
+
+__all__ = [
+    "EXIT_USAGE",
+    "Additions",
+    "ExecOptions",
+    "SandboxOptions",
+    "add_sandbox_arguments",
+    "build_from_options",
+    "exec_command",
+    "parse_bind",
+]

@@ -20,9 +20,11 @@ import threading
 import time
 from typing import Any
 
-from glove.container import Overrides, build_spec, load_profile, run, run_async
+from glove.container import Overrides, build_spec, decode_profile, run, run_async
 
 PROBE_MARK = b"GLOVE-PROBE:"
+#: The suites' profile: the default, with the workspace at /workspace.
+AT_WORKSPACE = b'extends = "default"\n[workspace]\ntarget = "/workspace"\n'
 
 
 def churn(stop: threading.Event) -> None:
@@ -110,7 +112,11 @@ def main() -> None:
     argv = ["/usr/bin/python3", "-I", "-S", "/workspace/probe.py", "fds"]
     argv.append(json.dumps({"numbers": held, "relative": "secret.txt"}))
     spec = build_spec(
-        load_profile(None), argv, cwd=ws, host_env={}, overrides=Overrides(workspace=ws)
+        decode_profile(AT_WORKSPACE, "<test>"),
+        argv,
+        cwd=ws,
+        host_env={},
+        overrides=Overrides(workspace=ws),
     )
     # Control: an ordinary child that inherits descriptors does see the held ones.
     import subprocess

@@ -46,6 +46,7 @@ from glove.container._limits import (
     LimitPlan,
     plan_limits,
 )
+from glove.container._protect import check_protected
 from glove.container._result import EXIT_SETUP_FAILED
 from glove.container._spec import MAX_PASSED_FD, SandboxSpec
 from glove.container.errors import SandboxSetupError
@@ -58,6 +59,7 @@ from glove.container.linux._mounts import (
     harden_proc,
     open_sources,
     scratch_used_bytes,
+    shown_sources,
     used_bytes,
 )
 from glove.container.linux._retained import (
@@ -378,7 +380,16 @@ def _install_seccomp(ctx: LaunchContext) -> None:
 
 
 def _report_usage(ctx: LaunchContext) -> None:
-    """Report the scratch and retained filesystems' usage once the command is gone."""
+    """Report what the tree used once the command is gone: CPU, peak memory, disk.
+
+    ``RUSAGE_CHILDREN`` of the init covers every descendant it or they reaped (the init
+    reaps orphans), so it is the whole tree's CPU time and its largest resident set.
+    """
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _report(
+        ctx.status_write,
+        f"usage {usage.ru_utime:.6f} {usage.ru_stime:.6f} {usage.ru_maxrss * 1024}",
+    )
     with contextlib.suppress(OSError):
         _report(ctx.status_write, f"disk {scratch_used_bytes()}")
     for target, _ in ctx.retained:
@@ -536,6 +547,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     bpf = seccomp_program()
     notify_bpf = seccomp_program(notify=True) if report_violations else None
     sources = open_sources(spec)
+    check_protected(shown_sources(spec, sources), spec.protected)
     writable = [b.source for b in spec.binds if b.mode == "rw"]
     if spec.workspace is not None and spec.workspace_mode == "rw":
         writable.append(spec.workspace)

@@ -14,7 +14,7 @@ mounted inode is the one that was opened, applies read-only/nosuid/nodev recursi
 
 # Raw paths and dir fds inside a fresh mount namespace (pathlib adds nothing); /tmp here is
 # the staging point in the sandbox's own namespace, not a shared temporary directory.
-# ruff: noqa: PTH101, PTH102, PTH112, PTH113, PTH114, PTH208, PTH211, S108
+# ruff: noqa: PTH101, PTH102, PTH116, PTH112, PTH113, PTH114, PTH208, PTH211, S108
 from __future__ import annotations
 
 import contextlib
@@ -29,7 +29,8 @@ from typing import Final
 
 import msgspec
 
-from glove.container._spec import Bind, SandboxSpec
+from glove.container._protect import Shown
+from glove.container._spec import Bind, SandboxSpec, normalize_inside
 from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux import _syscalls as sc
 
@@ -104,7 +105,7 @@ def _refuse_kernel_trees(bind: Bind, fd: int, info: os.stat_result) -> None:
     mounts of the same filesystems all resolve here). Recursive binds carry submounts, so
     the host root (which holds /proc and /sys) is refused as a whole.
     """
-    root = os.stat("/")  # noqa: PTH116 - one stat, compared by (dev, inode)
+    root = os.stat("/")
     if (info.st_dev, info.st_ino) == (root.st_dev, root.st_ino):
         raise SpecError(
             f"refusing to bind {bind.source}: it is the host root (/); run from a project "
@@ -209,7 +210,33 @@ def open_sources(spec: SandboxSpec) -> list[OpenedSource]:
         if source is not None:
             opened.append(source)
     _refuse_kernel_submounts(opened)
+    # Parents before children (stable, so a later bind at the same depth still wins): a
+    # workspace shown at its own path under /usr must be mounted after /usr, not hidden by it.
+    opened.sort(key=lambda item: item.target.rstrip("/").count("/"))
     return opened
+
+
+def shown_sources(spec: SandboxSpec, sources: list[OpenedSource]) -> list[Shown]:
+    """What the sandbox will show of the host, by identity, for :func:`check_protected`.
+
+    Recreated symlinks show nothing (their text resolves inside); a retained seed is copied
+    in, so it counts as shown.
+    """
+    shown: list[Shown] = []
+    for source in sources:
+        if source.kind == "symlink":
+            continue
+        is_workspace = source.source == spec.workspace and source.target == normalize_inside(
+            spec.workspace_target
+        )
+        origin = "workspace" if is_workspace else f"bind {source.source}"
+        shown.append(Shown(source.source, (source.dev, source.ino), origin, source.writable))
+    for item in spec.retained:
+        if item.seed is not None:
+            with contextlib.suppress(OSError):
+                info = os.stat(item.seed)
+                shown.append(Shown(item.seed, (info.st_dev, info.st_ino), "seed", writable=True))
+    return shown
 
 
 def _walk_dirs(root_fd: int, parts: list[str]) -> int:

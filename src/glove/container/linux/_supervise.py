@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Final, NamedTuple
 
-from glove.container._limits import MECH_CGROUP_V1_CPUACCT, MECH_RLIMIT_CPU
+from glove.container._limits import MECH_CGROUP_V1_CPUACCT, MECH_RLIMIT_AS, MECH_RLIMIT_CPU
 from glove.container._result import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -33,6 +33,7 @@ from glove.container._result import (
     OutputReport,
     RetainedReport,
     SandboxResult,
+    Usage,
     exit_code_for_signal,
 )
 from glove.container._spec import SandboxSpec
@@ -62,6 +63,33 @@ MAX_DENIED_NAMES: Final = 64
 MAX_STDIN_BUFFER_BYTES: Final = 256 * 1024
 #: Host signals passed on to the sandbox while ``run`` supervises from the main thread.
 FORWARDED_HOST_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+#: What a process prints when an allocation fails (a per-process RLIMIT_AS is invisible from
+#: outside; its trace on stderr is the evidence that the memory limit was reached).
+OUT_OF_MEMORY_MARKS: Final = (
+    b"MemoryError",
+    b"Cannot allocate memory",
+    b"out of memory",
+    b"std::bad_alloc",
+    b"heap out of memory",
+)
+_MARK_OVERLAP: Final = max(len(mark) for mark in OUT_OF_MEMORY_MARKS) - 1
+
+
+class _OomWatch:
+    """Looks for :data:`OUT_OF_MEMORY_MARKS` in a stream, across chunk boundaries."""
+
+    def __init__(self) -> None:
+        self.seen = False
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> None:
+        if self.seen:
+            return
+        window = self._tail + chunk
+        self.seen = any(mark in window for mark in OUT_OF_MEMORY_MARKS)
+        self._tail = window[-_MARK_OVERLAP:]
 
 
 class _Output:
@@ -105,6 +133,18 @@ def _parse_status(transcript: bytes) -> dict[str, str]:
     return fields
 
 
+def _usage(fields: dict[str, str]) -> Usage:
+    """The ``usage`` and ``disk`` status lines of the init, as numbers."""
+    disk: int | None = None
+    with contextlib.suppress(KeyError, ValueError):
+        disk = int(fields["disk"])
+    try:
+        user, system, rss = fields["usage"].split()
+        return Usage(float(user), float(system), int(rss), disk)
+    except (KeyError, ValueError):
+        return Usage(disk_bytes=disk)
+
+
 class _Verdict(NamedTuple):
     outcome: Outcome
     exit_code: int
@@ -122,6 +162,10 @@ class _Supervisor:
         self.stdout = stdout
         self.stderr = stderr
         self.output = _Output(spec.limits.output)
+        #: The stream (stderr, or the PTY) watched for an allocation failure, if memory is
+        #: limited per process; set by ``_wire_stdio``.
+        self.oom_stream: int | None = None
+        self.oom = _OomWatch()
         self.kill_reason: str | None = None
         self.cancel_fd: int | None = None
         self.listener: int | None = None
@@ -169,6 +213,8 @@ class _Supervisor:
             raise
         if not chunk:
             return False
+        if fd == self.oom_stream:
+            self.oom.feed(chunk)
         allowed = self.output.admit(chunk)
         if allowed:
             self._queue(self.sinks[fd], allowed)
@@ -221,6 +267,8 @@ class _Supervisor:
         for fd in outputs:
             with contextlib.suppress(OSError):
                 while chunk := os.read(fd, READ_CHUNK_BYTES):
+                    if fd == self.oom_stream:
+                        self.oom.feed(chunk)
                     allowed = self.output.admit(chunk)
                     if not allowed:
                         break
@@ -435,6 +483,7 @@ class _Supervisor:
             output=OutputReport(bytes=self.output.total, truncated=self.output.truncated),
             retained=self._retained_reports(),
             denied_syscalls=dict(self.denied),
+            usage=_usage(fields),
         )
 
     def _retained_reports(self) -> dict[str, RetainedReport]:
@@ -503,11 +552,16 @@ class _Supervisor:
         reports: dict[str, LimitReport] = {}
         cgroups = process.cgroups
         for name, plan in process.plans.items():
-            hit = self.kill_reason == name
+            hit: bool | None = self.kill_reason == name
             if name == "memory" and cgroups is not None:
                 hit = hit or cgroups.memory_oom_killed()
             elif name == "pids" and cgroups is not None:
                 hit = hit or cgroups.pids_hit()
+            elif name == "memory" and plan.mechanism == MECH_RLIMIT_AS and not hit:
+                # A refused allocation is ENOMEM inside one process: invisible from here,
+                # unless the process said so on stderr or its resident set reached the limit.
+                evidence = self.oom.seen or _usage(fields).peak_rss_bytes >= plan.value
+                hit = True if evidence else None
             elif name == "cpu_time" and plan.mechanism == MECH_RLIMIT_CPU:
                 hit = fields.get("signal") == str(int(signal.SIGXCPU))
             elif name == "output":
@@ -562,6 +616,7 @@ def _wire_stdio(
         child_ends.append(slave)
         outputs.append(master)
         supervisor.sinks[master] = supervisor.stdout
+        supervisor.oom_stream = master
         supervisor.attach_stdin(os.dup(master), close_at_eof=False)
         return (slave, slave, slave), master
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
@@ -571,6 +626,7 @@ def _wire_stdio(
     child_ends.append(err_w)
     outputs.append(err_r)
     supervisor.sinks = {out_r: supervisor.stdout, err_r: supervisor.stderr}
+    supervisor.oom_stream = err_r
     child_stdin = supervisor.stdin
     if not _stdin_passes_directly(child_stdin):
         in_r, in_w = os.pipe2(os.O_CLOEXEC)

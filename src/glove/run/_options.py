@@ -1,0 +1,148 @@
+"""The sandbox options ``glove exec`` and ``glove run`` share: defined once, with argparse.
+
+Both commands parse with :func:`add_sandbox_arguments`, so a flag means the same thing in
+each and neither can drift. argparse, not typer: these commands sit on the launch hot path
+(typer and its validation layer cost more than the sandbox itself). Usage errors exit with
+:data:`EXIT_USAGE` in every ``glove`` command (``docs/cli.md``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from typing import Final, Literal, NoReturn
+
+#: Exit code of a usage error (an unknown or malformed option) in every glove command.
+EXIT_USAGE: Final = 2
+
+LIMIT_FLAGS: Final = (
+    ("--wall-time", "SECONDS", "wall-clock time, e.g. 90, 30m, 8h"),
+    ("--cpu-time", "SECONDS", "CPU time of the whole tree, e.g. 600, 2h"),
+    ("--memory", "BYTES", "memory, e.g. 512M, 4G"),
+    ("--pids", "N", "tasks alive at once"),
+    ("--disk", "BYTES", "writable scratch (/, /tmp, /dev/shm), e.g. 1G"),
+    ("--output", "BYTES", "stdout+stderr (or terminal) bytes before the cut, e.g. 1G"),
+)
+
+
+class UsageParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors name the command and exit :data:`EXIT_USAGE`."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print the usage and one line naming the problem, then exit 2."""
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxOptions:
+    """The parsed sandbox options (``glove exec`` and ``glove run`` alike).
+
+    A dataclass, not a msgspec Struct: ``glove --help`` imports this module and must not pay
+    for msgspec.
+    """
+
+    argv: list[str]
+    profile: str | None = None
+    workspace: str | None = None
+    workspace_mode: Literal["rw", "ro"] | None = None
+    binds: list[str] = field(default_factory=list)
+    uses: list[str] = field(default_factory=list)
+    env: list[str] = field(default_factory=list)
+    network: str = "none"
+    pty: bool = False
+    wall_time: str | None = None
+    cpu_time: str | None = None
+    memory: str | None = None
+    pids: str | None = None
+    disk: str | None = None
+    output: str | None = None
+    accept_weaker: list[str] = field(default_factory=list)
+    json_status: str | None = None
+    dry_run: bool = False
+    json: bool = False
+    quiet: bool = False
+
+
+def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add every sandbox option to ``parser`` (the one definition of them)."""
+    p = parser
+    p.add_argument("--profile", help="profile name or path (default: the embedded 'default')")
+    p.add_argument(
+        "--workspace",
+        help="workspace directory, shown at the same path inside (default: the current one)",
+    )
+    p.add_argument("--workspace-mode", choices=("rw", "ro"), help="bind the workspace rw or ro")
+    p.add_argument(
+        "--bind",
+        action="append",
+        default=[],
+        dest="binds",
+        metavar="SRC[:DST[:ro|rw]]",
+        help="show a host path inside (read-only and at the same path by default); repeatable",
+    )
+    p.add_argument(
+        "--use",
+        action="append",
+        default=[],
+        dest="uses",
+        metavar="DIR",
+        help="make a host virtualenv or tool install usable inside: bound read-only at the "
+        "same path, its bin/ first on PATH (a venv's base Python is bound too); repeatable",
+    )
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="repeatable")
+    p.add_argument("--network", default="none", choices=("none",), help="only loopback")
+    p.add_argument("--pty", action="store_true", help="give the command a fresh terminal")
+    for flag, metavar, text in LIMIT_FLAGS:
+        p.add_argument(flag, metavar=metavar, help=text)
+    p.add_argument(
+        "--accept-weaker",
+        action="append",
+        default=[],
+        metavar="LIMIT|all",
+        help="allow a per-process mechanism for LIMIT (repeatable)",
+    )
+    p.add_argument("--json-status", metavar="FILE|FD", help="where to write the result")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the sandbox that would be built (mounts, env, limits, network, seccomp) "
+        "and run nothing",
+    )
+    p.add_argument("--json", action="store_true", help="with --dry-run: print it as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no notes or exit summary on stderr")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
+
+
+def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> SandboxOptions:
+    """Turn parsed arguments into :class:`SandboxOptions`; a missing command is a usage error."""
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        parser.error("a command to run is required: " + parser.prog + " [OPTIONS] -- CMD")
+    if args.json and not args.dry_run:
+        parser.error("--json goes with --dry-run (the result itself is --json-status)")
+    return SandboxOptions(
+        argv=command,
+        profile=args.profile,
+        workspace=args.workspace,
+        workspace_mode=args.workspace_mode,
+        binds=args.binds,
+        uses=args.uses,
+        env=args.env,
+        network=args.network,
+        pty=args.pty,
+        wall_time=args.wall_time,
+        cpu_time=args.cpu_time,
+        memory=args.memory,
+        pids=args.pids,
+        disk=args.disk,
+        output=args.output,
+        accept_weaker=args.accept_weaker,
+        json_status=args.json_status,
+        dry_run=args.dry_run,
+        json=args.json,
+        quiet=args.quiet,
+    )
