@@ -25,6 +25,7 @@ _COMMAND_MODULES = {
     "exec": "glove.run.exec_cli",
     "run": "glove.run.run_cli",
     "mcp": "glove.mcp.cli",
+    "audit": "glove.audit.cli",
     "policy": "glove.policy.cli",
     "journal": "glove.journal.cli",
     "diag": "glove.control.diag_cli",

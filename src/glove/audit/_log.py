@@ -19,6 +19,14 @@ Failure is fail-closed and typed (:mod:`glove.audit.errors`):
 Bounded: at ``max_bytes`` the file rotates to ``PATH.1`` (older ones shift up to
 ``PATH.<keep_files>``, the oldest is deleted); the sequence continues across files.
 
+One writer or several: by default the log is ``flock``ed for the actor's whole life, so a
+second writer fails at start. With ``shared=True`` (what ``glove run`` and ``glove mcp
+serve`` use, so two runs with one configuration work side by side) the writers of one path
+take turns: each group commit holds an exclusive ``flock`` on ``PATH.lock`` (stable across
+rotations) while it re-reads the tail written by the others, writes, fdatasyncs and, if
+needed, rotates; the sequence stays strictly increasing across all writers, and each
+record says which run wrote it (the mediator's ``run`` field).
+
 **Not tamper-evident.** Like the spec says of the general JSONL activity log, this file is
 not protected against a process of the same user that can rewrite it; tamper evidence lives
 in the HMAC-chained receipt journal (:mod:`glove.journal`).
@@ -108,6 +116,7 @@ class AuditLog(Actor):
         storage: Storage | None = None,
         clock: Callable[[], int] = time.time_ns,
         mailbox_size: int = 256,
+        shared: bool = False,
     ) -> None:
         super().__init__(name, mailbox_size=mailbox_size)
         if max_bytes < MAX_AUDIT_RECORD_BYTES:
@@ -125,6 +134,8 @@ class AuditLog(Actor):
         self._queue: list[_Waiting] = []
         self._flushing = False
         self._failed = False
+        self._shared = shared
+        self._lock_fd = -1
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -177,10 +188,11 @@ class AuditLog(Actor):
         await self.run_blocking(self._open_blocking)
 
     async def on_stop(self) -> None:
-        """Close the descriptor (every acknowledged record is already durable)."""
-        if self._fd >= 0:
-            fd, self._fd = self._fd, -1
-            await self.run_blocking(self._storage.close, fd)
+        """Close the descriptors (every acknowledged record is already durable)."""
+        for fd in (self._fd, self._lock_fd):
+            if fd >= 0:
+                await self.run_blocking(self._storage.close, fd)
+        self._fd = self._lock_fd = -1
 
     async def handle(self, msg: object) -> object:
         """Queue one record for the next group commit; the reply waits for its fdatasync."""
@@ -240,45 +252,106 @@ class AuditLog(Actor):
         parent = str(Path(self.path).parent)
         created = not storage.exists(self.path)
         try:
-            storage.makedirs(parent)
+            if not storage.exists(parent):
+                raise AuditWriteFailed(
+                    f"cannot open audit log {self.path}: its folder {parent} does not exist"
+                )
             fd = storage.open_append(self.path, create=True)
         except OSError as exc:
             raise AuditWriteFailed(f"cannot open audit log {self.path}: {exc}") from exc
-        try:
-            storage.lock(fd)
-        except LockHeld as exc:
-            storage.close(fd)
-            raise AuditUnavailable(f"audit log {self.path} is held by another writer") from exc
         self._fd = fd
+        try:
+            if self._shared:
+                self._lock_fd = storage.open_append(f"{self.path}.lock", create=True)
+                self._take_turn()
+            else:
+                storage.lock(fd)
+        except LockHeld as exc:
+            raise AuditUnavailable(f"audit log {self.path} is held by another writer") from exc
+        except OSError as exc:
+            raise AuditWriteFailed(f"cannot lock audit log {self.path}: {exc}") from exc
         try:
             if created:
                 storage.fsync_dir(parent)
             self._size = self._resume(fd)
         except OSError as exc:
             raise AuditWriteFailed(f"cannot resume audit log {self.path}: {exc}") from exc
+        finally:
+            if self._shared:
+                storage.unlock(self._lock_fd)
+
+    def _take_turn(self) -> None:
+        """Shared mode: wait for the lock, then catch up with what the other writers did.
+
+        Raises:
+            LockHeld: no turn within the append deadline.
+            OSError: the log cannot be reopened or read.
+        """
+        storage = self._storage
+        storage.lock_wait(self._lock_fd, AUDIT_APPEND_TIMEOUT_S)
+        try:
+            current = storage.stat(self.path) if storage.exists(self.path) else None
+            mine = storage.fstat(self._fd)
+            if current is None or (current.dev, current.ino) != (mine.dev, mine.ino):
+                storage.close(self._fd)  # another writer rotated the file
+                self._fd = -1
+                self._fd = storage.open_append(self.path, create=True)
+                mine = storage.fstat(self._fd)
+            if mine.size != self._size:
+                self._size = self._resume(self._fd)
+        except BaseException:
+            storage.unlock(self._lock_fd)
+            raise
 
     def _resume(self, fd: int) -> int:
+        """Cut a torn last line, read the last sequence number; return the file's size.
+
+        Only the tail is read (a record is at most MAX_AUDIT_RECORD_BYTES), so catching up
+        with another writer costs one small read, whatever the size of the log.
+        """
         storage = self._storage
-        data = storage.read_file(self.path)
-        end = data.rfind(b"\n") + 1
-        if end != len(data):
+        size = storage.fstat(fd).size
+        offset = max(0, size - 2 * MAX_AUDIT_RECORD_BYTES)
+        tail = storage.read_at(self.path, offset, size - offset)
+        cut = tail.rfind(b"\n") + 1
+        if cut == 0 and offset > 0:
+            raise AuditWriteFailed(f"audit log {self.path}: no record boundary in its tail")
+        end = offset + cut
+        if end != size:
             # A line without its newline was never acknowledged (we ack after fdatasync of
             # the whole line): cut it, keep the bytes in the log's own warning.
             _log.warning(
-                "audit log %s: cutting a torn last line of %d bytes", self.path, len(data) - end
+                "audit log %s: cutting a torn last line of %d bytes", self.path, size - end
             )
             storage.ftruncate(fd, end)
             storage.fdatasync(fd)
-        last = data[:end]
-        if not last:
+        last = tail[:cut]
+        if not last and end == 0:
             rotated = f"{self.path}.1"
-            last = storage.read_file(rotated) if storage.exists(rotated) else b""
+            if storage.exists(rotated):
+                rotated_size = storage.stat(rotated).size
+                start = max(0, rotated_size - 2 * MAX_AUDIT_RECORD_BYTES)
+                last = storage.read_at(rotated, start, rotated_size - start)
         self._seq = _last_seq(last, self.path)
         return end
 
     def _commit_blocking(
         self, batch: list[bytes]
     ) -> tuple[list[AuditAck], AuditWriteFailed | None]:
+        if not self._shared:
+            return self._commit_lines(batch)
+        try:
+            self._take_turn()
+        except LockHeld as exc:
+            return [], AuditWriteFailed(f"no turn to write the shared audit log: {exc}")
+        except OSError as exc:
+            raise _SyncFailed(f"cannot catch up with the shared audit log: {exc}") from exc
+        try:
+            return self._commit_lines(batch)
+        finally:
+            self._storage.unlock(self._lock_fd)
+
+    def _commit_lines(self, batch: list[bytes]) -> tuple[list[AuditAck], AuditWriteFailed | None]:
         acks: list[AuditAck] = []
         index = 0
         while index < len(batch):
@@ -346,7 +419,8 @@ class AuditLog(Actor):
                     storage.rename(src, f"{self.path}.{index + 1}")
             storage.rename(self.path, f"{self.path}.1")
             fd = storage.open_append(self.path, create=True)
-            storage.lock(fd)
+            if not self._shared:  # shared writers hold PATH.lock, which rotation keeps
+                storage.lock(fd)
             self._fd = fd
             storage.fsync_dir(str(Path(self.path).parent))
         except OSError as exc:

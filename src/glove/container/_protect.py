@@ -136,7 +136,7 @@ def check_protected(shown: Sequence[Shown], protected: Sequence[Protected]) -> N
     for item in protected:
         resolved = _resolve_chain(os.path.normpath(item.path))
         sources = [s for s in shown if s.writable or not item.writable_only]
-        verb = "let the sandbox change" if item.writable_only else "show"
+        verb = "expose" if item.writable_only else "show"
         if resolved.links > 1 and resolved.target is not None:
             device = resolved.target[0]
             near = next((s for s in sources if s.identity[0] == device), None)
@@ -151,11 +151,11 @@ def check_protected(shown: Sequence[Shown], protected: Sequence[Protected]) -> N
             hidden.add(resolved.target)
         for source in sources:
             if source.identity in hidden:
+                harm = "run its own code there" if item.writable_only else "read or change it"
                 raise SpecError(
-                    f"the {source.origin} {source.path} would {verb} {item.what} {item.path}"
-                    f"{'' if item.writable_only else ', which it could read or change'}; "
-                    f"keep the mediator's files outside what the sandbox sees, or "
-                    f"{_fix(source.origin)}"
+                    f"the {source.origin} {source.path} would {verb} {item.what} {item.path} "
+                    f"to the sandbox, which could {harm}; keep the mediator's files outside "
+                    f"what the sandbox sees, or {_fix(source.origin)}"
                 )
             if item.tree and resolved.target is not None:
                 for ancestor, identity in _ancestors(source.path):

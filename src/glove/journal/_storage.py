@@ -11,12 +11,17 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 FILE_MODE = 0o600
 """Owner-only permissions for journal, side and audit files."""
+LOCK_POLL_FIRST_S = 0.0002
+"""First pause of :meth:`PosixStorage.lock_wait` (doubling up to ``LOCK_POLL_MAX_S``)."""
+LOCK_POLL_MAX_S = 0.005
+"""Longest pause between two attempts of :meth:`PosixStorage.lock_wait`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +72,12 @@ class Storage(Protocol):
 
     def lock(self, fd: int) -> None:
         """Take an exclusive, non-blocking ``flock``; raise :class:`LockHeld` if taken."""
+
+    def lock_wait(self, fd: int, timeout_s: float) -> None:
+        """Take an exclusive ``flock``, waiting up to ``timeout_s``; :class:`LockHeld` after."""
+
+    def unlock(self, fd: int) -> None:
+        """Release the ``flock`` on ``fd``."""
 
     def read_file(self, path: str) -> bytes:
         """The whole content of ``path``."""
@@ -150,6 +161,25 @@ class PosixStorage:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 raise LockHeld(exc.errno, "lock held by another writer") from exc
             raise
+
+    def lock_wait(self, fd: int, timeout_s: float) -> None:
+        """See :class:`Storage` (polls, so the wait keeps its deadline)."""
+        deadline = time.monotonic() + timeout_s
+        pause = LOCK_POLL_FIRST_S
+        while True:
+            try:
+                self.lock(fd)
+            except LockHeld:
+                if time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(pause * 2, LOCK_POLL_MAX_S)
+            else:
+                return
+
+    def unlock(self, fd: int) -> None:
+        """See :class:`Storage`."""
+        fcntl.flock(fd, fcntl.LOCK_UN)
 
     def read_file(self, path: str) -> bytes:
         """See :class:`Storage`."""

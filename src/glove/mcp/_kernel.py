@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
@@ -160,6 +161,8 @@ class Refusal(Exception):
 
 
 MAX_AUDITED_ID_CHARS: Final = 128
+#: Random bytes of a run id (hex in the record: 12 characters).
+RUN_ID_BYTES: Final = 6
 
 
 def _audit_id(request_id: object) -> object:
@@ -195,6 +198,7 @@ class Mediator:
         audit_errors: tuple[type[BaseException], ...],
         upstream_errors: tuple[type[BaseException], ...],
         timeout_errors: tuple[type[BaseException], ...],
+        run_id: str | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy
@@ -204,6 +208,8 @@ class Mediator:
         self._audit_errors = audit_errors
         self._upstream_errors = upstream_errors
         self._timeout_errors = timeout_errors
+        #: Names this mediation in every audit record (several runs may share one log).
+        self.run_id = run_id or secrets.token_hex(RUN_ID_BYTES)
         #: Calls refused by policy or for an unknown tool, and the first one's tool name.
         self.denied = 0
         self.first_denied: str | None = None
@@ -227,6 +233,7 @@ class Mediator:
         Raises:
             Refusal: the append failed (code AUDIT_FAILED); the request must be refused.
         """
+        record.setdefault("run", self.run_id)
         record.setdefault("policy", self.policy.digest)
         try:
             await self._audit.append(record)

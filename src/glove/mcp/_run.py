@@ -206,7 +206,8 @@ class ConnectionReceiver:
             _log.warning("refused %s from the sandbox", what)
 
 
-def _prepare_dir() -> Path:
+def prepare_guest_dir() -> Path:
+    """Create the private host directory bound read-only at :data:`GUEST_DIR` (0700)."""
     private = Path(tempfile.mkdtemp(prefix="glove-run-"))
     private.chmod(0o700)
     package = resources.files("glove.mcp")
@@ -284,7 +285,7 @@ async def run_mediated(
         GloveError: the mediation could not start (nothing was run).
         MediationFailed: the mediation failed under the running agent, which was stopped.
     """
-    private = await asyncio.to_thread(_prepare_dir)
+    private = await asyncio.to_thread(prepare_guest_dir)
     host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     receiver: ConnectionReceiver | None = None
     attacher: _Attacher | None = None

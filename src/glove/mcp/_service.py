@@ -154,7 +154,12 @@ async def start_mediation(
         registry.set_upstream(upstream_id, node.tools, strict=False)
         mediation.tools_changed()
 
-    make_audit = audit_factory or AuditLog
+    def shared_log(path: str) -> AuditLog:
+        # Shared: two runs with one configuration take turns on its log (their records say
+        # which run wrote them), instead of the second one failing to start.
+        return AuditLog(path, shared=True)
+
+    make_audit = audit_factory or shared_log
     specs = [ChildSpec("audit", lambda: make_audit(config.audit))]
     for upstream_id, upstream in config.upstreams.items():
         specs.append(

@@ -26,12 +26,21 @@ from glove.container import (
     SandboxError,
     SandboxResult,
     SandboxSpec,
+    describe,
     run_async,
 )
 from glove.container._result import setup_failure
 from glove.errors import GloveError
 from glove.mcp._config import McpConfig, UpstreamConfig, child_environment, load_config
-from glove.mcp._run import GUEST_DIR, GuestSetup, MediationReport, run_mediated
+from glove.mcp._run import (
+    GUEST_CHANNEL_FD,
+    GUEST_DIR,
+    GuestSetup,
+    MediationReport,
+    guest_env,
+    prepare_guest_dir,
+    run_mediated,
+)
 from glove.mcp.errors import MediationFailed
 from glove.run._exec import dry_run, print_notes, report_result, write_status
 from glove.run._options import SandboxOptions
@@ -74,6 +83,7 @@ def mediator_protected(config_path: str, config: McpConfig) -> tuple[Protected, 
         Protected(str(Path(config_path).absolute()), "the mediator's configuration"),
         Protected(config.policy, "the mediator's policy file"),
         Protected(config.audit, "the mediator's audit log"),
+        Protected(f"{config.audit}.lock", "the audit log's lock"),
     ]
     items += [
         Protected(f"{config.audit}.{n}", "a rotated audit log")
@@ -96,17 +106,20 @@ def mediator_protected(config_path: str, config: McpConfig) -> tuple[Protected, 
 
 def _spec_for(
     opts: SandboxOptions,
-    setup: GuestSetup,
+    setup: GuestSetup | None,
     protected: tuple[Protected, ...],
     status_path: str | None,
 ) -> SandboxSpec:
-    additions = Additions(
-        binds=(Bind(source=setup.bind_dir, target=GUEST_DIR, mode="ro"),),
-        env=setup.env,
-        pass_fds=setup.pass_fds,
-        protected=protected,
-        argv=setup.command(opts.argv),
-    )
+    """The sandbox of this run; without ``setup``, the same without the guest parts."""
+    additions = Additions(protected=protected)
+    if setup is not None:
+        additions = Additions(
+            binds=(Bind(source=setup.bind_dir, target=GUEST_DIR, mode="ro"),),
+            env=setup.env,
+            pass_fds=setup.pass_fds,
+            protected=protected,
+            argv=setup.command(opts.argv),
+        )
     return build_from_options(
         opts,
         cwd=current_directory(),
@@ -116,15 +129,27 @@ def _spec_for(
     )
 
 
+def _dry_run(opts: SandboxOptions, protected: tuple[Protected, ...]) -> int:
+    """Describe the sandbox, guest parts included, without starting any upstream."""
+    private = prepare_guest_dir()
+    try:
+        setup = GuestSetup(
+            bind_dir=str(private),
+            env=guest_env(),
+            pass_fds={GUEST_CHANNEL_FD: GUEST_CHANNEL_FD},
+        )
+        return dry_run(PROG, _spec_for(opts, setup, protected, None), as_json=opts.json)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+
+
 async def _mediated(
     opts: SandboxOptions, config: McpConfig, protected: tuple[Protected, ...], status: str | None
-) -> tuple[SandboxResult | int, MediationReport]:
+) -> tuple[SandboxResult, MediationReport]:
     report = MediationReport()
 
-    async def sandbox(setup: GuestSetup) -> SandboxResult | int:
+    async def sandbox(setup: GuestSetup) -> SandboxResult:
         spec = _spec_for(opts, setup, protected, status)
-        if opts.dry_run:
-            return dry_run(PROG, spec, as_json=opts.json)
         if not opts.quiet:
             print_notes(PROG, spec)
         return await run_async(spec)
@@ -134,7 +159,11 @@ async def _mediated(
 
 
 def run_agent(opts: SandboxOptions, config_path: str) -> int:
-    """Run ``glove run`` and return its exit code (see ``docs/mcp.md``)."""
+    """Run ``glove run`` and return its exit code (see ``docs/mcp.md``).
+
+    Everything the sandbox will show is checked against the mediator's files before any
+    upstream starts, so a refused layout starts nothing at all.
+    """
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="glove run: %(levelname)s %(message)s"
     )
@@ -146,10 +175,10 @@ def run_agent(opts: SandboxOptions, config_path: str) -> int:
             status_fd, status_path = open_status(opts.json_status)
         config = load_config(config_path)
         protected = mediator_protected(config_path, config)
-        outcome, report = asyncio.run(_mediated(opts, config, protected, status_path))
-        if isinstance(outcome, int):  # the dry run's own exit code
-            return outcome
-        result = outcome
+        if opts.dry_run:
+            return _dry_run(opts, protected)
+        describe(_spec_for(opts, None, protected, status_path))  # the preflight checks
+        result, report = asyncio.run(_mediated(opts, config, protected, status_path))
     except MediationFailed as exc:
         result = SandboxResult(
             outcome="mediation_failed", exit_code=EXIT_MEDIATION_FAILED, error=str(exc)

@@ -143,8 +143,8 @@ def render_description(description: SandboxDescription) -> str:
     lines.append(f"          ioctl {', '.join(s.denied_ioctls)} refused; sockets only {families}")
     lines += [f"          {item}" for item in s.other]
     if d.pass_fds:
-        fds = ", ".join(f"{inside} (from {outside})" for inside, outside in d.pass_fds.items())
-        lines.append(f"passed fds: {fds}")
+        fds = ", ".join(str(inside) for inside in d.pass_fds)
+        lines.append(f"passed fds: {fds} (besides stdio)")
     if d.protected:
         lines.append(f"never shown: {', '.join(d.protected)}")
     return "\n".join(lines)
