@@ -124,7 +124,7 @@ def _fix(origin: str) -> str:
         return "choose another workspace with --workspace DIR"
     if origin == "seed":
         return "seed the retained copy from another directory"
-    return f"drop or narrow that bind ({origin})"
+    return "drop or narrow that bind (a --bind, or the profile's [[bind]])"
 
 
 def check_protected(shown: Sequence[Shown], protected: Sequence[Protected]) -> None:

@@ -229,7 +229,7 @@ def shown_sources(spec: SandboxSpec, sources: list[OpenedSource]) -> list[Shown]
         is_workspace = source.source == spec.workspace and source.target == normalize_inside(
             spec.workspace_target
         )
-        origin = "workspace" if is_workspace else f"bind {source.source}"
+        origin = "workspace" if is_workspace else "bind"
         shown.append(Shown(source.source, (source.dev, source.ino), origin, source.writable))
     for item in spec.retained:
         if item.seed is not None:
