@@ -95,3 +95,64 @@ def test_bad_limit_value_in_profile() -> None:
     profile = decode_profile(b"[limits]\ndisk = 'lots'\n", "t.toml")
     with pytest.raises(ProfileError):
         build_spec(profile, ["true"], cwd="/", host_env={})
+
+
+def test_extends_changes_only_what_it_names(tmp_path: Path) -> None:
+    """A profile extending the default keeps its binds and limits, changing only its own keys."""
+    path = tmp_path / "mine.toml"
+    path.write_text(
+        'extends = "default"\n'
+        '[limits]\nmemory = "8G"\naccept_weaker = []\n'
+        '[env]\npass = ["EDITOR"]\n'
+        '[[bind]]\nsource = "/opt/tools"\noptional = true\n'
+        '[[bind]]\nsource = "/usr"\nmode = "ro"\noptional = true\n'
+    )
+    mine, base = load_profile(str(path)), load_profile(None)
+    assert mine.limits.memory == "8G"
+    assert mine.limits.pids == base.limits.pids
+    assert mine.limits.wall_time == base.limits.wall_time
+    assert mine.limits.accept_weaker == []  # lists other than bind/use/pass replace
+    assert mine.env.pass_ == [*base.env.pass_, "EDITOR"]
+    assert mine.env.set == base.env.set
+    sources = [bind.source for bind in mine.bind]
+    assert sources[-2:] == ["/opt/tools", "/usr"]  # the child's binds come after the base's
+    assert sources.count("/usr") == 1  # same target: the child's replaces the base's
+    assert next(b for b in mine.bind if b.source == "/usr").optional
+    assert len(mine.bind) == len(base.bind) + 1
+
+
+def test_extends_resolves_a_path_beside_the_profile(tmp_path: Path) -> None:
+    """``extends = "base.toml"`` is found next to the extending file, whatever the cwd."""
+    (tmp_path / "base.toml").write_text('hostname = "from-base"\n[limits]\npids = 7\n')
+    (tmp_path / "child.toml").write_text('extends = "base.toml"\n[limits]\npids = 9\n')
+    child = load_profile(str(tmp_path / "child.toml"))
+    assert (child.hostname, child.limits.pids) == ("from-base", 9)
+
+
+def test_an_extends_cycle_is_refused_with_its_chain(tmp_path: Path) -> None:
+    """a -> b -> a is an error naming the cycle, not a recursion."""
+    (tmp_path / "a.toml").write_text('extends = "b.toml"\n')
+    (tmp_path / "b.toml").write_text('extends = "a.toml"\n')
+    with pytest.raises(ProfileError, match="cycle"):
+        load_profile(str(tmp_path / "a.toml"))
+
+
+def test_an_unknown_base_names_the_embedded_profiles(tmp_path: Path) -> None:
+    """Extending a profile that does not exist says which embedded ones do."""
+    (tmp_path / "x.toml").write_text('extends = "nosuch"\n')
+    with pytest.raises(ProfileError, match=r"embedded: default"):
+        load_profile(str(tmp_path / "x.toml"))
+
+
+def test_a_bad_key_under_extends_keeps_its_path(tmp_path: Path) -> None:
+    """Strict decoding still names the bad key's path after the merge."""
+    (tmp_path / "x.toml").write_text('extends = "default"\n[limits]\nmemroy = "1G"\n')
+    with pytest.raises(ProfileError, match=r"\$\.limits"):
+        load_profile(str(tmp_path / "x.toml"))
+
+
+def test_durations_take_units_in_profiles() -> None:
+    """``wall_time = "5s"`` is accepted as sizes accept ``"1G"``."""
+    profile = decode_profile(b'[limits]\nwall_time = "5s"\ncpu_time = "2m"\n', "t.toml")
+    spec = build_spec(profile, ["true"], cwd="/", host_env={})
+    assert (spec.limits.wall_time, spec.limits.cpu_time) == (5.0, 120.0)
