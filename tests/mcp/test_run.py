@@ -308,3 +308,51 @@ async def test_a_failed_mediation_stops_the_running_agent(tmp_path: Path) -> Non
     assert proc.returncode == 124, err.decode()
     assert b"the mediation failed" in err
     assert loop.time() - started < 45  # not the agent's 60 s sleep
+
+
+async def test_two_runs_with_one_config_share_its_audit_log(tmp_path: Path) -> None:
+    """Two glove run side by side with the same config both work; the shared log tells them
+    apart by run id and keeps one strictly increasing sequence."""
+    config = write_config(tmp_path, {"echo": {"command": sdk_server("echo")}}, POLICY)
+    workspaces = [tmp_path / "ws1", tmp_path / "ws2"]
+    procs = []
+    for workspace in workspaces:
+        workspace.mkdir()
+        shutil.copy(FIXTURES / "sandboxed_agent.py", workspace)
+        procs.append(
+            await asyncio.create_subprocess_exec(
+                PYTHON,
+                "-m",
+                "glove",
+                "run",
+                "--config",
+                str(config),
+                "--workspace",
+                str(workspace),
+                "--bind",
+                str(REPO / ".venv"),
+                "--env",
+                "AGENT_HANDSHAKE=1",
+                "--",
+                str(REPO / ".venv" / "bin" / "python"),
+                "sandboxed_agent.py",
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=tmp_path,
+            )  # fmt: skip
+        )
+    async with asyncio.timeout(RUN_TIMEOUT_S):
+        while not all((w / "ready").exists() for w in workspaces):
+            await asyncio.sleep(READY_POLL_S)  # both mediations are up at once
+    for workspace in workspaces:
+        (workspace / "go").write_text("go")
+    results = [await asyncio.wait_for(p.communicate(), RUN_TIMEOUT_S) for p in procs]
+    for proc, (out, err) in zip(procs, results, strict=True):
+        assert proc.returncode == 0, err.decode()
+        assert json.loads(out)["echo"] == "from the sandbox"
+    records = read_audit(tmp_path / "audit.log")
+    assert [record["seq"] for record in records] == list(range(1, len(records) + 1))
+    runs = {record["run"] for record in records}
+    assert len(runs) == 2
+    for run in runs:
+        assert [r["decision"] for r in records if r["run"] == run] == ["allow", "deny"]

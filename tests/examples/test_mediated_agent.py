@@ -1,0 +1,49 @@
+"""The example in ``examples/mediated-agent`` runs exactly as its README says."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tests.conftest import REPO
+
+RUN = REPO / "examples" / "mediated-agent" / "run"
+
+
+def test_the_example_agent_calls_a_mediated_tool(tmp_path: Path) -> None:
+    """`examples/mediated-agent/run WORKSPACE`: one allowed call, two refusals, all audited."""
+    workspace = Path(tempfile.mkdtemp(prefix="glove-example-", dir="/var/tmp"))
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    try:
+        done = subprocess.run(
+            [str(RUN), str(workspace)], capture_output=True, text=True, env=env, timeout=120,
+            check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        steps = {
+            step["step"]: step
+            for line in done.stdout.splitlines()
+            if line.startswith("{")
+            for step in [json.loads(line)]
+        }
+        assert sorted(steps["list"]["tools"]) == ["fs__list_directory", "fs__read_text_file"]
+        assert steps["allowed"]["ok"] is True
+        assert steps["allowed"]["workspace"] == str(workspace)  # the same path on both sides
+        assert "[FILE] hello.txt" in steps["allowed"]["listing"]
+        assert steps["hidden"]["error"]["code"] == -32602  # hidden looks like unknown
+        outside = steps["outside"]["error"]
+        assert outside["code"] == -33001
+        assert "outside the allowed roots" in outside["message"]  # the reason, in words
+        assert "/etc" not in outside["message"]  # never the argument's value
+        assert "glove run: 2 MCP call(s) denied (first: fs__write_file)" in done.stderr
+        table = done.stdout.split("== the audit log")[1].splitlines()
+        decisions = [line.split()[3] for line in table[2:] if line.strip()]
+        assert decisions == ["allow", "deny", "deny"]
+        config_dir = tmp_path / "config" / "glove" / "examples" / "mediated-agent"
+        assert (config_dir / "audit.log").exists()
+        assert not (workspace / "audit.log").exists()
+    finally:
+        subprocess.run(["rm", "-rf", str(workspace)], check=False)
