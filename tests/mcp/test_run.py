@@ -339,7 +339,7 @@ async def test_two_runs_with_one_config_share_its_audit_log(tmp_path: Path) -> N
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=tmp_path,
-            )  # fmt: skip
+            )
         )
     async with asyncio.timeout(RUN_TIMEOUT_S):
         while not all((w / "ready").exists() for w in workspaces):
