@@ -15,6 +15,7 @@ def test_public_names_are_pinned_and_sorted() -> None:
     """``__all__`` is the documented contract, sorted."""
     assert glove.policy.__all__ == [
         "Decision",
+        "LintWarning",
         "Policy",
         "PolicyError",
         "PolicyFileError",
@@ -22,6 +23,7 @@ def test_public_names_are_pinned_and_sorted() -> None:
         "canonical_json",
         "definition_digests",
         "full_definition_digest",
+        "lint_policy",
         "load_policy",
         "parse_policy",
     ]

@@ -48,4 +48,37 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_CONFIG_ERROR) from exc
         raise typer.Exit(code)
 
+    @group.command("tools")
+    def tools(
+        config: Path = typer.Option(..., "--config", "-c", help="Mediator configuration (TOML)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the tools as JSON."),
+    ) -> None:
+        """Start the upstreams and list every tool: its exposed name and the policy's verdict."""
+        import asyncio
+        import logging
+        import sys
+
+        import msgspec
+
+        from glove.errors import GloveError
+        from glove.mcp._config import load_config
+        from glove.mcp._inspect import list_tools
+
+        logging.basicConfig(
+            stream=sys.stderr, level=logging.WARNING, format="glove mcp: %(levelname)s %(message)s"
+        )
+        try:
+            listings = asyncio.run(list_tools(load_config(config)))
+        except GloveError as exc:
+            typer.echo(f"glove mcp tools: {exc}", err=True)
+            raise typer.Exit(EXIT_CONFIG_ERROR) from exc
+        if as_json:
+            typer.echo(msgspec.json.encode({"tools": listings}).decode())
+            return
+        width = max([len(item.name) for item in listings] + [4])
+        typer.echo(f"{'TOOL':<{width}}  {'VERDICT':<7}  RULE / WHY")
+        for item in listings:
+            verdict = "listed" if item.listed else "hidden"
+            typer.echo(f"{item.name:<{width}}  {verdict:<7}  {item.reason}")
+
     app.add_typer(group)

@@ -9,6 +9,7 @@ the file format and the contract with the MCP mediator::
 """
 
 from glove.policy._engine import Decision, Policy, parse_policy
+from glove.policy._lint import LintWarning, lint_policy
 from glove.policy._load import load_policy
 from glove.policy._pin import (
     ToolDefinition,
@@ -20,6 +21,7 @@ from glove.policy.errors import PolicyError, PolicyFileError
 
 __all__ = [
     "Decision",
+    "LintWarning",
     "Policy",
     "PolicyError",
     "PolicyFileError",
@@ -27,6 +29,7 @@ __all__ = [
     "canonical_json",
     "definition_digests",
     "full_definition_digest",
+    "lint_policy",
     "load_policy",
     "parse_policy",
 ]

@@ -80,6 +80,14 @@ class Policy:
         """Name the source and the digest."""
         return f"Policy(source={self.source!r}, digest={self.digest!r})"
 
+    def rules(self) -> tuple[ToolRule, ...]:
+        """Every rule: the exact ones, then the globs in file order.
+
+        Raises:
+            Nothing.
+        """
+        return (*self._exact.values(), *self._globs)
+
     def rule_for(self, name: str) -> ToolRule | None:
         """The rule that decides for ``name``: exact first, else the first matching glob.
 

@@ -39,8 +39,17 @@ def _fail(message: str) -> typer.Exit:
 def check_cmd(
     path: Path = typer.Argument(..., help="The policy TOML file."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    config: Path | None = typer.Option(
+        None,
+        "--config",
+        help="A mediator configuration: start its upstreams and warn about rules that match "
+        "no tool or can never pass.",
+    ),
 ) -> None:
-    """Validate a policy file; print its digest, or the key path of the first error."""
+    """Validate a policy file; print its digest, or the key path of the first error.
+
+    With --config, also warn about rules that match no offered tool or can never pass.
+    """
     from glove.policy import PolicyFileError, load_policy
 
     try:
@@ -51,10 +60,41 @@ def check_cmd(
             typer.echo(json.dumps(report))
             raise typer.Exit(EXIT_INVALID) from exc
         raise _fail(f"invalid: {exc}") from exc
+    warnings = _lint(policy, config) if config is not None else []
     if as_json:
-        typer.echo(json.dumps({"valid": True, "digest": policy.digest, "source": policy.source}))
-    else:
-        typer.echo(f"{policy.source}: valid ({policy.digest})")
+        typer.echo(
+            json.dumps(
+                {
+                    "valid": True,
+                    "digest": policy.digest,
+                    "source": policy.source,
+                    "warnings": [
+                        {"rule": w.rule, "tool": w.tool, "message": w.message} for w in warnings
+                    ],
+                }
+            )
+        )
+        return
+    typer.echo(f"{policy.source}: valid ({policy.digest})")
+    for warning in warnings:
+        where = f" ({warning.tool})" if warning.tool else ""
+        typer.echo(f"warning: {warning.rule}{where}: {warning.message}")
+
+
+def _lint(policy: Any, config: Path) -> list[Any]:
+    """Start the configuration's upstreams and lint ``policy`` against their tools."""
+    import asyncio
+
+    from glove.errors import GloveError
+    from glove.mcp._config import load_config
+    from glove.mcp._inspect import upstream_tools
+    from glove.policy import lint_policy
+
+    try:
+        _, definitions = asyncio.run(upstream_tools(load_config(config)))
+    except GloveError as exc:
+        raise _fail(f"cannot list the tools of {config}: {exc}") from exc
+    return list(lint_policy(policy, definitions))
 
 
 def _load_json(text: str, what: str) -> Any:
