@@ -8,13 +8,21 @@ stays fast: the work a command does is imported inside the command.
 from __future__ import annotations
 
 import importlib
+import os
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from glove._version import __version__
 
 if TYPE_CHECKING:
     import typer
+
+#: A usage error (an unknown or malformed option), in every command (EX_USAGE).
+EXIT_USAGE: Final = 64
+#: An unexpected failure: a bug (EX_SOFTWARE).
+EXIT_INTERNAL: Final = 70
+#: Interrupted by the operator (Ctrl-C).
+EXIT_INTERRUPTED: Final = 130
 
 # Command families: the top-level command each module registers, in the order
 # ``glove --help`` lists them. A module is listed here only once its commands work end to
@@ -59,6 +67,7 @@ def build_app(only: str | None = None) -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
     )
 
     @app.callback()
@@ -79,12 +88,44 @@ def build_app(only: str | None = None) -> typer.Typer:
     return app
 
 
+def _one_usage_code() -> None:
+    """Make click's usage errors exit :data:`EXIT_USAGE`, like the argparse commands.
+
+    Typer ships its own copy of click (``typer._click``); both are set.
+    """
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        module.UsageError.exit_code = EXIT_USAGE
+
+
 def main() -> None:
-    """Entry point of the ``glove`` console script."""
+    """Entry point of the ``glove`` console script.
+
+    Every failure Glove means to report is a one-line message and a documented exit code
+    (docs/cli.md). Anything else is a bug: it too becomes one line and exit
+    :data:`EXIT_INTERNAL` (``GLOVE_DEBUG=1`` shows the traceback), never a traceback.
+    """
     args = sys.argv[1:]
-    if args and args[0] in _FAST_COMMANDS:
-        sys.exit(importlib.import_module(_FAST_COMMANDS[args[0]]).main(args[1:]))
-    build_app(only=args[0] if args else None)()
+    command = args[0] if args else None
+    try:
+        if command in _FAST_COMMANDS:
+            sys.exit(importlib.import_module(_FAST_COMMANDS[command]).main(args[1:]))
+        _one_usage_code()
+        build_app(only=command)()
+    except KeyboardInterrupt:
+        sys.exit(EXIT_INTERRUPTED)
+    except Exception as exc:
+        if os.environ.get("GLOVE_DEBUG") == "1":
+            raise
+        what = f"glove {command}" if command in _COMMAND_MODULES else "glove"
+        sys.stderr.write(
+            f"{what}: internal error: {type(exc).__name__}: {exc} (a bug in Glove; "
+            "GLOVE_DEBUG=1 shows where)\n"
+        )
+        sys.exit(EXIT_INTERNAL)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,10 @@ def read_key_file(path: Path) -> bytes:
         OSError: the file cannot be read.
         ValueError: the key is shorter than 32 bytes.
     """
-    raw = path.read_bytes()
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise OSError(exc.errno, f"cannot read key file {path}: {exc.strerror}") from exc
     text = raw.strip()
     if len(text) == 64:
         try:
@@ -41,6 +44,35 @@ def read_key_file(path: Path) -> bytes:
     if len(raw) < 32:
         raise ValueError(f"key file {path} holds {len(raw)} bytes; a key is at least 32")
     return raw
+
+
+def _journal_dir(path: Path) -> None:
+    """Refuse a path that is not a journal directory, with one clear line.
+
+    Raises:
+        OSError: missing, or not a directory.
+    """
+    if not path.exists():
+        raise OSError(2, f"{path} does not exist")
+    if not path.is_dir():
+        raise OSError(20, f"{path} is not a journal directory (a journal is a directory)")
+
+
+def _truncate_point(text: str) -> tuple[str, int]:
+    """Parse ``SEGMENT:OFFSET``.
+
+    Raises:
+        ValueError: not of that form.
+    """
+    segment, _, offset = text.rpartition(":")
+    if not segment or not offset.isdigit():
+        raise ValueError(f"--truncate-at wants SEGMENT:OFFSET, got {text!r}")
+    return segment, int(offset)
+
+
+def _say(command: str, exc: OSError | ValueError) -> None:
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    typer.echo(f"glove journal {command}: {text}", err=True)
 
 
 def register(app: typer.Typer) -> None:
@@ -65,11 +97,12 @@ def verify_cmd(
     from glove.journal import parse_checkpoint, verify
 
     try:
+        _journal_dir(path)
         key = read_key_file(key_file)
         point = parse_checkpoint(checkpoint) if checkpoint else None
         report = verify(path, key, point)
     except (OSError, ValueError) as exc:
-        typer.echo(f"glove journal verify: {exc}", err=True)
+        _say("verify", exc)
         raise typer.Exit(EXIT_OTHER) from exc
     if as_json:
         typer.echo(msgspec.json.encode(report).decode())
@@ -102,14 +135,12 @@ def repair_cmd(
 
     storage = PosixStorage()
     try:
+        where = _truncate_point(truncate_at) if truncate_at is not None else None
+        _journal_dir(path)
         key = read_key_file(key_file)
-        where = None
-        if truncate_at is not None:
-            segment, _, offset = truncate_at.rpartition(":")
-            where = (segment, int(offset))
         lock_fd = storage.open_append(str(path / LOCK_NAME), create=False)
     except (OSError, ValueError) as exc:
-        typer.echo(f"glove journal repair: {exc}", err=True)
+        _say("repair", exc)
         raise typer.Exit(EXIT_OTHER) from exc
     try:
         storage.lock(lock_fd)

@@ -77,6 +77,26 @@ def _check(config: McpConfig, source: str) -> None:
             )
 
 
+def _check_upstream_tables(table: object, source: str) -> None:
+    """Decode each upstream on its own, so an error names the upstream's id in its path
+    (``$.upstreams.fs.comand``) instead of msgspec's ``$.upstreams[...]``.
+
+    Raises:
+        McpConfigError: an upstream table has an unknown, missing or mistyped key.
+    """
+    upstreams = table.get("upstreams") if isinstance(table, dict) else None
+    if not isinstance(upstreams, dict):
+        return
+    for upstream_id, value in upstreams.items():
+        try:
+            msgspec.convert(value, UpstreamConfig)
+        except msgspec.ValidationError as exc:
+            message = str(exc).replace("`$", f"`$.upstreams.{upstream_id}")
+            if "`$" not in message:
+                message += f" - at `$.upstreams.{upstream_id}`"
+            raise McpConfigError(f"{source}: upstream {upstream_id!r}: {message}") from exc
+
+
 def _resolve(base: Path, value: str) -> str:
     path = Path(value).expanduser()
     return str(path if path.is_absolute() else base / path)
@@ -92,8 +112,13 @@ def parse_config(data: bytes, *, base_dir: Path, source: str = "<config>") -> Mc
     if len(data) > MAX_CONFIG_BYTES:
         raise McpConfigError(f"{source}: larger than {MAX_CONFIG_BYTES} bytes")
     try:
-        raw = msgspec.toml.decode(data, type=McpConfig)
+        table = msgspec.toml.decode(data)
     except msgspec.DecodeError as exc:
+        raise McpConfigError(f"{source}: {exc}") from exc
+    _check_upstream_tables(table, source)
+    try:
+        raw = msgspec.convert(table, McpConfig)
+    except msgspec.ValidationError as exc:
         raise McpConfigError(f"{source}: {exc}") from exc
     _check(raw, source)
     # An upstream without a `cwd` starts in the configuration's folder, never in the

@@ -201,10 +201,18 @@ class UpstreamActor(Actor):
         """Fail what is pending, then close stdin, SIGTERM and SIGKILL the process group."""
         self._fail_all(self._failure or UpstreamTransportError(self.upstream_id, "stopped"))
         proc = self._proc
-        if proc is None or proc.returncode is not None:
+        if proc is None:
             return
         if proc.stdin is not None:
             proc.stdin.close()
+            # Always awaited, even when the server already exited: a write that met a closed
+            # pipe leaves a BrokenPipeError on the stdin close future, which asyncio would
+            # otherwise report on stderr as "Future exception was never retrieved".
+            with contextlib.suppress(OSError, TimeoutError):
+                async with asyncio.timeout(STOP_GRACE_S):
+                    await proc.stdin.wait_closed()
+        if proc.returncode is not None:
+            return
         for sig in (None, signal.SIGTERM, signal.SIGKILL):
             if sig is not None:
                 with contextlib.suppress(ProcessLookupError):

@@ -185,12 +185,15 @@ def pin_cmd(
 
     try:
         if source == "-":
-            text = sys.stdin.read(MAX_PIN_INPUT_BYTES + 1)
+            data = sys.stdin.buffer.read(MAX_PIN_INPUT_BYTES + 1)
         else:
-            with Path(source).open() as handle:
-                text = handle.read(MAX_PIN_INPUT_BYTES + 1)
+            with Path(source).open("rb") as handle:
+                data = handle.read(MAX_PIN_INPUT_BYTES + 1)
+        text = data.decode("utf-8")
     except OSError as exc:
         raise _fail(f"cannot read {source}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise _fail(f"{source} is not UTF-8 text: give the JSON of a tools/list result") from exc
     if len(text) > MAX_PIN_INPUT_BYTES:
         raise _fail(f"input larger than {MAX_PIN_INPUT_BYTES} bytes")
     for tool in _tools_of(_load_json(text, source)):

@@ -13,8 +13,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Final, Literal, NoReturn
 
-#: Exit code of a usage error (an unknown or malformed option) in every glove command.
-EXIT_USAGE: Final = 2
+#: Exit code of a usage error (an unknown or malformed option) in every glove command:
+#: ``EX_USAGE`` of sysexits.h, which no command uses for anything else (docs/cli.md).
+EXIT_USAGE: Final = 64
 
 LIMIT_FLAGS: Final = (
     ("--wall-time", "SECONDS", "wall-clock time, e.g. 90, 30m, 8h"),
@@ -30,7 +31,7 @@ class UsageParser(argparse.ArgumentParser):
     """An ``ArgumentParser`` whose errors name the command and exit :data:`EXIT_USAGE`."""
 
     def error(self, message: str) -> NoReturn:
-        """Print the usage and one line naming the problem, then exit 2."""
+        """Print the usage and one line naming the problem, then exit :data:`EXIT_USAGE`."""
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 EPILOG: Final = (
     "Exit status: the command's own code; 128+N if killed by signal N (limits kill with "
-    "SIGKILL: 137); 2 bad usage (nothing ran); 125 sandbox setup failed (nothing ran); 126 "
+    "SIGKILL: 137); 64 bad usage (nothing ran); 125 sandbox setup failed (nothing ran); 126 "
     "command not executable; 127 command not found. --json-status tells these apart from "
     "the command's own codes."
 )

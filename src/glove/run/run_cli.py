@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import typer
 
 EPILOG: Final = (
-    "Exit status: the agent's own code; 128+N if killed by signal N; 2 bad usage; 124 the "
+    "Exit status: the agent's own code; 128+N if killed by signal N; 64 bad usage; 124 the "
     "mediation failed while the agent ran (it was stopped); 125 the mediation or the sandbox "
     "could not be set up (nothing ran); 126/127 the agent could not be executed."
 )
