@@ -65,6 +65,7 @@ def test_check_accepts_a_valid_policy(app: typer.Typer, policy_file: Path) -> No
         "valid": True,
         "digest": parse_policy(POLICY).digest,
         "source": str(policy_file),
+        "warnings": [],
     }
 
 
