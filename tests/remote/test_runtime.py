@@ -107,8 +107,21 @@ def test_ssh_client_reads_every_pinned_option(runtime_dir: Path, tmp_path: Path)
     # ControlPath none, ProxyCommand none and ProxyJump none leave no value at all.
     for absent in ("controlpath", "proxycommand", "proxyjump", "localcommand"):
         assert absent not in got, absent
-    text = runtime.ssh_config_path.read_text()
-    assert "ControlPath none\n" in text
+    # ssh -G cannot tell an option written from its default (ControlPersist no is both), so
+    # the options the spec names are also required verbatim in the file.
+    lines = runtime.ssh_config_path.read_text().splitlines()
+    for required in (
+        "GlobalKnownHostsFile none",
+        f'UserKnownHostsFile "{runtime.known_hosts_path}"',
+        "HostKeyAlgorithms ssh-ed25519",
+        "UpdateHostKeys no",
+        "StrictHostKeyChecking yes",
+        "ControlMaster no",
+        "ControlPath none",
+        "ControlPersist no",
+    ):
+        assert lines.count(required) == 1, required
+    text = "\n".join(lines)
     assert not re.search(r"^\s*(Include|Host|Match)\b", text, re.IGNORECASE | re.MULTILINE)
 
 
