@@ -67,7 +67,7 @@ def test_run_is_refused_on_linux() -> None:
 )
 def test_weaker_macos_limits_are_refused_unless_accepted(limits: Limits, mechanism: str) -> None:
     """Per-process or per-group mechanisms need --accept-weaker, exactly as on Linux."""
-    name = next(n for n in ("wall_time", "cpu_time", "pids", "disk") if limits.get(n))  # type: ignore[arg-type]
+    name = next(n for n in ("wall_time", "cpu_time", "pids", "disk") if limits.get(n))
     with pytest.raises(LimitRefused, match=f"accept-weaker {name}"):
         plan_limits(limits, MACOS, frozenset())
     plan = plan_limits(limits, MACOS, frozenset({name}))[name]
