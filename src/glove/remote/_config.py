@@ -22,7 +22,6 @@ written into an OpenSSH config without quoting tricks. Every refusal is a
 from __future__ import annotations
 
 import binascii
-import ipaddress
 import re
 from typing import Final
 
@@ -139,6 +138,8 @@ def check_host(host: str) -> str:
     Raises:
         RemoteConfigError: naming ``host``.
     """
+    import ipaddress  # here: the forced executor imports this module and never needs it
+
     if not host or len(host) > MAX_HOST_CHARS:
         raise RemoteConfigError("host", f"must be 1-{MAX_HOST_CHARS} characters")
     try:
