@@ -37,7 +37,7 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
     code, checks = _doctor([*prefix, python])
     assert set(checks) == {
         "user_namespaces", "seccomp", "landlock", "cgroups", "legacy_tiocsti", "fuse",
-        "pidfd_clone3", "limits", "sandbox_self_test",
+        "pidfd_clone3", "limits", "sandbox_self_test", "macos_seatbelt",
     }  # fmt: skip
     userns = _independent_userns(prefix)
     assert (checks["user_namespaces"]["status"] == "ok") is userns
@@ -52,6 +52,10 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
     assert checks["sandbox_self_test"]["status"] == "ok"
     for limit in ("wall_time", "cpu_time", "memory", "pids", "disk", "output"):
         assert f"{limit}: " in str(checks["limits"]["detail"])
+    # The macOS Seatbelt backend is reported, and on Linux it says it is not used here.
+    assert checks["macos_seatbelt"]["status"] == "ok"
+    assert not checks["macos_seatbelt"]["required"]
+    assert "macOS-only" in str(checks["macos_seatbelt"]["summary"])
     required_ok = all(c["status"] != "fail" for c in checks.values() if c["required"])
     assert (code == 0) is required_ok
 

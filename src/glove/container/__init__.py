@@ -17,6 +17,15 @@ daemon); ``SandboxSpec.pass_fds`` passes extra descriptors (sockets) into the co
 
 from __future__ import annotations
 
+from glove.container._backend import (
+    SandboxProcess,
+    create_file_no_symlinks,
+    describe,
+    launch,
+    probe_host_limits,
+    run,
+)
+from glove.container._description import SandboxDescription
 from glove.container._limits import LIMIT_NAMES, HostLimitSupport, LimitPlan, Limits, plan_limits
 from glove.container._limits import parse_seconds as parse_seconds
 from glove.container._limits import parse_size as parse_size
@@ -41,11 +50,6 @@ from glove.container.errors import (
     SpecError,
     UnsupportedPlatform,
 )
-from glove.container.linux._cgroups import probe_host_limits
-from glove.container.linux._describe import SandboxDescription, describe
-from glove.container.linux._launch import SandboxProcess, launch
-from glove.container.linux._supervise import run
-from glove.container.linux._syscalls import create_file_no_symlinks
 
 
 async def run_async(

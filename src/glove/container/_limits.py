@@ -40,6 +40,23 @@ MECH_CGROUP_V1_CPUACCT: Final = "cgroup-v1-cpuacct-watchdog"
 MECH_RLIMIT_NPROC_USERNS: Final = "rlimit-nproc-userns"
 MECH_RLIMIT_AS: Final = "rlimit-as-per-process"
 MECH_RLIMIT_CPU: Final = "rlimit-cpu-per-process"
+#: macOS mechanisms (glove.container.macos): no namespaces, cgroups or quota-backed scratch.
+MECH_WATCHDOG_PGROUP: Final = "watchdog-process-group"
+MECH_RLIMIT_NPROC_USER: Final = "rlimit-nproc-per-user"
+MECH_RLIMIT_FSIZE: Final = "rlimit-fsize-per-file"
+#: What macOS offers for each limit (best first), and why a limit with nothing is refused.
+MACOS_CANDIDATES: Final[dict[str, tuple[tuple[str, bool], ...]]] = {
+    "wall_time": ((MECH_WATCHDOG_PGROUP, False),),  # a setsid'd descendant leaves the group
+    "cpu_time": ((MECH_RLIMIT_CPU, False),),
+    "memory": (),
+    "pids": ((MECH_RLIMIT_NPROC_USER, False),),
+    "disk": ((MECH_RLIMIT_FSIZE, False),),
+    "output": ((MECH_PIPE_ACCOUNTING, True),),
+}
+MACOS_NO_MECHANISM: Final = (
+    "no mechanism on macOS: XNU does not enforce RLIMIT_AS or RLIMIT_DATA and there is no "
+    "per-sandbox memory controller"
+)
 
 #: The smallest sizes that make sense; smaller requests are a caller mistake.
 MIN_MEMORY_BYTES: Final = 4 * 1024 * 1024
@@ -145,12 +162,14 @@ class HostLimitSupport(msgspec.Struct, frozen=True):
         cgroup_v1_pids: a writable cgroup v1 pids hierarchy.
         cgroup_v1_cpuacct: a writable cgroup v1 cpuacct hierarchy.
         host_uid: the launcher's uid; RLIMIT_NPROC is per user namespace only when non-zero.
+        platform: ``linux``, or ``macos`` for the Seatbelt backend's mechanisms.
     """
 
     cgroup_v1_memory: bool = False
     cgroup_v1_pids: bool = False
     cgroup_v1_cpuacct: bool = False
     host_uid: int = 0
+    platform: Literal["linux", "macos"] = "linux"
 
 
 class LimitPlan(msgspec.Struct, frozen=True):
@@ -171,6 +190,8 @@ class LimitPlan(msgspec.Struct, frozen=True):
 
 def _candidates(name: LimitName, host: HostLimitSupport) -> list[tuple[str, bool]]:
     """List (mechanism, full) pairs usable for a limit here, best first."""
+    if host.platform == "macos":
+        return list(MACOS_CANDIDATES[name])
     if name == "wall_time":
         return [(MECH_WATCHDOG, True)]
     if name == "output":
@@ -220,14 +241,21 @@ def plan_limits(
         if not candidates:
             raise LimitRefused(
                 name,
-                "no mechanism on this machine: no writable cgroup controller, and the "
+                MACOS_NO_MECHANISM
+                if host.platform == "macos"
+                else "no mechanism on this machine: no writable cgroup controller, and the "
                 "per-user-namespace RLIMIT_NPROC does not apply to host uid 0",
             )
         mechanism, full = candidates[0]
         if not full and name not in accept_weaker and "all" not in accept_weaker:
+            where = (
+                "on macOS"
+                if host.platform == "macos"
+                else "here (no writable cgroup v1/v2 controller)"
+            )
             raise LimitRefused(
                 name,
-                f"no whole-sandbox mechanism here (no writable cgroup v1/v2 controller); "
+                f"no whole-sandbox mechanism {where}; "
                 f"the only one is {mechanism}; pass --accept-weaker {name} to use it",
             )
         plans[name] = LimitPlan(name=name, value=value, mechanism=mechanism, full=full)

@@ -357,6 +357,43 @@ def check_sandbox_self_test() -> Check:
     )
 
 
+def check_macos_seatbelt() -> Check:
+    """The macOS backend: a working sandbox-exec on macOS; elsewhere, what it is for."""
+    import subprocess
+
+    from glove.container.macos import SANDBOX_EXEC, on_macos
+
+    if not on_macos():
+        return Check(
+            "macos_seatbelt",
+            "ok",
+            required=False,
+            summary=f"not used on {platform.system()}: the Seatbelt backend is macOS-only",
+            detail="its deny-default SBPL profile renders anywhere for review (render_sbpl); "
+            "applying it here is refused with UnsupportedPlatform",
+        )
+    try:
+        probe = subprocess.run(
+            [SANDBOX_EXEC, "-p", "(version 1)(allow default)", "/usr/bin/true"],
+            check=False,
+            capture_output=True,
+            timeout=30,
+        )
+        worked, why = probe.returncode == 0, probe.stderr.decode(errors="replace").strip()
+    except OSError as exc:
+        worked, why = False, str(exc)
+    if worked:
+        return Check("macos_seatbelt", "ok", True, f"{SANDBOX_EXEC} applies a profile")
+    return Check(
+        "macos_seatbelt",
+        "fail",
+        required=True,
+        summary=f"{SANDBOX_EXEC} cannot apply a profile",
+        detail=why,
+        fix="Seatbelt ships with macOS; check that /usr/bin/sandbox-exec exists and runs",
+    )
+
+
 CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_user_namespaces,
     check_seccomp,
@@ -367,6 +404,7 @@ CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_pidfd_clone3,
     check_limits,
     check_sandbox_self_test,
+    check_macos_seatbelt,
 )
 
 

@@ -1,0 +1,53 @@
+"""The sandbox backend of this platform: Linux namespaces, or the macOS Seatbelt profile.
+
+``glove.container`` re-exports these five names. The choice is made once, at import, from
+``sys.platform``, and only the chosen backend is imported: on macOS (or any other system)
+nothing under ``glove.container.linux`` is loaded, so its ctypes bindings to Linux-only
+syscalls never run. Elsewhere than Linux, ``launch`` and ``SandboxProcess`` refuse with
+``UnsupportedPlatform`` and ``run`` applies the Seatbelt profile (macOS) or refuses.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from glove.container._description import SandboxDescription
+from glove.container._spec import SandboxSpec
+from glove.container.errors import UnsupportedPlatform
+
+if sys.platform == "linux":
+    from glove.container.linux._cgroups import probe_host_limits
+    from glove.container.linux._describe import describe
+    from glove.container.linux._launch import SandboxProcess, launch
+    from glove.container.linux._supervise import run
+    from glove.container.linux._syscalls import create_file_no_symlinks
+else:
+    from glove.container.macos import (
+        SandboxProcess,
+        create_file_no_symlinks,
+        launch,
+        probe_host_limits,
+        run,
+    )
+
+    def describe(spec: SandboxSpec) -> SandboxDescription:
+        """``--dry-run`` describes the Linux sandbox only.
+
+        Raises:
+            UnsupportedPlatform: always, off Linux.
+        """
+        del spec
+        raise UnsupportedPlatform(
+            f"--dry-run describes the Linux sandbox; on {sys.platform} print the Seatbelt "
+            "profile with --dry-run --platform macos"
+        )
+
+
+__all__ = [
+    "SandboxProcess",
+    "create_file_no_symlinks",
+    "describe",
+    "launch",
+    "probe_host_limits",
+    "run",
+]
