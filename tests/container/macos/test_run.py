@@ -82,11 +82,14 @@ def test_output_is_enforced_in_full_and_memory_is_refused_outright() -> None:
 
 
 def test_default_profile_is_refused_on_macos_for_memory() -> None:
-    """The embedded default asks for memory=4G; macOS cannot enforce it and says so."""
+    """The embedded default sets all six limits; macOS cannot enforce them and says so."""
     spec = build_spec(load_profile(None), ["sh"], cwd="/Users/dev", host_env={})
     with pytest.raises(LimitRefused) as info:
         plan_limits(spec.limits, MACOS, spec.accept_weaker)
-    assert info.value.limit in ("memory", "pids", "disk")
+    assert info.value.limit in ("wall_time", "memory", "pids", "disk")
+    with pytest.raises(LimitRefused) as info:
+        plan_limits(spec.limits, MACOS, frozenset({"all"}))
+    assert info.value.limit == "memory"  # no mechanism at all, even with --accept-weaker
 
 
 def test_sandbox_exec_argv_applies_the_profile_before_the_command() -> None:
