@@ -48,6 +48,7 @@ CASES: list[tuple[list[str], int, str]] = [
     (["glove", "exec", "--bogus", "--", "true"], USAGE, "unrecognized arguments"),
     (["glove", "exec", "--network", "wide", "--", "true"], USAGE, "invalid choice"),
     (["glove", "exec", "--json", "--", "true"], USAGE, "--json goes with --dry-run"),
+    (["glove", "exec", "--platform", "macos", "--", "true"], USAGE, "--platform goes with"),
     (["glove", "exec", "--profile", "{bad.toml}", "--", "true"], 125, "bad.toml"),
     (["glove", "exec", "--profile", "nosuch", "--", "true"], 125, "no embedded profile"),
     (["glove", "exec", "--profile", "{walltime.toml}", "--", "true"], 125, "not a duration"),

@@ -215,3 +215,13 @@ def test_durations_take_units(glove_exec: GloveExec) -> None:
         "mechanism": "watchdog",
         "hit": True,
     }
+
+
+def test_dry_run_for_macos_prints_the_seatbelt_profile(glove_exec: GloveExec) -> None:
+    """``--dry-run --platform macos`` renders the deny-default SBPL profile on any machine."""
+    done = _plain(glove_exec, "sh", flags=("--dry-run", "--platform", "macos"))
+    assert done.rc == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == ["(version 1)", "(deny default)"]
+    assert f'"/private{glove_exec.workspace}"' in done.stdout  # macOS: /var is /private/var
+    as_json = _plain(glove_exec, "sh", flags=("--dry-run", "--platform", "macos", "--json"))
+    assert json.loads(as_json.stdout)["sbpl"] == done.stdout

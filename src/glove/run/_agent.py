@@ -138,7 +138,8 @@ def _dry_run(opts: SandboxOptions, protected: tuple[Protected, ...]) -> int:
             env=guest_env(),
             pass_fds={GUEST_CHANNEL_FD: GUEST_CHANNEL_FD},
         )
-        return dry_run(PROG, _spec_for(opts, setup, protected, None), as_json=opts.json)
+        spec = _spec_for(opts, setup, protected, None)
+        return dry_run(PROG, spec, as_json=opts.json, platform=opts.platform)
     finally:
         shutil.rmtree(private, ignore_errors=True)
 

@@ -31,8 +31,22 @@ def say(prog: str, line: str) -> None:
     sys.stderr.write(f"{prog}: {line}\n")
 
 
-def dry_run(prog: str, spec: SandboxSpec, *, as_json: bool) -> int:
-    """Describe the sandbox ``spec`` would build; 0, or 125 if a launch would be refused."""
+def dry_run(prog: str, spec: SandboxSpec, *, as_json: bool, platform: str | None = None) -> int:
+    """Describe the sandbox ``spec`` would build; 0, or 125 if a launch would be refused.
+
+    ``platform="macos"`` prints the Seatbelt profile the macOS backend would apply (on any
+    machine: it is rendered, not applied).
+    """
+    if platform == "macos":
+        from glove.container.macos import render_sbpl
+
+        profile = render_sbpl(spec)
+        if as_json:
+            sys.stdout.write(msgspec.json.encode({"platform": "macos", "sbpl": profile}).decode())
+            sys.stdout.write("\n")
+        else:
+            sys.stdout.write(profile if profile.endswith("\n") else profile + "\n")
+        return 0
     try:
         description = describe(spec)
     except SandboxError as exc:
@@ -99,7 +113,7 @@ def exec_command(opts: SandboxOptions) -> int:
             opts, cwd=current_directory(), host_env=dict(os.environ), status_path=status_path
         )
         if opts.dry_run:
-            return dry_run(prog, spec, as_json=opts.json)
+            return dry_run(prog, spec, as_json=opts.json, platform=opts.platform)
         if not opts.quiet:
             print_notes(prog, spec)
         result = run(

@@ -64,6 +64,7 @@ class SandboxOptions:
     dry_run: bool = False
     json: bool = False
     quiet: bool = False
+    platform: str | None = None
 
 
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,6 +113,11 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
         "and run nothing",
     )
     p.add_argument("--json", action="store_true", help="with --dry-run: print it as JSON")
+    p.add_argument(
+        "--platform",
+        choices=("linux", "macos"),
+        help="with --dry-run: the platform to describe; macos prints the Seatbelt profile",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no notes or exit summary on stderr")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
 
@@ -125,6 +131,8 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("a command to run is required: " + parser.prog + " [OPTIONS] -- CMD")
     if args.json and not args.dry_run:
         parser.error("--json goes with --dry-run (the result itself is --json-status)")
+    if args.platform is not None and not args.dry_run:
+        parser.error("--platform goes with --dry-run (a sandbox runs on this machine's own)")
     return SandboxOptions(
         argv=command,
         profile=args.profile,
@@ -146,4 +154,5 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         dry_run=args.dry_run,
         json=args.json,
         quiet=args.quiet,
+        platform=args.platform,
     )
