@@ -81,7 +81,9 @@ def recover_tree(
     """
     base = read_base(storage, path, key, journal_id)
     first = first_retained_seq(storage, path)
-    if base.size != first - 1:
+    # The base may already cover the oldest segment(s): the writer folds a segment into it
+    # before unlinking the file, and may have died in between. Those records are skipped.
+    if base.size < first - 1:
         raise LogMismatch(
             f"the journal's oldest record is {first} but the tree base covers {base.size} "
             "deleted leaves: the tree cannot be recovered"
@@ -92,6 +94,8 @@ def recover_tree(
 
     def entries() -> Iterator[tuple[int, bytes]]:
         for entry in iter_entries(storage, path, key, upto=upto):
+            if entry.seq <= base.size:
+                continue
             session_id = session_of(entry)
             if session_id is not None:
                 sessions[session_id] = entry.seq

@@ -102,17 +102,29 @@ def read_base(storage: Storage, path: str, key: bytes | None, journal_id: bytes)
 
 
 def extend_base(
-    storage: Storage, path: str, key: bytes, journal_id: bytes, *, segment: str, first_seq: int
+    storage: Storage,
+    path: str,
+    key: bytes,
+    journal_id: bytes,
+    *,
+    segment: str,
+    first_seq: int,
+    last_seq: int,
 ) -> TreeBase:
     """Fold the entries of ``segment`` (about to be deleted) into the tree base, durably.
 
+    Idempotent: a base that already ends at ``last_seq`` (the writer died after writing it
+    and before the unlink) is left as it is.
+
     Raises:
-        LogMismatch: the base does not end where the segment begins, or the segment's
-            records do not continue it.
+        LogMismatch: the base does not end where the segment begins (or ends), or the
+            segment's records do not continue it.
         JournalCorrupt, JournalTampered: the segment does not scan.
         OSError: a file operation failed.
     """
     base = read_base(storage, path, key, journal_id)
+    if base.size == last_seq:
+        return base
     if base.size != first_seq - 1:
         raise LogMismatch(
             f"the tree base covers {base.size} leaves but segment {segment} starts at "
@@ -127,6 +139,8 @@ def extend_base(
         if record.seq != tree.size + 1:
             raise LogMismatch(f"segment {segment} does not continue the tree base")
         tree.append(leaf_hash(record.payload))
+    if tree.size != last_seq:
+        raise LogMismatch(f"segment {segment} ends at {tree.size}, the writer says {last_seq}")
     extended = TreeBase(tree.size, tuple(tree.nodes))
     storage.write_file_durably(str(Path(path) / BASE_NAME), encode_base(key, journal_id, extended))
     return extended

@@ -444,6 +444,7 @@ class JournalWriter(Actor):
                     self._journal_id,
                     segment=_layout.segment_name(oldest.number),
                     first_seq=oldest.first_seq,
+                    last_seq=oldest.last_seq,
                 )
             self._storage.unlink(str(Path(self.path) / _layout.segment_name(oldest.number)))
             self._storage.fsync_dir(self.path)
