@@ -27,6 +27,7 @@ _COMMAND_MODULES = {
     "mcp": "glove.mcp.cli",
     "policy": "glove.policy.cli",
     "journal": "glove.journal.cli",
+    "receipts": "glove.journal.receipts_cli",
     "diag": "glove.control.diag_cli",
 }
 
