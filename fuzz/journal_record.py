@@ -12,6 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import contextlib
+
 from journal_common import run
 
 from glove.journal import _chain
@@ -81,19 +83,13 @@ def one_input(data: bytes) -> None:
             assert decode_record(frame[:cut], 0)[0] is FrameStatus.INCOMPLETE
     else:
         assert record is None
-    try:
+    with contextlib.suppress(HeaderError, UnsupportedFormat):
         decode_header(data)
-    except (HeaderError, UnsupportedFormat):
-        pass
     for segment in (data, _header() + data):
-        try:
+        with contextlib.suppress(ALLOWED):
             scan_segment(segment, KEY, name="fuzz")
-        except ALLOWED:
-            pass
-        try:
+        with contextlib.suppress(ALLOWED):
             _scan_keyless(segment, "fuzz", last=True)
-        except ALLOWED:
-            pass
 
 
 if __name__ == "__main__":
