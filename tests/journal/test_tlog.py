@@ -18,15 +18,18 @@ from glove.journal import (
     RecordKind,
     SessionNotFound,
     TransparencyLog,
+    _tlog,
     export_offline,
     open_journal,
     open_transparency_log,
     verify,
     verify_bundle,
 )
+from glove.journal._codec import decode_header
 from glove.journal._entries import iter_entries
 from glove.journal._merkle import leaf_hash, root_of
 from glove.journal._storage import PosixStorage
+from glove.journal._treebase import read_base
 from tests.journal._tlog_helpers import (
     OTHER_SIGNING_KEY,
     SIGNING_KEY,
@@ -39,9 +42,24 @@ SMALL = JournalLimits(max_segment_bytes=4096, max_segment_records=1000, max_segm
 
 
 def _journal_root(path: Path, key: bytes, size: int) -> bytes:
-    """The RFC 6962 root of the first ``size`` records, computed from scratch."""
-    leaves = [leaf_hash(e.payload) for e in iter_entries(PosixStorage(), str(path), key)]
-    return root_of(leaves[:size])
+    """The RFC 6962 root of the first ``size`` records, from scratch (and the tree base of
+    deleted segments, when there are any)."""
+    storage = PosixStorage()
+    entries = list(iter_entries(storage, str(path), key))
+    base = read_base(
+        storage,
+        str(path),
+        key,
+        decode_header((path / f"seg-{entries[0].segment:08d}.glj").read_bytes()[:128]).journal_id,
+    )
+    if base.size == 0:
+        return root_of([leaf_hash(e.payload) for e in entries][:size])
+    tree = base.compact_range()
+    for entry in entries:
+        if entry.seq > base.size and tree.size < size:
+            tree.append(leaf_hash(entry.payload))
+    assert tree.size == size
+    return tree.root()
 
 
 async def test_append_returns_leaf_index_and_bundles_verify(jdir: Path, key: bytes) -> None:
@@ -316,4 +334,40 @@ async def test_tree_hashes_are_a_rebuildable_cache(jdir: Path, key: bytes) -> No
     hashes.unlink()
     log = await open_transparency_log(jdir, key, SIGNING_KEY)
     assert verify_bundle(await log.export_bundle("s2"), SIGNING_KEY.verifier)
+    await log.close()
+
+
+async def test_folding_under_concurrency_keeps_order(
+    jdir: Path, key: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folds into the tree file while 32 appenders keep committing lose and reorder nothing."""
+    monkeypatch.setattr(_tlog, "MAX_PENDING_LEAVES", 8)
+    log = await open_transparency_log(jdir, key, SIGNING_KEY, limits=SMALL)
+    acking = asyncio.Lock()  # acks are exact: one acknowledger at a time
+
+    async def appender(worker: int) -> None:
+        for i in range(12):
+            await log.append_receipt(receipt(f"w{worker}", i, pad="f" * 30))
+            if i % 5 == 0:
+                async with acking:
+                    await ack_all(log.journal)
+
+    await asyncio.gather(*(appender(w) for w in range(32)))
+    sealed = await log.checkpoint()
+    assert sealed.size == log.size == (await log.journal.status()).seq
+    assert sealed.root == _journal_root(jdir, key, sealed.size)
+    await log.close()
+
+
+async def test_concurrent_checkpoints_cover_their_receipts(jdir: Path, key: bytes) -> None:
+    """Each append-then-checkpoint gets a checkpoint covering its receipt; they are shared."""
+    log = await open_transparency_log(jdir, key, SIGNING_KEY)
+
+    async def seal(i: int) -> tuple[int, int]:
+        _, leaf = await log.append_receipt(receipt(f"t{i}", i))
+        return leaf, (await log.checkpoint()).size
+
+    results = await asyncio.gather(*(seal(i) for i in range(40)))
+    assert all(size > leaf for leaf, size in results)
+    assert len({size for _, size in results}) < 40  # group commit: fewer checkpoints
     await log.close()

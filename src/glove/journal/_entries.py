@@ -23,6 +23,9 @@ from pathlib import Path
 from glove.journal import _layout
 from glove.journal._codec import (
     HEADER_BYTES,
+    MAX_RECORD_BYTES,
+    RECORD_PREFIX_BYTES,
+    TAG_BYTES,
     FrameStatus,
     HeaderError,
     SegmentHeader,
@@ -36,16 +39,24 @@ from glove.journal.errors import JournalCorrupt, JournalTampered, LogMismatch
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One journal record as a tree leaf: its sequence number, kind and payload."""
+    """One journal record as a tree leaf: its sequence number, kind and payload, and where
+    it sits (segment number and byte offset; -1 when unknown)."""
 
     seq: int
     kind: int
     payload: bytes
+    segment: int = -1
+    offset: int = -1
 
     @property
     def index(self) -> int:
         """The record's leaf index (``seq - 1``)."""
         return self.seq - 1
+
+    @property
+    def place(self) -> tuple[int, int]:
+        """``(segment number, byte offset)``."""
+        return self.segment, self.offset
 
 
 def first_retained_seq(storage: Storage, path: str) -> int:
@@ -88,7 +99,7 @@ def iter_entries(
             if scan.tail is not None and not last:
                 raise JournalCorrupt("damaged tail in a rotated segment", segment=name)
             after = scan.end
-            records = [(r.seq, r.kind, r.payload) for r in scan.records]
+            records = [(r.seq, r.kind, r.payload, r.offset) for r in scan.records]
         else:
             header, records = _scan_keyless(data, name, last=last)
             if journal_id is not None and header.journal_id != journal_id:
@@ -99,20 +110,20 @@ def iter_entries(
                 raise JournalTampered("segment does not continue the chain", segment=name)
             journal_id = header.journal_id
             expected = header.first_seq + len(records)
-        for seq, kind, payload in records:
+        for seq, kind, payload, offset in records:
             if upto is not None and seq > upto:
                 return
-            yield Entry(seq, kind, payload)
+            yield Entry(seq, kind, payload, number, offset)
 
 
 def _scan_keyless(
     data: bytes, name: str, *, last: bool
-) -> tuple[SegmentHeader, list[tuple[int, int, bytes]]]:
+) -> tuple[SegmentHeader, list[tuple[int, int, bytes, int]]]:
     try:
         header = decode_header(data[:HEADER_BYTES])
     except HeaderError as exc:
         raise JournalCorrupt(f"segment header unreadable: {exc}", segment=name, offset=0) from exc
-    records: list[tuple[int, int, bytes]] = []
+    records: list[tuple[int, int, bytes, int]] = []
     offset, expected = HEADER_BYTES, header.first_seq
     view = memoryview(data)
     while offset < len(data):
@@ -125,43 +136,32 @@ def _scan_keyless(
             raise JournalTampered(
                 "sequence out of order", segment=name, offset=offset, seq=expected
             )
-        records.append((record.seq, record.kind, record.payload))
+        records.append((record.seq, record.kind, record.payload, offset))
         offset += record.size
         expected += 1
     return header, records
 
 
-def read_entry(storage: Storage, path: str, key: bytes | None, seq: int) -> Entry:
-    """The record ``seq``, read from the one segment that holds it.
+def read_entry_at(storage: Storage, path: str, segment: int, offset: int, seq: int) -> Entry:
+    """Record ``seq`` read from its known place: one frame, its CRC and sequence checked.
+
+    The caller checks the payload against the Merkle tree's leaf, which was built from
+    authenticated records, so the HMAC chain need not be walked to reach it.
 
     Raises:
-        LogMismatch: no retained segment holds it.
-        JournalCorrupt, JournalTampered, UnsupportedFormat: that segment is damaged.
-        OSError: it cannot be read.
+        FileNotFoundError: the segment was deleted (its receipts were acknowledged).
+        LogMismatch: the bytes there are not record ``seq``.
+        OSError: the segment cannot be read.
     """
-    numbers = _layout.list_segments(storage, path)
-    holder = None
-    for number in numbers:
-        name = _layout.segment_name(number)
-        head = storage.read_at(str(Path(path) / name), 0, HEADER_BYTES)
-        try:
-            first = decode_header(head).first_seq
-        except HeaderError as exc:
-            raise JournalCorrupt(f"segment header unreadable: {exc}", segment=name) from exc
-        if first > seq:
-            break
-        holder = name
-    if holder is None:
-        raise LogMismatch(f"record {seq} is older than every retained segment")
-    data = storage.read_file(str(Path(path) / holder))
-    if key is not None:
-        records = [
-            (r.seq, r.kind, r.payload)
-            for r in scan_segment(data, key, name=holder, keep_records=True).records
-        ]
-    else:
-        records = _scan_keyless(data, holder, last=True)[1]
-    for found, kind, payload in records:
-        if found == seq:
-            return Entry(seq, kind, payload)
-    raise LogMismatch(f"record {seq} is not in the journal")
+    seg_path = str(Path(path) / _layout.segment_name(segment))
+    prefix = storage.read_at(seg_path, offset, RECORD_PREFIX_BYTES)
+    if len(prefix) < RECORD_PREFIX_BYTES:
+        raise LogMismatch(f"record {seq} is not at {_layout.segment_name(segment)}:{offset}")
+    length = int.from_bytes(prefix[4:8], "little")
+    if length > MAX_RECORD_BYTES:
+        raise LogMismatch(f"record {seq} is not at {_layout.segment_name(segment)}:{offset}")
+    frame = storage.read_at(seg_path, offset, RECORD_PREFIX_BYTES + length + TAG_BYTES)
+    status, record = decode_record(frame, 0)
+    if status is not FrameStatus.OK or record is None or record.seq != seq:
+        raise LogMismatch(f"record {seq} is not at {_layout.segment_name(segment)}:{offset}")
+    return Entry(seq, record.kind, record.payload, segment, offset)

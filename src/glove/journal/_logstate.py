@@ -68,11 +68,11 @@ def recover_tree(
     *,
     upto: int | None = None,
     want: str | None = None,
-) -> tuple[StoredTree, dict[str, int], Entry | None]:
+) -> tuple[StoredTree, dict[str, Entry], Entry | None]:
     """Rebuild the tree of the journal at ``path`` (records up to ``upto``) into ``hashes``.
 
-    Returns the tree, the last receipt seq of every session, and the last receipt of
-    session ``want`` (if asked for and found).
+    Returns the tree, the last receipt of every session (its place, without the payload),
+    and the last receipt of session ``want`` with its payload (if asked for and found).
 
     Raises:
         LogMismatch: segments were deleted but the tree base does not cover them.
@@ -89,7 +89,7 @@ def recover_tree(
             "deleted leaves: the tree cannot be recovered"
         )
     tree = StoredTree(hashes, base)
-    sessions: dict[str, int] = {}
+    sessions: dict[str, Entry] = {}
     found: list[Entry] = []
 
     def entries() -> Iterator[tuple[int, bytes]]:
@@ -98,7 +98,7 @@ def recover_tree(
                 continue
             session_id = session_of(entry)
             if session_id is not None:
-                sessions[session_id] = entry.seq
+                sessions[session_id] = Entry(entry.seq, entry.kind, b"", *entry.place)
                 if session_id == want:
                     found[:] = [entry]
             yield entry.seq, entry.payload

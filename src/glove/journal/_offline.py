@@ -98,7 +98,7 @@ def consistency_offline(
 
 def _rebuild(
     storage: Storage, path: str, scratch: str, *, want: str | None = None
-) -> tuple[StoredTree, dict[str, int], Entry | None]:
+) -> tuple[StoredTree, dict[str, Entry], Entry | None]:
     hashes = HashFile(Path(scratch) / "tree-hashes")
     try:
         return recover_tree(storage, path, None, b"", hashes, want=want)

@@ -35,7 +35,7 @@ from typing import Final, TypeVar
 from glove.journal._bundle import parse_receipt_payload
 from glove.journal._checkpoint import Checkpoint, SignedCheckpoint, sign_checkpoint
 from glove.journal._codec import RecordKind
-from glove.journal._entries import Entry, first_retained_seq, read_entry
+from glove.journal._entries import Entry, read_entry_at
 from glove.journal._handle import APPEND_TIMEOUT_S, Journal, open_journal
 from glove.journal._keys import SigningKey
 from glove.journal._limits import JournalKind, JournalLimits
@@ -44,6 +44,7 @@ from glove.journal._logstate import (
     check_checkpoint,
     load_checkpoint,
     recover_tree,
+    session_of,
     store_checkpoint,
 )
 from glove.journal._merkle import leaf_hash
@@ -77,10 +78,11 @@ class TransparencyLog:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tlog")
         self._lock = asyncio.Lock()
         self._tree: StoredTree | None = None
-        self._folded = 0
-        self._pending: list[bytes] = []
+        self._folded = 0  # leaves in the tree file (the executor's side)
+        self._seen = 0  # leaves the journal has committed (the loop's side)
+        self._pending: list[bytes] = []  # leaf hashes of _seen - _folded - (in a fold)
         self._early: list[Entry] | None = []
-        self._sessions: dict[str, int] = {}
+        self._sessions: dict[str, Entry] = {}  # session id -> its last receipt (no payload)
         self._checkpoint: SignedCheckpoint | None = None
         self._owns_journal = False
         self._closed = False
@@ -116,14 +118,14 @@ class TransparencyLog:
             log._executor.shutdown(wait=False)
             raise
         log._tree, log._sessions, log._checkpoint = tree, sessions, stored
-        log._folded = tree.size
+        log._folded = log._seen = tree.size
         early, log._early = log._early or [], None
         log._on_commit([e for e in early if e.seq > tree.size])
         return log
 
     def _recover_blocking(
         self, journal_id: bytes, upto: int
-    ) -> tuple[StoredTree, dict[str, int], SignedCheckpoint | None]:
+    ) -> tuple[StoredTree, dict[str, Entry], SignedCheckpoint | None]:
         hashes = HashFile(Path(self.path) / HASHES_NAME)
         try:
             tree, sessions, _ = recover_tree(
@@ -143,17 +145,20 @@ class TransparencyLog:
             self._early.extend(entries)
             return
         for entry in entries:
-            expected = self._folded + len(self._pending) + 1
-            if entry.seq != expected:
-                raise LogMismatch(f"the journal committed record {entry.seq}, not {expected}")
+            if entry.seq != self._seen + 1:
+                raise LogMismatch(f"the journal committed record {entry.seq}, not {self._seen + 1}")
             self._pending.append(leaf_hash(entry.payload))
+            self._seen += 1
+            session_id = session_of(entry)
+            if session_id is not None:
+                self._sessions[session_id] = Entry(entry.seq, entry.kind, b"", *entry.place)
 
     # -- appending and checkpoints --------------------------------------------------------
 
     @property
     def size(self) -> int:
         """Leaves in the tree: every durable record of the journal."""
-        return self._folded + len(self._pending)
+        return self._seen
 
     @property
     def last_checkpoint(self) -> SignedCheckpoint | None:
@@ -182,9 +187,8 @@ class TransparencyLog:
             raise JournalClosed(f"transparency log {self.path} is closed")
         if kind not in APPENDABLE_KINDS:
             raise ValueError(f"a receipt is a RECEIPT or REFINEMENT record, not {kind!r}")
-        session_id = parse_receipt_payload(payload)["session_id"]
+        parse_receipt_payload(payload)
         receipt = await self.journal.append(payload, kind=kind, timeout=timeout)
-        self._sessions[session_id] = max(self._sessions.get(session_id, 0), receipt.seq)
         if len(self._pending) >= MAX_PENDING_LEAVES and not self._lock.locked():
             async with self._lock:
                 await self._fold()
@@ -207,7 +211,9 @@ class TransparencyLog:
         """Sign a checkpoint of the tree as it stands and store it durably.
 
         Called at every terminal receipt and at shutdown: the checkpoint then covers (seals)
-        the session's final receipt. Returns the stored one if the tree has not grown.
+        every receipt durable when the call was made, the session's final one included.
+        Concurrent calls share checkpoints: one signed while a call waited is returned if it
+        covers that much (and the stored one if the tree has not grown).
 
         Raises:
             JournalClosed: the log was closed.
@@ -215,10 +221,13 @@ class TransparencyLog:
         """
         if self._closed:
             raise JournalClosed(f"transparency log {self.path} is closed")
+        want = self._seen
         async with self._lock:
-            await self._fold()
-            if self._checkpoint is not None and self._checkpoint.size == self._folded:
+            # Group commit for checkpoints: one signed while this call waited may already
+            # cover every record that was durable when it was made.
+            if self._checkpoint is not None and self._checkpoint.size >= want:
                 return self._checkpoint
+            await self._fold()
             signed = await self._run(self._sign_blocking)
             self._checkpoint = signed
             return signed
@@ -244,25 +253,26 @@ class TransparencyLog:
             LogMismatch: ``since`` is not in this log's history, or the journal and the tree
                 disagree.
         """
-        seq = self._sessions.get(session_id)
-        if seq is None:
+        last = self._sessions.get(session_id)
+        if last is None:
             raise SessionNotFound(f"no receipt of session {session_id!r} in {self.path}")
-        if self._checkpoint is None or self._checkpoint.size < seq:
+        if self._checkpoint is None or self._checkpoint.size < last.seq:
             await self.checkpoint()
         async with self._lock:
             signed = self._checkpoint
             assert signed is not None
-            return await self._run(self._bundle_blocking, seq, signed, since)
+            return await self._run(self._bundle_blocking, last, signed, since)
 
     def _bundle_blocking(
-        self, seq: int, signed: SignedCheckpoint, since: Checkpoint | None
+        self, last: Entry, signed: SignedCheckpoint, since: Checkpoint | None
     ) -> bytes:
-        if seq < first_retained_seq(self._storage, self.path):
+        try:
+            entry = read_entry_at(self._storage, self.path, last.segment, last.offset, last.seq)
+        except FileNotFoundError as exc:
             raise SessionNotFound(
-                f"the receipts of that session were acknowledged and deleted with their segment "
-                f"(record {seq})"
-            )
-        entry = read_entry(self._storage, self.path, self._key, seq)
+                f"the receipts of that session were acknowledged and deleted with their "
+                f"segment (record {last.seq})"
+            ) from exc
         return build_bundle(self._require_tree(), signed, entry, self.signing_key.verifier, since)
 
     async def consistency_proof(self, old_size: int, new_size: int) -> list[bytes]:

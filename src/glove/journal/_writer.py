@@ -526,6 +526,7 @@ class JournalWriter(Actor):
         receipts = []
         segment = self._segments[-1]
         marks: list[IndexEntry] = []
+        offsets: list[int] = []
         for pos, item in enumerate(items):
             seq += 1
             body = encode_body(seq, item.t_ns, item.kind, item.payload, pos)
@@ -543,6 +544,7 @@ class JournalWriter(Actor):
             if written != len(record):
                 self._cut_back(start_size)
                 raise JournalFull(f"journal {self.path}: short write ({written}/{len(record)})")
+            offsets.append(size)
             size += written
             receipts.append(Receipt(self._journal_id, seq, item.kind, item.t_ns, tag))
         try:
@@ -550,7 +552,8 @@ class JournalWriter(Actor):
         except OSError as exc:
             raise JournalFailed(f"fdatasync of journal {self.path} failed (not retried)") from exc
         self._committed.extend(
-            Entry(r.seq, r.kind, item.payload) for r, item in zip(receipts, items, strict=True)
+            Entry(r.seq, r.kind, item.payload, segment.number, at)
+            for r, item, at in zip(receipts, items, offsets, strict=True)
         )
         self._size, self._seq, self._tag = size, seq, tag
         self._count += len(items)
@@ -581,7 +584,9 @@ class JournalWriter(Actor):
             raise JournalFailed(f"short write of the seal record of {self.path}")
         try:
             self._storage.fdatasync(self._fd)
-            self._committed.append(Entry(seq, int(RecordKind.SEAL), seal))
+            self._committed.append(
+                Entry(seq, int(RecordKind.SEAL), seal, active.number, self._size)
+            )
             if (seq - active.first_seq) % INDEX_STRIDE == 0:
                 active.index.append((seq, self._size, self._tag))
             self._size += len(record)
