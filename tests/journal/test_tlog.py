@@ -371,3 +371,11 @@ async def test_concurrent_checkpoints_cover_their_receipts(jdir: Path, key: byte
     assert all(size > leaf for leaf, size in results)
     assert len({size for _, size in results}) < 40  # group commit: fewer checkpoints
     await log.close()
+
+
+async def test_only_a_receipts_journal_can_carry_a_log(jdir: Path, key: bytes) -> None:
+    """A SESSION journal prunes without a tree base, so a log refuses to attach to it."""
+    journal = await open_journal(jdir, key, kind=JournalKind.SESSION)
+    with pytest.raises(ValueError, match="RECEIPTS"):
+        await TransparencyLog.attach(journal, hmac_key=key, signing_key=SIGNING_KEY)
+    await journal.close()

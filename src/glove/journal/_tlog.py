@@ -101,11 +101,16 @@ class TransparencyLog:
         """Recover the tree of an open receipts ``journal`` and follow its appends.
 
         Raises:
+            ValueError: the journal is not a RECEIPTS journal (only those keep a tree base).
             LogMismatch: the journal, its tree base and its stored checkpoint disagree (a cut
                 tail, a rewrite, a forged or foreign checkpoint).
             JournalCorrupt, JournalTampered: the journal does not scan.
             JournalFailed, JournalClosed: the journal is not running.
         """
+        if journal.writer.kind is not JournalKind.RECEIPTS:
+            raise ValueError(
+                f"a transparency log needs a RECEIPTS journal, not {journal.writer.kind.name}"
+            )
         log = cls(journal, hmac_key, signing_key, storage or PosixStorage())
         journal.writer.add_commit_listener(log._on_commit)
         try:
