@@ -9,6 +9,7 @@ to meanwhile is fine: only records the signed checkpoint covers are used.
 
 from __future__ import annotations
 
+import errno
 import tempfile
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from glove.journal.errors import LogMismatch, NotSealed, SessionNotFound
 
 def _signed_checkpoint(storage: Storage, path: str, verifier: VerifierKey) -> SignedCheckpoint:
     if not storage.exists(path):
-        raise LogMismatch(f"{path} does not exist")
+        raise FileNotFoundError(errno.ENOENT, "no such journal directory", path)
     signed = load_checkpoint(storage, path, verifier)
     if signed is None:
         raise NotSealed(f"{path} holds no checkpoint yet: nothing is sealed")
@@ -46,7 +47,7 @@ def export_offline(
         LogMismatch: the journal and its checkpoint disagree (a cut tail, a rewrite), the
             checkpoint is not signed by ``verifier``, or ``since`` is not in its history.
         JournalCorrupt, JournalTampered, UnsupportedFormat: the journal does not scan.
-        OSError: a file cannot be read.
+        OSError: the directory or a file in it cannot be read.
     """
     store = storage if storage is not None else PosixStorage()
     where = str(path)

@@ -122,12 +122,15 @@ def _read(path: Path, what: str) -> bytes:
 
 def _load_head(path: Path, verifier: VerifierKey) -> SignedCheckpoint:
     """A signed checkpoint from a checkpoint file or a bundle, verified with ``verifier``."""
-    from glove.journal import open_checkpoint, verify_bundle
+    from glove.journal import ReceiptError, open_checkpoint, verify_bundle
 
     data = _read(path, "file")
-    if data.lstrip()[:1] == b"{":
-        return verify_bundle(data, verifier).checkpoint
-    return open_checkpoint(data, verifier)
+    try:
+        if data.lstrip()[:1] == b"{":
+            return verify_bundle(data, verifier).checkpoint
+        return open_checkpoint(data, verifier)
+    except ReceiptError as exc:
+        raise _Failure(type(exc).__name__, f"{path}: {exc}") from exc
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
