@@ -122,57 +122,64 @@ def throughput(root: Path, seconds: float, rounds: int) -> dict[str, dict[str, f
     return out
 
 
-async def _timed(fn: Callable[[], Awaitable[object]], repeat: int) -> list[float]:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        await fn()
-        samples.append(time.perf_counter() - start)
-    return samples
+async def _once(fn: Callable[[], Awaitable[object]]) -> float:
+    start = time.perf_counter()
+    await fn()
+    return time.perf_counter() - start
 
 
 async def costs(root: Path, leaves: int, repeat: int) -> dict[str, float]:
-    """Per-receipt costs in a log of ``leaves`` receipts, as ratios to one durable append."""
+    """Per-receipt costs in a log of ``leaves`` receipts, as ratios to one durable append.
+
+    Samples are interleaved (one peer append, then one of each cost, repeated) so the disk's
+    drift hits the peer and the costs alike.
+    """
     journal = await open_journal(root / "peer", KEY, kind=JournalKind.RECEIPTS, limits=LIMITS)
-    append = await _timed(lambda: journal.append(_payload(0), kind=RecordKind.RECEIPT), repeat)
-    await journal.close()
     log = await open_transparency_log(root / "costs", KEY, SIGNING_KEY, limits=LIMITS)
     for start in range(0, leaves, 256):
         await asyncio.gather(*(log.append_receipt(_payload(n)) for n in range(start, start + 256)))
     sealed = await log.checkpoint()
     head = Checkpoint(SIGNING_KEY.name, sealed.size, sealed.root)
+    counter = iter(range(leaves, 10**9))
+    bundle = await log.export_bundle("s7")
+    tree = log._tree  # the proof alone, without the bundle around it
+    assert tree is not None
+
+    async def append() -> None:
+        await journal.append(_payload(0), kind=RecordKind.RECEIPT)
 
     async def sign() -> None:
         sign_checkpoint(head, SIGNING_KEY)
-
-    counter = iter(range(10**9))
 
     async def checkpoint() -> None:
         await log.append_receipt(_payload(next(counter)))
         await log.checkpoint()
 
     async def proof() -> None:
-        tree = log._tree  # the proof alone, without the bundle around it
-        assert tree is not None
-        await log._run(tree.inclusion_proof, leaves // 3, log.last_checkpoint.size)  # type: ignore[union-attr]
+        await log._run(tree.inclusion_proof, leaves // 3, sealed.size)
 
     async def export() -> None:
         await log.export_bundle("s7")
 
-    bundle = await log.export_bundle("s7")
-
     async def verify() -> None:
         verify_bundle(bundle, SIGNING_KEY.verifier)
 
-    measured = {
-        "sign": await _timed(sign, repeat),
-        "append+checkpoint": await _timed(checkpoint, repeat),
-        "inclusion_proof": await _timed(proof, repeat),
-        "export_bundle": await _timed(export, repeat),
-        "verify_bundle": await _timed(verify, repeat),
+    cases = {
+        "sign": sign,
+        "append+checkpoint": checkpoint,
+        "inclusion_proof": proof,
+        "export_bundle": export,
+        "verify_bundle": verify,
     }
+    peer: list[float] = []
+    measured: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(repeat):
+        for name, fn in cases.items():
+            peer.append(await _once(append))
+            measured[name].append(await _once(fn))
     await log.close(seal=False)
-    base = _pct(append, 0.5)
+    await journal.close()
+    base = _pct(peer, 0.5)
     out = {"leaves": float(leaves), "hmac_append_p50_ms": base * 1e3}
     for name, samples in measured.items():
         out[f"{name}_p50_ms"] = _pct(samples, 0.5) * 1e3
