@@ -36,6 +36,7 @@ _COMMAND_MODULES = {
     "audit": "glove.audit.cli",
     "policy": "glove.policy.cli",
     "journal": "glove.journal.cli",
+    "receipts": "glove.journal.receipts_cli",
     "diag": "glove.control.diag_cli",
 }
 

@@ -9,7 +9,7 @@ and still tell a sandbox refusal from a journal failure::
     ├── protocol.errors.ProtocolError     (FrameTooLarge, TruncatedFrame, MalformedFrame)
     ├── control.errors.ControlError       (PeerRejected, DaemonAlreadyRunning, DaemonUnavailable)
     ├── container.errors.SandboxError     (setup, limits, profiles)
-    ├── journal.errors.JournalError       (codec, chain, recovery, writer)
+    ├── journal.errors.JournalError       (codec, chain, recovery, writer, receipts)
     ├── policy.errors.PolicyError         (policy file and evaluation)
     ├── mcp.errors.McpError               (framing, upstream transport, kernel)
     └── remote.errors.RemoteBackendError  (config, SSH files, executor identity and deadlines)

@@ -15,6 +15,11 @@ Failure rules (research note B.1, "fsync discipline"):
 * Before each batch the writer checks that the segment still has the size and inode it
   wrote; external truncation, growth or replacement crashes the writer with
   :class:`JournalChanged` instead of writing at a guessed offset.
+
+Commit listeners (:meth:`JournalWriter.add_commit_listener`) see every record the writer made
+durable, seal records included, in sequence order, on the event loop, before any append of
+that batch is acknowledged: the transparency log builds its Merkle tree from them. A receipts
+journal folds a segment into its tree base (:mod:`glove.journal._treebase`) before deleting it.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import errno
 import os
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Literal
@@ -32,7 +37,7 @@ from typing import Final, Literal
 import msgspec
 
 from glove.actors import Actor, Busy, Deferred
-from glove.journal import _chain, _layout
+from glove.journal import _chain, _layout, _treebase
 from glove.journal._codec import (
     HEADER_BYTES,
     JOURNAL_ID_BYTES,
@@ -43,6 +48,7 @@ from glove.journal._codec import (
     encode_body,
     encode_record,
 )
+from glove.journal._entries import Entry
 from glove.journal._layout import TailCut
 from glove.journal._limits import ON_FULL, JournalKind, JournalLimits, OnFull
 from glove.journal._pages import read_receipts
@@ -77,6 +83,8 @@ SEAL_RESERVE_BYTES: Final = RECORD_OVERHEAD_BYTES + SEAL_PAYLOAD.size
 _FULL_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 
 WriterState = Literal["open", "closing", "failed"]
+CommitListener = Callable[[Sequence[Entry]], None]
+"""Called on the loop with the records a batch made durable, in order, before its acks."""
 
 
 class AppendRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -192,6 +200,22 @@ class JournalWriter(Actor):
         self._idle.set()
         self.recovered: list[TailCut] = []
         self._degraded = ""
+        self._listeners: list[CommitListener] = []
+        self._committed: list[Entry] = []  # filled by the executor, drained on the loop
+
+    def add_commit_listener(self, listener: CommitListener) -> None:
+        """Call ``listener`` with every batch of records made durable from now on.
+
+        It runs on the event loop, in sequence order, before the batch's appends are
+        acknowledged; it must be quick and must not raise (if it does, the batch fails with
+        :class:`JournalFailed` and the writer stops: nothing half-listened is acknowledged).
+        """
+        self._listeners.append(listener)
+
+    def remove_commit_listener(self, listener: CommitListener) -> None:
+        """Stop calling ``listener`` (a no-op if it was not added)."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
 
     # -- actor hooks --------------------------------------------------------------------------
 
@@ -277,6 +301,14 @@ class JournalWriter(Actor):
                     # batch may be acknowledged, and the askers must not wait for a deadline.
                     self._fail_all(batch, JournalFailed(f"journal {self.path} stopped: {exc!r}"))
                     raise
+                committed, self._committed = self._committed, []
+                try:
+                    for listener in list(self._listeners):
+                        listener(committed)
+                except Exception as exc:
+                    fatal = JournalFailed(f"journal {self.path}: a commit listener failed: {exc}")
+                    self._fail_all(batch, fatal)
+                    raise fatal from exc
                 for item, receipt in zip(batch, receipts, strict=False):
                     if not item.future.done():
                         item.future.set_result(receipt)
@@ -403,6 +435,17 @@ class JournalWriter(Actor):
     def _prune_blocking(self) -> None:
         while len(self._segments) >= self.limits.max_segments:
             oldest = self._segments[0]
+            if self.kind is JournalKind.RECEIPTS:
+                # The deleted records stay leaves of the Merkle tree: keep their compact range.
+                _treebase.extend_base(
+                    self._storage,
+                    self.path,
+                    self._key,
+                    self._journal_id,
+                    segment=_layout.segment_name(oldest.number),
+                    first_seq=oldest.first_seq,
+                    last_seq=oldest.last_seq,
+                )
             self._storage.unlink(str(Path(self.path) / _layout.segment_name(oldest.number)))
             self._storage.fsync_dir(self.path)
             del self._segments[0]
@@ -483,6 +526,7 @@ class JournalWriter(Actor):
         receipts = []
         segment = self._segments[-1]
         marks: list[IndexEntry] = []
+        offsets: list[int] = []
         for pos, item in enumerate(items):
             seq += 1
             body = encode_body(seq, item.t_ns, item.kind, item.payload, pos)
@@ -500,12 +544,17 @@ class JournalWriter(Actor):
             if written != len(record):
                 self._cut_back(start_size)
                 raise JournalFull(f"journal {self.path}: short write ({written}/{len(record)})")
+            offsets.append(size)
             size += written
             receipts.append(Receipt(self._journal_id, seq, item.kind, item.t_ns, tag))
         try:
             storage.fdatasync(self._fd)
         except OSError as exc:
             raise JournalFailed(f"fdatasync of journal {self.path} failed (not retried)") from exc
+        self._committed.extend(
+            Entry(r.seq, r.kind, item.payload, segment.number, at)
+            for r, item, at in zip(receipts, items, offsets, strict=True)
+        )
         self._size, self._seq, self._tag = size, seq, tag
         self._count += len(items)
         self._durable_seq = seq
@@ -535,6 +584,9 @@ class JournalWriter(Actor):
             raise JournalFailed(f"short write of the seal record of {self.path}")
         try:
             self._storage.fdatasync(self._fd)
+            self._committed.append(
+                Entry(seq, int(RecordKind.SEAL), seal, active.number, self._size)
+            )
             if (seq - active.first_seq) % INDEX_STRIDE == 0:
                 active.index.append((seq, self._size, self._tag))
             self._size += len(record)

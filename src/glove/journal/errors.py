@@ -13,7 +13,19 @@ Every class derives from :class:`JournalError`, itself a :class:`glove.errors.Gl
     ├── JournalFailed         a write or fdatasync failed: the journal refuses all appends
     ├── JournalChanged        the file was truncated, grown or replaced under the writer
     ├── JournalClosed         the writer was closed (by its owner)
-    └── ReceiptAckError       an acknowledgement that is not exactly the next receipt
+    ├── ReceiptAckError       an acknowledgement that is not exactly the next receipt
+    └── ReceiptError          receipts a third party verifies (keys, notes, proofs, bundles)
+        ├── SigningKeyError       a signing or verifier key is missing or malformed
+        │   └── SigningKeyUnsafe  a key file that is a symlink, not ours, or open to others
+        ├── NoteError             a signed note or checkpoint is malformed
+        ├── SignatureInvalid      no signature by the expected key verifies
+        ├── ProofInvalid          an inclusion or consistency proof does not hold
+        ├── BundleMalformed       a bundle is not one (size, JSON, keys, types, encoding)
+        ├── EntryMismatch         the bundle's entry and its receipt disagree
+        ├── ReceiptPayloadInvalid a receipt payload that is not a JSON object with session_id
+        ├── SessionNotFound       the log holds no receipt of that session
+        ├── NotSealed             no stored checkpoint covers the session's final receipt yet
+        └── LogMismatch           the journal, the tree and the stored checkpoint disagree
 
 ``JournalCorrupt`` and ``JournalTampered`` carry the byte ``offset``, the ``seq`` the record
 at that offset was expected to hold and the ``segment`` file name, so an operator can find it.
@@ -89,3 +101,54 @@ class JournalClosed(JournalError):
 
 class ReceiptAckError(JournalError):
     """An acknowledgement named anything but the next unacknowledged receipt."""
+
+
+class ReceiptError(JournalError):
+    """Base class of the verifiable-receipt errors (keys, notes, proofs, bundles, the log)."""
+
+
+class SigningKeyError(ReceiptError):
+    """A signing key or verifier key is missing or malformed."""
+
+
+class SigningKeyUnsafe(SigningKeyError):
+    """A key file is a symlink or not a regular file, belongs to another user, or is open
+    to group or others; it is refused, never repaired."""
+
+
+class NoteError(ReceiptError):
+    """A signed note or a checkpoint is malformed (format, encoding, bounds)."""
+
+
+class SignatureInvalid(ReceiptError):
+    """No signature by the expected key verifies (or a known key's signature fails)."""
+
+
+class ProofInvalid(ReceiptError):
+    """An inclusion or consistency proof does not hold for the given tree heads."""
+
+
+class BundleMalformed(ReceiptError):
+    """A receipt bundle is not well-formed: too big, not strict JSON, duplicate or unknown
+    keys, wrong types, non-canonical encoding."""
+
+
+class EntryMismatch(ReceiptError):
+    """The bundle's entry (leaf) and the receipt or session it claims to be disagree."""
+
+
+class ReceiptPayloadInvalid(ReceiptError):
+    """A receipt payload is not a strict JSON object carrying a string ``session_id``."""
+
+
+class SessionNotFound(ReceiptError):
+    """The log holds no receipt of that session (never written, or pruned)."""
+
+
+class NotSealed(ReceiptError):
+    """No stored checkpoint covers the session's final receipt yet."""
+
+
+class LogMismatch(ReceiptError):
+    """The journal, the Merkle tree and the stored checkpoint disagree (a cut tail, a
+    rewrite, a forged checkpoint or tree file): the log refuses to start or to export."""

@@ -1,0 +1,90 @@
+"""Strict JSON for receipts and bundles: one value, no duplicate keys, bounded (sans-IO).
+
+``loads_strict`` accepts exactly RFC 8259 JSON text with these extra refusals: a key that
+appears twice in one object (compared after unescaping, so ``"a"`` and ``"\\u0061"`` collide),
+``NaN``/``Infinity`` and numbers that overflow to them, integers over Python's digit limit,
+and nesting deeper than ``max_depth``. ``dumps_compact`` and ``dumps_pretty`` are the two
+encodings Glove writes; both are deterministic functions of the value (object keys keep their
+order).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Final
+
+MAX_JSON_DEPTH: Final = 64
+"""Deepest nesting of arrays and objects accepted."""
+
+
+class _Refused(ValueError):
+    """Raised inside the json hooks; turned into the caller's error type."""
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
+def _constant(name: str) -> Any:
+    raise _Refused(f"{name} is not JSON")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _Refused(f"number {text[:32]} is out of range")
+    return value
+
+
+def _depth(value: Any, limit: int) -> None:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                raise _Refused(f"nested deeper than {limit}")
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+
+
+def loads_strict(
+    text: str | bytes, error: type[Exception], *, max_depth: int = MAX_JSON_DEPTH
+) -> Any:
+    """Parse one strict JSON value (see the module docstring).
+
+    Raises:
+        error: anything that is not strict JSON, with the reason.
+    """
+    if isinstance(text, bytes):
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise error(f"not UTF-8: {exc.reason} at byte {exc.start}") from exc
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float
+        )
+        _depth(value, max_depth)
+    except json.JSONDecodeError as exc:
+        raise error(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
+    except RecursionError as exc:
+        raise error(f"not JSON: nested deeper than {max_depth}") from exc
+    except ValueError as exc:  # _Refused, and the int digit limit
+        raise error(f"not strict JSON: {exc}") from exc
+    return value
+
+
+def dumps_compact(value: Any) -> str:
+    """The compact encoding: no spaces, non-ASCII kept as UTF-8."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def dumps_pretty(value: Any) -> str:
+    """The readable encoding: two-space indent, non-ASCII kept, a final newline."""
+    return json.dumps(value, ensure_ascii=False, indent=2, allow_nan=False) + "\n"
