@@ -59,6 +59,10 @@ SYSTEMD_PROPERTIES: Final = (
 USEC_PER_S: Final = 1_000_000
 TOOL_DEADLINE_S: Final = 60.0
 MAX_STDERR_CHARS: Final = 2000
+_TIMESPAN_PART: Final = re.compile(r"(\d+(?:\.\d+)?)(us|ms|s|min|h|d|w)")
+_TIMESPAN_UNIT_S: Final = {
+    "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0,
+}  # fmt: skip
 _LAUNCHCTL_FIELD: Final = re.compile(r"^\s*(state|pid|last exit code)\s*=\s*(.+?)\s*$", re.M)
 
 
@@ -199,10 +203,23 @@ def _int_or_none(value: str | None) -> int | None:
     return int(value) if value is not None and value.isdigit() else None
 
 
+def parse_timespan(text: str | None) -> float | None:
+    """Seconds in a span as ``systemctl show`` prints it (``30s``, ``1min 30s``, ``500ms``;
+    a bare number is microseconds). None for ``0``, ``infinity``, empty or unparsable."""
+    if not text or text in ("0", "infinity"):
+        return None
+    if text.isdigit():
+        return int(text) / USEC_PER_S
+    parts = text.split()
+    matches = [_TIMESPAN_PART.fullmatch(p) for p in parts]
+    if not all(matches):
+        return None
+    return sum(float(m.group(1)) * _TIMESPAN_UNIT_S[m.group(2)] for m in matches if m)
+
+
 def _systemd_state(props: Mapping[str, str]) -> ServiceState:
     load = props.get("LoadState", "")
     pid = _int_or_none(props.get("MainPID"))
-    usec = _int_or_none(props.get("WatchdogUSec"))
     return ServiceState(
         loaded=load == "loaded",
         active=props.get("ActiveState") == "active",
@@ -212,7 +229,7 @@ def _systemd_state(props: Mapping[str, str]) -> ServiceState:
         main_pid=pid or None,
         status_text=props.get("StatusText") or None,
         restarts=_int_or_none(props.get("NRestarts")),
-        watchdog_s=None if not usec else usec / USEC_PER_S,
+        watchdog_s=parse_timespan(props.get("WatchdogUSec")),
         result=props.get("Result") or None,
         fragment_path=props.get("FragmentPath") or None,
         control_group=props.get("ControlGroup") or None,
