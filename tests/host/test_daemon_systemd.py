@@ -361,3 +361,22 @@ def test_start_stop_restart_status_and_logs(um: UserManager) -> None:
     assert gone.returncode == 4
     assert "not installed" in gone.stdout
     assert um.glove("daemon", "start").returncode == 1
+
+
+def test_doctor_reports_the_unit_and_what_is_delegated_to_it(um: UserManager) -> None:
+    """With gloved installed and running, doctor says so, and its delegation verdict is read
+    from the unit's own cgroup; a stopped unit is reported as not running."""
+    _install(um)
+    control_group = um.show(UNIT, "ControlGroup")["ControlGroup"]
+    out = um.glove("doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out.stdout)["checks"]}
+    assert checks["daemon_unit"]["status"] == "ok"
+    assert f"pid {_main_pid(um)}" in checks["daemon_unit"]["detail"]
+    unit_cg = um.unit_cgroups(control_group)[0]
+    assert str(unit_cg) in checks["delegation"]["detail"]
+    have = set((unit_cg / "cgroup.controllers").read_text().split())
+    assert (checks["delegation"]["status"] == "ok") is ({"cpu", "memory", "pids"} <= have)
+    assert um.glove("daemon", "stop").returncode == 0
+    stopped = {c["name"]: c for c in json.loads(um.glove("doctor", "--json").stdout)["checks"]}
+    assert stopped["daemon_unit"]["status"] == "warn"
+    assert "not running" in stopped["daemon_unit"]["summary"]
