@@ -24,6 +24,9 @@ SYSTEMD = "/usr/lib/systemd/systemd"
 def main(argv: list[str]) -> None:
     """Prepare the namespace and the cgroup, then exec the user manager."""
     uid, gid, home, runtime, *cgroups = argv
+    # The mount point must exist (the systemd package ships it); an empty directory is all
+    # this adds to the host, and only where it is missing.
+    Path("/run/systemd").mkdir(mode=0o755, exist_ok=True)
     subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "mode=0755", "glove-test-systemd", "/run/systemd"],
         check=True,

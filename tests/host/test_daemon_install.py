@@ -299,3 +299,18 @@ def test_systemd_time_spans_and_a_failing_tool() -> None:
         checked(runner, ["systemctl", "--user", "daemon-reload"])
     assert info.value.argv == ["systemctl", "--user", "daemon-reload"]
     assert "Failed to connect to bus" in str(info.value)
+
+
+def test_the_example_configuration_parses_and_ships_with_the_package() -> None:
+    """deploy/gloved.toml is valid TOML with the harnesses, limits and protected root it
+    documents, and the package reaches the same file."""
+    import tomllib
+
+    text = (REPO / "deploy" / "gloved.toml").read_text()
+    config = tomllib.loads(text)
+    assert set(config) == {"protected_root", "limits", "harnesses"}
+    assert set(config["limits"]) == {
+        "wall_time_s", "cpu_time_s", "memory_bytes", "pids", "disk_bytes", "output_bytes",
+    }  # fmt: skip
+    assert all(isinstance(h["argv"], list) for h in config["harnesses"].values())
+    assert (resources.files("glove.host") / "deploy" / "gloved.toml").read_text() == text
