@@ -48,6 +48,25 @@ def test_notify_socket_forms() -> None:
             parse_notify_socket(bad)
 
 
+def test_undecodable_environment_bytes_are_carried_not_crashed_on() -> None:
+    """os.environ hands undecodable bytes over as surrogate escapes; they reach the address
+    as the original bytes (a fuzzer found the crash this pins)."""
+    assert parse_notify_socket("@n\udce9") == b"\0n\xe9"
+    assert parse_notify_socket("/tmp/\udce9") == "/tmp/\udce9"
+
+
+def test_the_fuzz_target_holds_on_its_seeds_and_a_bounded_slice() -> None:
+    """fuzz/notify_env.py replays its seeds and two seconds of mutations cleanly."""
+    out = subprocess.run(
+        [sys.executable, str(REPO / "fuzz" / "notify_env.py"), "--replay", "--seconds", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "no contract violation" in out.stdout
+
+
 @pytest.mark.parametrize(
     ("usec", "pid", "expected"),
     [

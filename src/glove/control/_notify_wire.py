@@ -55,7 +55,7 @@ def parse_notify_socket(value: str) -> str | bytes:
         NotifyError: empty, relative, too long, or a transport other than ``AF_UNIX``.
     """
     if value.startswith("@"):
-        name = value[1:].encode()
+        name = value[1:].encode(errors="surrogateescape")  # as os.environ decoded it
         if not name:
             raise NotifyError("NOTIFY_SOCKET='@' names no abstract socket")
         if len(name) > MAX_SOCKET_PATH_BYTES:
@@ -64,7 +64,7 @@ def parse_notify_socket(value: str) -> str | bytes:
     if value.startswith("/"):
         if "\0" in value:
             raise NotifyError("NOTIFY_SOCKET holds a NUL byte")
-        if len(value.encode()) > MAX_SOCKET_PATH_BYTES:
+        if len(value.encode(errors="surrogateescape")) > MAX_SOCKET_PATH_BYTES:
             raise NotifyError(f"NOTIFY_SOCKET path is longer than {MAX_SOCKET_PATH_BYTES} bytes")
         return value
     raise NotifyError(
