@@ -380,3 +380,25 @@ def test_doctor_reports_the_unit_and_what_is_delegated_to_it(um: UserManager) ->
     stopped = {c["name"]: c for c in json.loads(um.glove("doctor", "--json").stdout)["checks"]}
     assert stopped["daemon_unit"]["status"] == "warn"
     assert "not running" in stopped["daemon_unit"]["summary"]
+
+
+def test_an_install_cut_short_before_its_manifest_is_completed_by_the_next(
+    um: UserManager,
+) -> None:
+    """A unit file exactly as install writes it but with no manifest (a crash between the
+    write and the manifest) is adopted, not refused: the next install records it, and
+    starts gloved (systemd loads a unit file that appeared since it last looked)."""
+    plan = _json(um.glove("daemon", "install", "--dry-run", "--json"))
+    files = plan["files"]
+    assert isinstance(files, list)
+    unit = Path(files[0]["path"])
+    assert um.show(UNIT, "LoadState")["LoadState"] == "not-found"
+    made = um.run("/bin/sh", "-c", f'mkdir -p "{unit.parent}" && cat > "{unit}"')
+    assert made.returncode == 0, made.stderr
+    unit.write_text(files[0]["content"])
+    report = _install(um)
+    assert report["files"] == [{"path": str(unit), "action": "unchanged"}]
+    assert report["changed"] is True  # the manifest was written, the unit enabled
+    assert um.show(UNIT, "ActiveState")["ActiveState"] == "active"
+    manifest = json.loads((um.home / ".local/state/glove/daemon-install.json").read_text())
+    assert manifest["files"][0]["path"] == str(unit)

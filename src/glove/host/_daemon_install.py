@@ -72,6 +72,12 @@ from glove.host.errors import ServiceError, ServiceFileModified, ServiceManagerF
 
 FileAction = Literal["created", "updated", "replaced", "unchanged", "removed", "absent"]
 CONTROL_PROBE_DEADLINE_S = 2.0
+_ACTION_FOR: dict[str, FileAction] = {
+    "absent": "created",
+    "ours": "updated",
+    "foreign": "replaced",
+    "same": "unchanged",
+}
 
 
 class FileChange(msgspec.Struct, frozen=True):
@@ -284,7 +290,7 @@ def install(
         dirs = [*(old.directories if old else []), *created]
         if changed:
             atomic_write(path, content, SERVICE_FILE_MODE)
-        _write_manifest(layout, executable, content, dirs)
+        wrote_manifest = _write_manifest(layout, executable, content, dirs)
         ran: list[Argv] = []
         if layout.platform == "systemd":
             before = len(dirs)
@@ -293,9 +299,7 @@ def install(
                 _write_manifest(layout, executable, content, dirs)
         else:
             state = _activate_launchd(layout, runner, changed=changed, ran=ran)
-    action: FileAction = {"absent": "created", "ours": "updated", "foreign": "replaced"}.get(
-        kind, "unchanged"
-    )  # type: ignore[assignment]
+    action = _ACTION_FOR[kind]
     notes = []
     if changed and kind != "absent" and state.active:
         notes.append("the running gloved still runs the old definition: glove daemon restart")
@@ -304,7 +308,7 @@ def install(
         service=layout.manager.service,
         path=str(path),
         executable=str(executable),
-        changed=changed or bool(ran) or bool(created),
+        changed=changed or wrote_manifest or bool(ran) or bool(created),
         files=[FileChange(str(path), action)],
         commands=ran,
         state=state,
@@ -312,12 +316,14 @@ def install(
     )
 
 
-def _write_manifest(layout: Layout, executable: Path, content: bytes, dirs: list[str]) -> None:
+def _write_manifest(layout: Layout, executable: Path, content: bytes, dirs: list[str]) -> bool:
+    """Write the manifest unless it already says exactly this; True if it was written."""
     data = encode_manifest(_manifest_for(layout, executable, content, dirs))
     with contextlib.suppress(FileNotFoundError):
         if layout.manifest_path.read_bytes() == data:
-            return
+            return False
     atomic_write(layout.manifest_path, data, MANIFEST_MODE)
+    return True
 
 
 def uninstall(
