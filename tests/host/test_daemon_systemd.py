@@ -308,18 +308,38 @@ def test_install_refuses_when_systemd_reads_units_elsewhere(um: UserManager) -> 
     assert _tree(um.home) == before
 
 
-def test_a_sandbox_runs_under_the_units_namespaces(um: UserManager) -> None:
-    """Under the unit's own PrivateUsers=, PrivateMounts=, NoNewPrivileges= and Delegate=
-    settings, gloved's environment can still create a full sandbox (nested user and mount
-    namespaces)."""
+CGROUP_PROBE = r"""
+import os, subprocess, sys, time
+own = [l[3:] for l in open("/proc/self/cgroup").read().splitlines() if l.startswith("0::")][0]
+base = sys.argv[1] + own
+os.mkdir(base + "/sandbox-1")
+child = subprocess.Popen(["/bin/sleep", "60"])
+with open(base + "/sandbox-1/cgroup.procs", "w") as f:
+    f.write(str(child.pid))
+print("moved", open(f"/proc/{child.pid}/cgroup").read().split("0::")[1].strip())
+with open(base + "/sandbox-1/cgroup.kill", "w") as f:
+    f.write("1")
+print("killed by", -child.wait(timeout=10))
+"""
+
+
+def _unit_properties(um: UserManager, wanted: tuple[str, ...]) -> list[str]:
     plan = _json(um.glove("daemon", "install", "--dry-run", "--json"))
     files = plan["files"]
     assert isinstance(files, list)
-    wanted = ("PrivateUsers", "PrivateMounts", "NoNewPrivileges", "Delegate", "UMask", "LimitCORE")
     props = [
         line for line in str(files[0]["content"]).splitlines() if line.split("=", 1)[0] in wanted
     ]
     assert len(props) == len(wanted)
+    return props
+
+
+def test_a_sandbox_runs_under_the_units_namespaces(um: UserManager) -> None:
+    """Under the unit's own PrivateUsers=, PrivateMounts=, NoNewPrivileges= and Delegate=
+    settings, gloved's environment can still create a full sandbox (nested user and mount
+    namespaces)."""
+    wanted = ("PrivateUsers", "PrivateMounts", "NoNewPrivileges", "Delegate", "UMask", "LimitCORE")
+    props = _unit_properties(um, wanted)
     inner = "readlink /proc/self/ns/user; echo contained"
     script = (
         "cat /proc/self/uid_map; readlink /proc/self/ns/user; "
@@ -336,6 +356,26 @@ def test_a_sandbox_runs_under_the_units_namespaces(um: UserManager) -> None:
     assert unit_userns != os.readlink("/proc/self/ns/user")
     assert sandbox_userns != unit_userns  # the sandbox nests its own
     assert lines[-1] == "contained"
+
+
+def test_gloved_can_make_and_kill_child_cgroups_under_the_units_settings(
+    um: UserManager,
+) -> None:
+    """PrivateUsers= does not take Delegate= away: under the unit's settings a process can
+    create a child of its own v2 cgroup, move a process into it and end it with cgroup.kill
+    (what per-sandbox cgroups need)."""
+    props = _unit_properties(um, ("PrivateUsers", "PrivateMounts", "NoNewPrivileges", "Delegate"))
+    v2 = next(h for h in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/unified"))
+          if (h / "cgroup.controllers").exists())  # fmt: skip
+    out = um.run(
+        "systemd-run", "--user", "--wait", "--pipe", "--quiet", "--collect",
+        *[f"--property={p}" for p in props], "/usr/bin/python3", "-c", CGROUP_PROBE, str(v2),
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    moved, killed = out.stdout.splitlines()
+    assert moved.startswith("moved /")
+    assert moved.endswith("/sandbox-1")
+    assert killed == f"killed by {int(signal.SIGKILL)}"
 
 
 def test_start_stop_restart_status_and_logs(um: UserManager) -> None:
