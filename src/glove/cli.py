@@ -38,6 +38,7 @@ _COMMAND_MODULES = {
     "journal": "glove.journal.cli",
     "receipts": "glove.journal.receipts_cli",
     "diag": "glove.control.diag_cli",
+    "daemon": "glove.host.daemon_cli",
 }
 
 

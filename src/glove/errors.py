@@ -7,7 +7,9 @@ and still tell a sandbox refusal from a journal failure::
     GloveError
     ├── actors.errors.ActorError          (ActorDead, Busy, DeadlineExceeded, ChildFailed)
     ├── protocol.errors.ProtocolError     (FrameTooLarge, TruncatedFrame, MalformedFrame)
-    ├── control.errors.ControlError       (PeerRejected, DaemonAlreadyRunning, DaemonUnavailable)
+    ├── control.errors.ControlError       (PeerRejected, DaemonAlreadyRunning, DaemonUnavailable,
+    │                                      NotifyError)
+    ├── host.errors.HostError             (ServiceError: glove daemon install and control)
     ├── container.errors.SandboxError     (setup, limits, profiles)
     ├── journal.errors.JournalError       (codec, chain, recovery, writer, receipts)
     ├── policy.errors.PolicyError         (policy file and evaluation)

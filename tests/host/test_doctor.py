@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +39,7 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
     assert set(checks) == {
         "user_namespaces", "seccomp", "landlock", "cgroups", "legacy_tiocsti", "fuse",
         "pidfd_clone3", "limits", "sandbox_self_test", "macos_seatbelt",
+        "lingering", "delegation", "daemon_unit",
     }  # fmt: skip
     userns = _independent_userns(prefix)
     assert (checks["user_namespaces"]["status"] == "ok") is userns
@@ -96,3 +98,36 @@ def test_doctor_names_the_weaker_memory_mechanism_for_the_test_user(unpriv: Unpr
         assert "memory" in str(checks["limits"]["summary"])
     else:
         assert "memory: cgroup" in str(checks["limits"]["detail"])
+
+
+def test_doctor_lingering_and_delegation_agree_with_logind_and_the_cgroup_tree() -> None:
+    """lingering says what loginctl says (or that logind cannot be asked); delegation lists
+    the controllers the user manager's cgroup really has; nothing installed is reported."""
+    _, checks = _doctor([sys.executable])
+    asked = subprocess.run(
+        ["loginctl", "show-user", str(os.getuid()), "--property=Linger", "--value"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    lingering = checks["lingering"]
+    if asked.returncode != 0:
+        assert lingering["status"] == "warn"
+        assert "cannot ask systemd-logind" in str(lingering["summary"])
+    else:
+        assert (lingering["status"] == "ok") is (asked.stdout.strip() == "yes")
+    uid = os.getuid()
+    v2 = (
+        Path("/sys/fs/cgroup")
+        if Path("/sys/fs/cgroup/cgroup.controllers").exists()
+        else (Path("/sys/fs/cgroup/unified"))
+    )
+    manager_cg = v2 / "user.slice" / f"user-{uid}.slice" / f"user@{uid}.service"
+    delegation = checks["delegation"]
+    if not manager_cg.exists():
+        assert delegation["status"] == "warn"
+        assert "cannot read" in str(delegation["summary"])
+    else:
+        have = set((manager_cg / "cgroup.controllers").read_text().split())
+        assert (delegation["status"] == "ok") is ({"cpu", "memory", "pids"} <= have)
+    assert checks["daemon_unit"]["fix"] == "glove daemon install"

@@ -1,6 +1,7 @@
 """The ``gloved`` control service: owner-only socket, root tree, client."""
 
 from glove.control._daemon import build_root, run_daemon, serve
+from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import (
     RuntimePaths,
     acquire_lock,
@@ -14,6 +15,7 @@ from glove.control.errors import (
     ControlError,
     DaemonAlreadyRunning,
     DaemonUnavailable,
+    NotifyError,
     RemoteError,
     UnsafeRuntimeDir,
 )
@@ -24,8 +26,11 @@ __all__ = [
     "DaemonAlreadyRunning",
     "DaemonUnavailable",
     "MethodError",
+    "Notifier",
+    "NotifyError",
     "RemoteError",
     "RuntimePaths",
+    "ServiceNotifier",
     "UnsafeRuntimeDir",
     "acquire_lock",
     "build_root",

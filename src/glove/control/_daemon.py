@@ -10,6 +10,11 @@
 The process holds an exclusive lock in its runtime directory for its whole life, so a
 second instance refuses to start. SIGTERM and SIGINT stop the tree in reverse start order
 and the process exits 0; a child failure (one strike at the root) exits 1.
+
+Under a notifying service manager (systemd ``Type=notify``; ``glove.control._notify``) the
+tree gets one more child, ``notify``, which pings the watchdog from this event loop and
+keeps ``STATUS=`` current; ``READY=1`` is sent once every root child has started (the
+control socket is bound), and ``STOPPING=1`` when a stop signal arrives.
 """
 
 from __future__ import annotations
@@ -24,8 +29,10 @@ from typing import Any, Final
 
 from glove._version import __version__
 from glove.actors import ChildSpec, LoopLagMonitor, Supervisor, snapshot
+from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import RuntimePaths, acquire_lock
 from glove.control._server import ControlServer, Method
+from glove.control.errors import NotifyError
 from glove.protocol import Health
 
 _log = logging.getLogger(__name__)
@@ -34,7 +41,7 @@ EXIT_OK: Final = 0
 EXIT_CHILD_FAILED: Final = 1
 
 
-def build_root(paths: RuntimePaths) -> Supervisor:
+def build_root(paths: RuntimePaths, notifier: Notifier | None = None) -> Supervisor:
     """Build (not start) the daemon's root supervision tree."""
     started = time.monotonic()
     root: Supervisor
@@ -51,36 +58,78 @@ def build_root(paths: RuntimePaths) -> Supervisor:
         return snapshot(root)
 
     methods: dict[str, Method] = {"health": health, "diag.tree": diag_tree}
-    root = Supervisor(
-        "gloved",
-        [
-            ChildSpec("loop-lag", LoopLagMonitor),
-            ChildSpec(
-                "sessions", lambda: Supervisor("sessions", strategy="one_for_one", intensity=0)
-            ),
-            ChildSpec("control", lambda: ControlServer(paths, methods)),
-        ],
-        strategy="rest_for_one",
-        intensity=0,
-    )
+    children = [
+        ChildSpec("loop-lag", LoopLagMonitor),
+        ChildSpec("sessions", lambda: Supervisor("sessions", strategy="one_for_one", intensity=0)),
+        ChildSpec("control", lambda: ControlServer(paths, methods)),
+    ]
+    # -- service manager hook: last, so its first ping follows everything else starting.
+    if notifier is not None and notifier.enabled:
+        children.append(
+            ChildSpec("notify", lambda: ServiceNotifier(notifier, status=lambda: _status(root)))
+        )
+    root = Supervisor("gloved", children, strategy="rest_for_one", intensity=0)
     return root
 
 
-async def serve(paths: RuntimePaths) -> int:
+# -- service manager hook (glove.control._notify) ----------------------------------------------
+
+
+def _status(root: Supervisor) -> str:
+    """The ``STATUS=`` line: how many sessions run."""
+    nodes = {name: node for name, node, _alive in root.children()}
+    sessions = nodes.get("sessions")
+    running = len(sessions.children()) if isinstance(sessions, Supervisor) else 0
+    return f"{running} session{'' if running == 1 else 's'} running"
+
+
+async def _all_started(root: Supervisor) -> None:
+    """Wait until every child of the root has finished starting (``on_start`` returned)."""
+    await root.started.wait()
+    for _name, node, _alive in root.children():
+        await node.started.wait()
+
+
+async def _announce_ready(notifier: Notifier, root: Supervisor) -> None:
+    """``READY=1`` with the first status line. Issue 9 moves this after journal recovery."""
+    try:
+        await notifier.ready(status=_status(root))
+    except NotifyError as exc:
+        _log.error("%s: the service manager will not see gloved as started", exc)
+
+
+def _stop_signalled(root: Supervisor, notifier: Notifier) -> None:
+    notifier.stopping(status="stopping")
+    root.stop()
+
+
+# -------------------------------------------------------------------------------------------------
+
+
+async def serve(paths: RuntimePaths, notifier: Notifier | None = None) -> int:
     """Run the daemon until SIGTERM/SIGINT (exit 0) or a root failure (exit 1).
+
+    ``notifier`` defaults to the one the service manager's environment describes.
 
     Raises:
         DaemonAlreadyRunning: another instance holds the lock.
+        NotifyError: the service manager's NOTIFY_SOCKET or WATCHDOG_* are malformed.
     """
+    notifier = Notifier.from_environ() if notifier is None else notifier
     lock_fd = acquire_lock(paths)
     try:
-        root = build_root(paths)
+        root = build_root(paths, notifier)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, root.stop)
+            loop.add_signal_handler(sig, _stop_signalled, root, notifier)
         task = loop.create_task(root.run(), name="gloved")
-        await root.started.wait()
-        _log.info("gloved %s listening on %s", __version__, paths.socket)
+        started = loop.create_task(_all_started(root), name="gloved/started")
+        await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
+        if started.done():
+            _log.info("gloved %s listening on %s", __version__, paths.socket)
+            await _announce_ready(notifier, root)
+        else:
+            started.cancel()
         await asyncio.wait({task})
         if task.cancelled():
             _log.info("gloved stopped")
@@ -88,10 +137,16 @@ async def serve(paths: RuntimePaths) -> int:
         _log.error("gloved: root failed: %r", task.exception())
         return EXIT_CHILD_FAILED
     finally:
+        notifier.close()
         os.close(lock_fd)
 
 
 def run_daemon(paths: RuntimePaths) -> int:
-    """Run :func:`serve` in a fresh event loop with the faulthandler backstop armed."""
+    """Run :func:`serve` in a fresh event loop with the faulthandler backstop armed.
+
+    SIGUSR1 dumps every thread's stack; so does the SIGABRT a service manager's watchdog
+    sends, so the journal shows where a wedged loop was stuck.
+    """
+    faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     return asyncio.run(serve(paths))

@@ -7,7 +7,8 @@
         ├── UnsafeRuntimeDir       the runtime directory is not ours, or not owner-only
         ├── DaemonAlreadyRunning   another gloved holds the lock
         ├── DaemonUnavailable      no daemon answers on the socket
-        └── RemoteError            the daemon answered with a typed error (``code``)
+        ├── RemoteError            the daemon answered with a typed error (``code``)
+        └── NotifyError            the service manager's NOTIFY_SOCKET/WATCHDOG_* are unusable
 """
 
 from __future__ import annotations
@@ -38,3 +39,7 @@ class RemoteError(ControlError):
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
+
+
+class NotifyError(ControlError):
+    """The service manager's notification settings are malformed, or a send failed."""

@@ -1,5 +1,91 @@
-"""Host integration: machine diagnostics (``glove doctor``)."""
+"""Host integration: machine diagnostics (``glove doctor``) and the per-user service
+(``glove daemon``: systemd user unit on Linux, LaunchAgent on macOS)."""
 
+from glove.host._daemon_install import (
+    DaemonStatus,
+    FileChange,
+    InstallPlan,
+    InstallReport,
+    UninstallReport,
+    activation_commands,
+    control,
+    install,
+    logs_argv,
+    query_state,
+    status,
+    uninstall,
+)
 from glove.host._doctor import CHECKS, Check, Report, run_checks
+from glove.host._service_files import (
+    Layout,
+    Manifest,
+    ServiceFile,
+    check_executable,
+    default_layout,
+    read_manifest,
+    resolve_gloved,
+)
+from glove.host._service_managers import Launchd, ServiceState, SystemdUser, ToolResult, run_tool
+from glove.host._service_units import (
+    LAUNCHD_LABEL,
+    SYSTEMD_UNIT_NAME,
+    render_launchd_plist,
+    render_systemd_unit,
+    template_text,
+)
+from glove.host.errors import (
+    ExecutableNotFound,
+    HostError,
+    ManifestError,
+    ServiceError,
+    ServiceFileModified,
+    ServiceManagerFailed,
+    TemplateError,
+    UnsafeExecutable,
+    UnsupportedPlatform,
+)
 
-__all__ = ["CHECKS", "Check", "Report", "run_checks"]
+__all__ = [
+    "CHECKS",
+    "LAUNCHD_LABEL",
+    "SYSTEMD_UNIT_NAME",
+    "Check",
+    "DaemonStatus",
+    "ExecutableNotFound",
+    "FileChange",
+    "HostError",
+    "InstallPlan",
+    "InstallReport",
+    "Launchd",
+    "Layout",
+    "Manifest",
+    "ManifestError",
+    "Report",
+    "ServiceError",
+    "ServiceFile",
+    "ServiceFileModified",
+    "ServiceManagerFailed",
+    "ServiceState",
+    "SystemdUser",
+    "TemplateError",
+    "ToolResult",
+    "UninstallReport",
+    "UnsafeExecutable",
+    "UnsupportedPlatform",
+    "activation_commands",
+    "check_executable",
+    "control",
+    "default_layout",
+    "install",
+    "logs_argv",
+    "query_state",
+    "read_manifest",
+    "render_launchd_plist",
+    "render_systemd_unit",
+    "resolve_gloved",
+    "run_checks",
+    "run_tool",
+    "status",
+    "template_text",
+    "uninstall",
+]

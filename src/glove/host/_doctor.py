@@ -394,6 +394,27 @@ def check_macos_seatbelt() -> Check:
     )
 
 
+def check_lingering() -> Check:
+    """Does this user's service manager outlive their logins? (``_doctor_service``)"""
+    from glove.host._doctor_service import check_lingering as check
+
+    return check()
+
+
+def check_delegation() -> Check:
+    """Which cgroup controllers reach gloved? (``_doctor_service``)"""
+    from glove.host._doctor_service import check_delegation as check
+
+    return check()
+
+
+def check_daemon_unit() -> Check:
+    """Is gloved installed as this user's service, and running? (``_doctor_service``)"""
+    from glove.host._doctor_service import check_daemon_unit as check
+
+    return check()
+
+
 CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_user_namespaces,
     check_seccomp,
@@ -405,6 +426,9 @@ CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_limits,
     check_sandbox_self_test,
     check_macos_seatbelt,
+    check_lingering,
+    check_delegation,
+    check_daemon_unit,
 )
 
 
