@@ -14,8 +14,10 @@ highest generation:
   :class:`~glove.wallet.errors.GenerationReuse`.
 
 Both are failed reads: the status worker of that composition terminates and nothing is
-retried. Content is the snapshot's canonical msgspec JSON with the per-request ``deadline``
-blanked (the one field that legitimately differs between two reads of one generation).
+retried. Content is the snapshot's canonical msgspec JSON with the two echoes of the
+request's binding blanked: the ``deadline`` and the ``plan_generation`` (a readiness or
+status generation legitimately spans plan revisions; the plan generation itself is still
+checked never to go back).
 Only snapshots for the contract's own session are admitted; evidence for another session
 is left for the processor to refuse as cross-boundary, so it cannot poison this ledger.
 
@@ -81,7 +83,9 @@ class GenerationLedger:
             seen = self._high.get(name)
             if seen is not None and value < seen:
                 raise GenerationRollback(self.authority, name, seen, value)
-        content = _ENCODER.encode(msgspec.structs.replace(snapshot, deadline=0.0))
+        # The two echoes of the request's binding are not content: blank them.
+        blanked = msgspec.structs.replace(snapshot, deadline=0.0, plan_generation=0)
+        content = _ENCODER.encode(blanked)
         generation = values[self.key]
         if generation == self._high.get(self.key) and content != self._content:
             raise GenerationReuse(self.authority, generation)
