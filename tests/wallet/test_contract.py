@@ -27,8 +27,7 @@ from glove.wallet import (
     contracted,
     encode_request,
 )
-
-from .conftest import DEADLINE_S
+from tests.wallet.conftest import DEADLINE_S
 
 
 def run(world: OfflineWorld, authorities: Authorities, requests: int = 2) -> list[str]:

@@ -151,26 +151,42 @@ def test_replies_round_trip() -> None:
     "frame",
     [
         # a repeated key inside the raw result: msgspec alone would keep "false"
-        b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":true,'
-        b'"connected":false,"chain":"eip155:1","available_actions":["status"],'
-        b'"mutating_actions":[]}}',
-        b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":true,'
-        b'"chain":"eip155:1","available_actions":["status"],"mutating_actions":[],'
-        b'"wallet_address":"0x00"}}',
-        b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":2,"connected":true,'
-        b'"chain":"eip155:1","available_actions":["status"],"mutating_actions":[]}}',
-        b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":true,'
-        b'"chain":"https://rpc","available_actions":["status"],"mutating_actions":[]}}',
-        b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":true,'
-        b'"chain":"eip155:1\\n","available_actions":["status"],"mutating_actions":[]}}',
+        (
+            b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":true,'
+            b'"connected":false,"chain":"eip155:1","available_actions":["status"],'
+            b'"mutating_actions":[]}}'
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":true,'
+            b'"chain":"eip155:1","available_actions":["status"],"mutating_actions":[],'
+            b'"wallet_address":"0x00"}}'
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":2,"connected":true,'
+            b'"chain":"eip155:1","available_actions":["status"],"mutating_actions":[]}}'
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":true,'
+            b'"chain":"https://rpc","available_actions":["status"],"mutating_actions":[]}}'
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":true,'
+            b'"chain":"eip155:1\\n","available_actions":["status"],"mutating_actions":[]}}'
+        ),
         b'{"jsonrpc":"2.0","id":1}',
-        b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":-32001,'
-        b'"message":"wallet status unavailable"}}',
+        (
+            b'{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":-32001,'
+            b'"message":"wallet status unavailable"}}'
+        ),
         b'{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"provider said 503"}}',
-        b'{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"wallet status unavailable",'
-        b'"data":{"reason":"stale"}}}',
-        b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":1,'
-        b'"chain":"eip155:1","available_actions":["status"],"mutating_actions":[]}}',
+        (
+            b'{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"wallet status unavailable",'
+            b'"data":{"reason":"stale"}}}'
+        ),
+        (
+            b'{"jsonrpc":"2.0","id":1,"result":{"schema_version":1,"connected":1,'
+            b'"chain":"eip155:1","available_actions":["status"],"mutating_actions":[]}}'
+        ),
     ],
 )
 def test_malformed_or_unsanitized_replies_are_refused(frame: bytes) -> None:

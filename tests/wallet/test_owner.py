@@ -43,8 +43,7 @@ from glove.wallet import (
     encode_request,
     open_socketpair,
 )
-
-from ..conftest import Unpriv
+from tests.conftest import Unpriv
 
 REQUEST_DEADLINE_S = 0.3
 WAIT_S = 5.0
@@ -129,7 +128,7 @@ def test_real_pair_passes_every_check(processor: StatusProcessor) -> None:
     owner = SyntheticOwner(processor, enabled=True)
     guest = owner.take_guest_endpoint()
     try:
-        for sock in (guest, owner.worker._endpoints.host):  # noqa: SLF001
+        for sock in (guest, owner.worker._endpoints.host):
             assert sock is not None
             assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN) == socket.AF_UNIX
             assert sock.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_STREAM
@@ -317,7 +316,7 @@ async def test_transferred_guest_end_stays_close_on_exec(world: OfflineWorld) ->
 async def test_untaken_guest_end_is_closed_with_the_session(world: OfflineWorld) -> None:
     """Destroying the session closes the guest end it still owns; it can no longer be taken."""
     owner = make_owner(world)
-    guest = owner.worker._endpoints.guest  # noqa: SLF001
+    guest = owner.worker._endpoints.guest
     assert guest is not None
     await owner.destroy()
     assert guest.fileno() == -1

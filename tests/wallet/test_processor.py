@@ -30,8 +30,7 @@ from glove.wallet import (
     WalletFrameError,
     encode_request,
 )
-
-from .conftest import DEADLINE_S
+from tests.wallet.conftest import DEADLINE_S
 
 AUTHORITIES = ("plan", "readiness", "adapter", "server")
 
