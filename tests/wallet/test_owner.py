@@ -218,12 +218,15 @@ def test_each_construction_check_refuses_and_closes_both_ends(
     assert [sock.fileno() for sock in made] == [-1, -1]
 
 
-def test_creator_uid_must_be_the_owner(processor: StatusProcessor) -> None:
-    """An owner uid other than the creating process's, or the binding's, is refused."""
+def test_creator_uid_must_be_the_owner(world: OfflineWorld) -> None:
+    """An owner uid other than the creating process's is refused, nothing left open."""
+    world.owner_uid = os.geteuid() + 1  # the binding agrees: only the creator check refuses
+    processor = StatusProcessor(world.binding(), world.authorities(), clock=world.clock)
     before = fd_count()
     with pytest.raises(EndpointCheckFailed) as caught:
         SyntheticOwner(processor, enabled=True, owner_uid=os.geteuid() + 1)
     assert caught.value.check == "creator_uid"
+    assert "created by uid" in str(caught.value)
     assert fd_count() == before
 
 
@@ -234,6 +237,7 @@ def test_binding_owner_must_be_the_creator(world: OfflineWorld) -> None:
     with pytest.raises(EndpointCheckFailed) as caught:
         SyntheticOwner(processor, enabled=True)
     assert caught.value.check == "creator_uid"
+    assert "the session is bound to uid" in str(caught.value)
 
 
 _FOREIGN_PAIR = """
@@ -284,7 +288,7 @@ async def test_guest_end_is_transferred_exactly_once(world: OfflineWorld) -> Non
     owner = make_owner(world)
     guest = owner.take_guest_endpoint()
     try:
-        with pytest.raises(GuestEndpointTaken):
+        with pytest.raises(GuestEndpointTaken, match="already transferred"):
             owner.take_guest_endpoint()
     finally:
         guest.close()
@@ -321,7 +325,7 @@ async def test_untaken_guest_end_is_closed_with_the_session(world: OfflineWorld)
     await owner.destroy()
     assert guest.fileno() == -1
     assert owner.close_reason is CloseReason.DESTROYED
-    with pytest.raises(GuestEndpointTaken):
+    with pytest.raises(GuestEndpointTaken, match="session is closed"):
         owner.take_guest_endpoint()
 
 

@@ -228,11 +228,15 @@ async def test_hanging_exchange_expires(clock: FakeClock) -> None:
 
 async def test_lock_acquisition_is_under_the_deadline(clock: FakeClock) -> None:
     """A transaction waiting for the lock behind a slow one expires; the slow one succeeds."""
-    adapter = PiStatusAdapter(
-        ScriptedChannel(hang_s=0.3), clock=clock, enabled=True, deadline_s=0.4
-    )
+
+    class FirstIsSlow(ScriptedChannel):
+        async def status(self, request_id: int, deadline: float) -> bytes:
+            self.hang_s = 0.3 if request_id == 1 else 0.0  # only the lock can delay the second
+            return await super().status(request_id, deadline)
+
+    adapter = PiStatusAdapter(FirstIsSlow(), clock=clock, enabled=True, deadline_s=0.4)
     first = asyncio.create_task(adapter.list_tools())
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.1)
     adapter._deadline_s = 0.05
     assert await adapter.list_tools() == []
     assert adapter.last_reason == "expired"

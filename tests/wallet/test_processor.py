@@ -296,6 +296,22 @@ def test_evidence_of_the_wrong_kind_is_ambiguous(world: OfflineWorld, authority:
 
 
 @pytest.mark.parametrize("authority", AUTHORITIES)
+def test_evidence_shaped_like_a_snapshot_is_still_ambiguous(
+    world: OfflineWorld, authority: str
+) -> None:
+    """A mapping with exactly the snapshot's fields is not the snapshot: ambiguous."""
+    authorities = Adversary(
+        world.authorities(),
+        lambda name, call, honest: (
+            msgspec.structs.asdict(honest)
+            if name == authority and isinstance(honest, msgspec.Struct)
+            else honest
+        ),
+    ).authorities()
+    assert ask(world, authorities).reason == "ambiguous"
+
+
+@pytest.mark.parametrize("authority", AUTHORITIES)
 def test_evidence_for_another_session_is_cross_boundary(
     world: OfflineWorld, authority: str
 ) -> None:

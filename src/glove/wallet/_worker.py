@@ -141,7 +141,6 @@ class WalletStatusWorker(Actor):
         self._closer = closer
         closer._worker = self  # the handle and the worker are one mechanism
         self._request_deadline_s = request_deadline_s
-        self._processing = False
         self.close_reason: CloseReason | None = None
         self.closed = asyncio.Event()
         self.served = 0
@@ -166,9 +165,13 @@ class WalletStatusWorker(Actor):
         self._set_reason(CloseReason.DESTROYED)
 
     def close_requested(self) -> None:
-        """A :class:`SessionCloser` asked: stop now, or after the request being processed."""
-        if self._processing or self.state != "running":
-            return  # the serve loop checks the flag after processing, or when it starts
+        """A :class:`SessionCloser` asked: stop at the next suspension point.
+
+        From inside processing (an authority callback) the serve loop also sees the flag
+        before it writes, so the request being processed gets no response.
+        """
+        if self.state != "running":
+            return  # not started yet: the serve loop checks the flag first thing
         self._set_reason(CloseReason.CLOSE_REQUESTED)
         self.stop()
 
@@ -261,7 +264,6 @@ class WalletStatusWorker(Actor):
 
     def _process(self, frame: bytes, deadline: float) -> StatusOutcome | CloseReason:
         """Run the processor; map each of its typed failures to a close reason."""
-        self._processing = True
         try:
             outcome = self._processor.process(frame, deadline)
         except WalletFrameError:
@@ -273,8 +275,6 @@ class WalletStatusWorker(Actor):
             return CloseReason.SESSION_EXPIRED if expired else CloseReason.DEADLINE
         except WalletError:
             return CloseReason.PROCESSING_FAILURE
-        finally:
-            self._processing = False
         self.served += 1
         self.last_outcome = outcome.reason
         return outcome
