@@ -264,7 +264,9 @@ def test_pair_created_by_another_uid_is_refused_by_so_peercred(
                 pass_fds=(theirs.fileno(),),
                 check=True,
                 timeout=30,
-                **unpriv.credentials(),  # type: ignore[arg-type]
+                user=unpriv.uid,
+                group=unpriv.gid,
+                extra_groups=[],
             )
             _msg, fds, _flags, _addr = socket.recv_fds(ours, 1, 2)
         host, guest = (socket.socket(fileno=fd) for fd in fds)
