@@ -1,6 +1,7 @@
 """Write the adversarial seed corpus of ``wallet_status_json.py`` into ``fuzz/wallet_corpus/``.
 
-Each seed is ``scenario, flags, budget, 8 clock steps, frame`` (see the target's docstring). Run it again after changing
+Each seed is ``scenario, flags, budget, 8 clock steps, frame`` (the layout is in the
+target's docstring). Run it again after changing
 the seeds; the files are committed so the fuzzer and the CI slice start from them.
 """
 
@@ -37,7 +38,10 @@ def nested(depth: int, inner: bytes = b"0") -> bytes:
 
 def max_frame() -> bytes:
     """A request padded with an unknown field to exactly the 64-KiB limit."""
-    head, tail = b'{"jsonrpc":"2.0","id":"' + b"a" * 64 + b'","method":"wallet_status","pad":"', b'"}'
+    head, tail = (
+        b'{"jsonrpc":"2.0","id":"' + b"a" * 64 + b'","method":"wallet_status","pad":"',
+        b'"}',
+    )
     return head + b"x" * (MAX_FRAME_BYTES - len(head) - len(tail)) + tail
 
 
@@ -52,10 +56,7 @@ SEEDS: dict[str, bytes] = {
         for n in range(16)
         for target in range(4)
     },
-    **{
-        f"04-scenario-{n:02d}-contracted": seed(REQUEST, n, CONTRACTED | TWICE)
-        for n in range(16)
-    },
+    **{f"04-scenario-{n:02d}-contracted": seed(REQUEST, n, CONTRACTED | TWICE) for n in range(16)},
     # the clock and the budget: expired before decoding, crossing the deadline mid-ladder
     # and at the second sample, stale at the second sample only, a clock going back
     "10-budget-zero": seed(REQUEST, budget=0),
@@ -91,7 +92,9 @@ SEEDS: dict[str, bytes] = {
     "36-response-unavailable": seed(
         b'{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"wallet status unavailable"}}'
     ),
-    "37-response-mutating": seed(RESPONSE.replace(b'"mutating_actions":[]', b'"mutating_actions":["send"]')),
+    "37-response-mutating": seed(
+        RESPONSE.replace(b'"mutating_actions":[]', b'"mutating_actions":["send"]')
+    ),
     "38-binding-in-params": seed(
         b'{"jsonrpc":"2.0","id":1,"method":"wallet_status","params":{"session_digest":"x"}}'
     ),
@@ -109,7 +112,10 @@ SEEDS: dict[str, bytes] = {
     "54-nul-in-string": seed(b'{"jsonrpc":"2.0","id":"a\x00","method":"wallet_status"}'),
     "55-bom": seed(b"\xef\xbb\xbf" + REQUEST),
     # truncated frames
-    **{f"60-truncated-{cut:02d}": seed(REQUEST[:cut]) for cut in (0, 1, 13, 30, 48, len(REQUEST) - 1)},
+    **{
+        f"60-truncated-{cut:02d}": seed(REQUEST[:cut])
+        for cut in (0, 1, 13, 30, 48, len(REQUEST) - 1)
+    },
     "61-truncated-response": seed(RESPONSE[:-2]),
     # size: exactly at the limit, and one byte over (refused before decoding)
     "70-max-frame": seed(max_frame()),

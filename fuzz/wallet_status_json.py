@@ -112,8 +112,8 @@ def _world_change(**changes: object) -> Callable[[OfflineWorld, str], Authoritie
 SCENARIOS: tuple[Callable[[OfflineWorld, str], Authorities], ...] = (
     _honest,
     lambda w, t: answer_late(w, t, late_by_s=DEADLINE_S),
-    lambda w, t: fail_read(w, t),
-    lambda w, t: answer_for_other_session(w, t),
+    fail_read,
+    answer_for_other_session,
     lambda w, _t: revise_between_reads(w),
     lambda w, _t: reuse_generation(w),
     lambda w, _t: roll_back(w),
@@ -198,7 +198,9 @@ def mutate(data: bytes, rng: random.Random) -> bytes:
     return bytes(buffer[:MAX_MUTATED_BYTES])
 
 
-def replay(inputs: int | None = None, seconds: float = DEFAULT_REPLAY_SECONDS, seed: int = 0) -> int:
+def replay(
+    inputs: int | None = None, seconds: float = DEFAULT_REPLAY_SECONDS, seed: int = 0
+) -> int:
     """Run every seed, then seeded mutations for ``inputs`` runs or ``seconds``; return runs."""
     corpus = seeds()
     for data in corpus:

@@ -461,6 +461,28 @@ async def test_session_expiry_closes_an_idle_session(clock: FakeClock) -> None:
         await _closes_with(owner, guest, CloseReason.SESSION_EXPIRED)
 
 
+async def test_session_expired_when_the_request_arrives_closes(world: OfflineWorld) -> None:
+    """A request processed after the session's expiry closes it as expired, unanswered."""
+    owner = make_owner(world)
+    async with serving(owner) as guest:
+        await asyncio.sleep(0.05)  # the worker is idle, waiting on the real clock
+        world.clock.advance(world.lifetime_s)  # the bridge clock passes the expiry
+        await send(guest, encode_request(1))
+        await _closes_with(owner, guest, CloseReason.SESSION_EXPIRED)
+    assert owner.worker.served == 0
+
+
+async def test_request_deadline_passed_on_the_bridge_clock_closes() -> None:
+    """A bridge clock that passes the request deadline before decoding closes the session."""
+    clock = FakeClock(step=REQUEST_DEADLINE_S)  # every sample moves one whole deadline on
+    world = OfflineWorld(clock, owner_uid=os.getuid())
+    owner = make_owner(world)
+    async with serving(owner) as guest:
+        await send(guest, encode_request(1))
+        await _closes_with(owner, guest, CloseReason.DEADLINE)
+    assert owner.worker.served == 0
+
+
 async def test_close_requested_from_outside_while_idle(world: OfflineWorld) -> None:
     """A close request wakes an idle worker and closes the session."""
     owner = make_owner(world)
