@@ -14,7 +14,8 @@ and still tell a sandbox refusal from a journal failure::
     ├── journal.errors.JournalError       (codec, chain, recovery, writer, receipts)
     ├── policy.errors.PolicyError         (policy file and evaluation)
     ├── mcp.errors.McpError               (framing, upstream transport, kernel)
-    └── remote.errors.RemoteBackendError  (config, SSH files, executor identity and deadlines)
+    ├── remote.errors.RemoteBackendError  (config, SSH files, executor identity and deadlines)
+    └── wallet.errors.WalletError         (WalletFrameError, AuthorityError, EndpointError, ...)
 """
 
 

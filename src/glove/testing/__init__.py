@@ -1,7 +1,9 @@
 """Test helpers shipped with Glove, shared by its own tests and by users' tests.
 
 Storages that fail on purpose live in :mod:`glove.testing.storage`; a real ``sd_notify``
-listener (what systemd hears from a ``Type=notify`` daemon) in :mod:`glove.testing.notify`.
+listener (what systemd hears from a ``Type=notify`` daemon) in :mod:`glove.testing.notify`;
+offline wallet authorities, their adversaries and a fake clock in
+:mod:`glove.testing.wallet` (imported on its own, not re-exported here).
 """
 
 from glove.testing.notify import Notification, NotifyListener, pings
