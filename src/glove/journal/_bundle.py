@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from glove.journal._checkpoint import MAX_TREE_SIZE, SignedCheckpoint, open_checkpoint
 from glove.journal._codec import MAX_PAYLOAD_BYTES
-from glove.journal._json import dumps_compact, dumps_pretty, loads_strict
+from glove.protocol._json import dumps_compact, dumps_pretty, loads_strict
 from glove.journal._keys import VerifierKey, b64decode_canonical, b64encode
 from glove.journal._merkle import (
     HASH_BYTES,

@@ -1,6 +1,7 @@
-"""Sans-IO wire protocols: length-prefixed frames and the control messages."""
+"""Sans-IO wire protocols: length-prefixed frames, strict JSON, the control messages."""
 
 from glove.protocol._frames import HEADER_BYTES, FrameDecoder, encode_frame
+from glove.protocol._json import MAX_JSON_DEPTH, dumps_compact, dumps_pretty, loads_strict
 from glove.protocol.control import (
     CONTROL_MAX_FRAME_BYTES,
     ErrorBody,
@@ -16,6 +17,7 @@ from glove.protocol.errors import FrameTooLarge, MalformedFrame, ProtocolError, 
 __all__ = [
     "CONTROL_MAX_FRAME_BYTES",
     "HEADER_BYTES",
+    "MAX_JSON_DEPTH",
     "ErrorBody",
     "FrameDecoder",
     "FrameTooLarge",
@@ -27,6 +29,9 @@ __all__ = [
     "TruncatedFrame",
     "decode_request",
     "decode_response",
+    "dumps_compact",
+    "dumps_pretty",
     "encode",
     "encode_frame",
+    "loads_strict",
 ]

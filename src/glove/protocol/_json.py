@@ -1,4 +1,5 @@
-"""Strict JSON for receipts and bundles: one value, no duplicate keys, bounded (sans-IO).
+"""Strict JSON for plans, control frames, receipts and bundles: one value, no duplicate
+keys, bounded (sans-IO).
 
 ``loads_strict`` accepts exactly RFC 8259 JSON text with these extra refusals: a key that
 appears twice in one object (compared after unescaping, so ``"a"`` and ``"\\u0061"`` collide),
