@@ -49,6 +49,23 @@ from glove.container._limits import (
 from glove.container._protect import check_protected
 from glove.container._result import EXIT_SETUP_FAILED
 from glove.container._spec import MAX_PASSED_FD, SandboxSpec
+from glove.container._status import (
+    MAX_STATUS_LINE_BYTES,
+    Disk,
+    ExecFailed,
+    Exited,
+    Ready,
+    RetainedUse,
+    SetupFailed,
+    Signaled,
+    Started,
+    StatusLineError,
+    StatusMessage,
+    Unshared,
+    Usage,
+)
+from glove.container._status import decode_line as decode_status_line
+from glove.container._status import encode as encode_status
 from glove.container.errors import SandboxSetupError
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._cgroups import CgroupSet, probe_host_limits
@@ -183,9 +200,10 @@ class SandboxProcess:
         self.pidfd = self.status_fd = self.notify_channel = -1
 
 
-def _report(fd: int, line: str) -> None:
+def _report(fd: int, message: StatusMessage) -> None:
+    """Send one status message to the launcher (the channel's codec: ``_status``)."""
     with contextlib.suppress(OSError):
-        os.write(fd, (line.replace("\n", " ") + "\n").encode())
+        os.write(fd, encode_status(message))
 
 
 def _close_all_except(keep: set[int]) -> None:
@@ -258,21 +276,21 @@ def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:
         _close_all_except({*mapping, exec_write})
         _enter_command_context(ctx)
     except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
-        _report(exec_write, f"setup {exc}")
+        _report(exec_write, SetupFailed(str(exc)))
         os._exit(EXIT_SETUP_FAILED)
     try:
         os.execvpe(spec.argv[0], list(spec.argv), dict(spec.env))  # noqa: S606 - argv is a list, no shell
     except OSError as exc:
-        _report(exec_write, f"exec {exc.errno or errno.ENOENT}")
+        _report(exec_write, ExecFailed(exc.errno or errno.ENOENT))
     except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
-        _report(exec_write, f"exec {errno.EINVAL} {exc}")
+        _report(exec_write, ExecFailed(errno.EINVAL, str(exc)))
     os._exit(127)
 
 
-def _fork_command(ctx: LaunchContext) -> tuple[int, str]:
+def _fork_command(ctx: LaunchContext) -> tuple[int, bytes]:
     """Fork the command (PTY mode needs TIOCSCTTY between fork and exec).
 
-    Returns the pid and, if the exec failed, the failure line to report.
+    Returns the pid and, if the exec failed, the encoded failure message to relay.
     """
     exec_read, exec_write = (_above_targets(fd) for fd in os.pipe2(os.O_CLOEXEC))
     command = os.fork()
@@ -281,7 +299,7 @@ def _fork_command(ctx: LaunchContext) -> tuple[int, str]:
         _exec_command(ctx, exec_write)
     _forward(command)
     os.close(exec_write)
-    failure = os.read(exec_read, 512).decode(errors="replace").strip()
+    failure = os.read(exec_read, MAX_STATUS_LINE_BYTES)
     os.close(exec_read)
     return command, failure
 
@@ -294,7 +312,7 @@ def _search_path(name: str, env: dict[str, str]) -> list[str]:
     return [f"{entry or '.'}/{name}" for entry in path.split(":")]
 
 
-def _spawn_command(ctx: LaunchContext) -> tuple[int | None, str]:
+def _spawn_command(ctx: LaunchContext) -> tuple[int | None, bytes]:
     """Start the command with posix_spawn (vfork: no page-table copy of this interpreter).
 
     The init applies what posix_spawn cannot to itself first (the command inherits it): the
@@ -320,16 +338,17 @@ def _spawn_command(ctx: LaunchContext) -> tuple[int | None, str]:
                 if exc.errno == errno.EACCES:
                     denied = exc
                 elif exc.errno not in (errno.ENOENT, errno.ENOTDIR):
-                    return None, f"exec {exc.errno}"
+                    return None, encode_status(ExecFailed(exc.errno or errno.EINVAL))
                 last = exc
                 continue
             _forward(command)
-            return command, ""
+            return command, b""
     finally:
         for temp in staged.values():
             os.close(temp)
     failure = denied or last
-    return None, f"exec {failure.errno if failure and failure.errno else errno.ENOENT}"
+    number = failure.errno if failure and failure.errno else errno.ENOENT
+    return None, encode_status(ExecFailed(number))
 
 
 def _dup_above_targets(fd: int) -> int:
@@ -386,15 +405,12 @@ def _report_usage(ctx: LaunchContext) -> None:
     reaps orphans), so it is the whole tree's CPU time and its largest resident set.
     """
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    _report(
-        ctx.status_write,
-        f"usage {usage.ru_utime:.6f} {usage.ru_stime:.6f} {usage.ru_maxrss * 1024}",
-    )
+    _report(ctx.status_write, Usage(usage.ru_utime, usage.ru_stime, usage.ru_maxrss * 1024))
     with contextlib.suppress(OSError):
-        _report(ctx.status_write, f"disk {scratch_used_bytes()}")
+        _report(ctx.status_write, Disk(scratch_used_bytes()))
     for target, _ in ctx.retained:
         with contextlib.suppress(OSError):
-            _report(ctx.status_write, f"retained {used_bytes(target)} {target}")
+            _report(ctx.status_write, RetainedUse(used_bytes(target), target))
 
 
 def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
@@ -414,7 +430,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         sc.set_own_cmdline(INIT_TITLE)
         sc.drop_all_capabilities(ctx.last_cap)
         _install_seccomp(ctx)
-        _report(status, "ready")
+        _report(status, Ready())
         command: int | None
         if ctx.spec.pty:
             command, failure = _fork_command(ctx)
@@ -423,16 +439,20 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         for fd in {*ctx.stdio, *ctx.spec.pass_fds.values()}:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        _report(status, failure or "started")
+        if failure:
+            with contextlib.suppress(OSError):
+                os.write(status, failure)  # already an encoded message (exec or setup)
+        else:
+            _report(status, Started())
         wait_status = _reap_until(command, ctx.launcher_pidfd) if command is not None else 0
         if not failure:
             if os.WIFSIGNALED(wait_status):
-                _report(status, f"signal {os.WTERMSIG(wait_status)}")
+                _report(status, Signaled(os.WTERMSIG(wait_status)))
             else:
-                _report(status, f"exit {os.waitstatus_to_exitcode(wait_status)}")
+                _report(status, Exited(os.waitstatus_to_exitcode(wait_status)))
         _report_usage(ctx)
     except BaseException as exc:  # noqa: BLE001 - the init must never unwind
-        _report(status, f"setup {type(exc).__name__}: {exc}{_where(exc)}")
+        _report(status, SetupFailed(f"{type(exc).__name__}: {exc}{_where(exc)}"))
         os._exit(EXIT_SETUP_FAILED)
     os._exit(0)
 
@@ -493,7 +513,7 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
     if pid == 0:
         try:
             sc.unshare(sc.SANDBOX_NAMESPACES)
-            _report(ctx.status_write, "unshared")
+            _report(ctx.status_write, Unshared())
             if os.read(ctx.go_read, 1) != GO_BYTE:
                 os._exit(EXIT_SETUP_FAILED)
             init = os.fork()
@@ -503,7 +523,7 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
             status = _reap_until(init, ctx.launcher_pidfd)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
-            _report(ctx.status_write, f"setup {type(exc).__name__}: {exc}")
+            _report(ctx.status_write, SetupFailed(f"{type(exc).__name__}: {exc}"))
         os._exit(EXIT_SETUP_FAILED)
     return pid, os.pidfd_open(pid)
 
@@ -518,8 +538,14 @@ def _await_unshared(status_fd: int) -> None:
         if not chunk:
             raise SandboxSetupError("the sandbox died while creating its namespaces")
         buffer += chunk
-    if buffer.strip() != b"unshared":
-        raise SandboxSetupError(buffer.decode(errors="replace").strip().removeprefix("setup "))
+    try:
+        message = decode_status_line(buffer.rstrip(b"\n"))
+    except StatusLineError as exc:
+        raise SandboxSetupError(f"the sandbox sent {exc}") from exc
+    if isinstance(message, SetupFailed):
+        raise SandboxSetupError(message.message)
+    if not isinstance(message, Unshared):
+        raise SandboxSetupError(f"the sandbox sent {message!r} before its namespaces")
 
 
 def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its unwinding

@@ -30,7 +30,7 @@ from typing import Final
 import msgspec
 
 from glove.container._protect import Shown
-from glove.container._spec import Bind, SandboxSpec, normalize_inside
+from glove.container._spec import DEFAULT_SCRATCH_BYTES, Bind, SandboxSpec, normalize_inside
 from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux import _syscalls as sc
 
@@ -40,8 +40,6 @@ STAGING_DIR: Final = "/tmp"
 DEVICE_NODES: Final = ("null", "zero", "full", "random", "urandom", "tty")
 #: Mode of the world-writable scratch directories (sticky).
 STICKY_WORLD_MODE: Final = 0o1777
-#: Default size of the root tmpfs when no disk limit is given.
-DEFAULT_SCRATCH_BYTES: Final = 1024 * 1024 * 1024
 #: The scratch tmpfs gets one inode per this many bytes of its size (so inodes are bounded
 #: by the disk limit too), and never fewer than MIN_SCRATCH_INODES.
 BYTES_PER_SCRATCH_INODE: Final = 4096
