@@ -149,7 +149,7 @@ def _precheck(partial: bytearray) -> None:
     if not space and method.endswith(b"\r"):
         method = method[:-1]  # a CRLF may be arriving
     if len(method) > MAX_METHOD_BYTES or (method and not _TOKEN.match(method)):
-        raise HttpHeadError("not an HTTP request")
+        raise HttpHeadError("bad method")
 
 
 def parse_head(head: bytes) -> RequestHead:

@@ -90,6 +90,7 @@ class Socks5Parser:
         """Start expecting the greeting."""
         self._state: Literal["greeting", "request", "done"] = "greeting"
         self._buffer = bytearray()
+        self._overflow = b""
         self.trailing = b""
         """Bytes received after the request (RFC 1928 clients send none before the reply)."""
 
@@ -97,18 +98,22 @@ class Socks5Parser:
         """Add ``data`` and return the next complete message, or None (send more).
 
         After a :class:`Socks5Greeting`, call ``feed(b"")`` again: a client that sends its
-        request without waiting for the method reply has it buffered already.
+        request without waiting for the method reply has it buffered already. The buffer
+        holds at most a greeting and a request (both have a maximum size, so a full buffer
+        always holds complete messages); bytes beyond it wait, then become
+        :attr:`trailing`.
 
         Raises:
-            Socks5Error: not SOCKS5, a malformed message, more bytes than a greeting and a
-                request can hold before the request is answered, or an address type it
-                cannot parse (``reply_code`` says what to answer, None for no reply).
+            Socks5Error: not SOCKS5, a malformed message, data after the request, or an
+                address type it cannot parse (``reply_code`` says what to answer, None for
+                no reply).
         """
         if self._state == "done":
             raise Socks5Error("bytes after the request before its reply", reply_code=None)
-        if len(self._buffer) + len(data) > MAX_GREETING_BYTES + MAX_REQUEST_BYTES:
-            raise Socks5Error("more bytes than a SOCKS5 greeting and request", reply_code=None)
-        self._buffer += data  # the cap is checked before the buffer grows
+        pending = self._overflow + data if self._overflow else data
+        room = MAX_GREETING_BYTES + MAX_REQUEST_BYTES - len(self._buffer)
+        self._buffer += pending[:room]  # the cap is checked before the buffer grows
+        self._overflow = pending[room:]
         if self._state == "greeting":
             greeting = self._greeting()
             if greeting is not None:
@@ -117,8 +122,8 @@ class Socks5Parser:
         request = self._request()
         if request is not None:
             self._state = "done"
-            self.trailing = bytes(self._buffer)
-            self._buffer = bytearray()
+            self.trailing = bytes(self._buffer) + self._overflow
+            self._buffer, self._overflow = bytearray(), b""
         return request
 
     def _greeting(self) -> Socks5Greeting | None:
