@@ -61,8 +61,12 @@ class _NoReply(Refused):
     """A refusal the protocol has no reply for (not SOCKS5 at all)."""
 
 
-class _NotSupported(Refused):
-    """BIND or UDP ASSOCIATE: answered ``command not supported``."""
+class _Coded(Refused):
+    """A refusal with its own SOCKS5 reply code (command or address type not supported)."""
+
+    def __init__(self, reason: str, code: int) -> None:
+        super().__init__(reason, None, "malformed")
+        self.code = code
 
 
 async def _read_request(
@@ -85,8 +89,9 @@ async def _read_request(
         while not isinstance(request, Socks5Request):
             request = parser.feed(await recv_some(client, deadline, MAX_GREETING_BYTES))
     except Socks5Error as exc:
-        refusal_type = _NoReply if exc.reply_code is None else Refused
-        raise refusal_type(f"malformed SOCKS5: {exc}", None, "malformed") from exc
+        if exc.reply_code is None:
+            raise _NoReply(f"malformed SOCKS5: {exc}", None, "malformed") from exc
+        raise _Coded(f"malformed SOCKS5: {exc}", exc.reply_code) from exc
     except (PeerGone, TimeoutError, OSError) as exc:
         raise _NoReply("no complete SOCKS5 request before the deadline", None, "malformed") from exc
     return request
@@ -103,7 +108,7 @@ async def _admit(
     request = await _read_request(core, client, parser)
     if request.command != CMD_CONNECT:
         ex.host, ex.port = request.host[:255], request.port
-        raise _NotSupported("only CONNECT is served", None, "malformed")
+        raise _Coded("only CONNECT is served", REPLY_COMMAND_NOT_SUPPORTED)
     decision = core.decide(ex, request.host, request.port, method="CONNECT", tunnel=True)
     assert ex.host is not None
     addresses = await core.addresses(ex, ex.host, request.port)
@@ -130,11 +135,7 @@ async def serve_socks(core: EgressCore, client: socket.socket) -> None:
         if isinstance(refusal, RefusedInTunnel):
             await send_quietly(client, ALERT_ACCESS_DENIED, limits.reply_timeout_s)
         elif not isinstance(refusal, _NoReply):
-            code = (
-                REPLY_COMMAND_NOT_SUPPORTED
-                if isinstance(refusal, _NotSupported)
-                else _REPLY[refusal.kind]
-            )
+            code = refusal.code if isinstance(refusal, _Coded) else _REPLY[refusal.kind]
             await send_quietly(client, reply(code), limits.reply_timeout_s)
         return
     try:
