@@ -22,6 +22,8 @@ from glove.actors import running
 from glove.audit import AuditUnavailable
 from glove.egress import EgressProxy, ProxyLimits, RuleSet, StaticResolver
 
+from ._netns import open_dir
+
 #: Names the test certificate covers (all resolve to host loopback in these tests).
 TEST_NAMES = ("web.test", "git.test", "pypi.test", "ssh.test", "other.test", "evil.test")
 
@@ -50,10 +52,16 @@ def _name(common: str) -> x509.Name:
 
 
 @pytest.fixture(scope="session")
-def test_ca(tmp_path_factory: pytest.TempPathFactory) -> LocalCA:
-    """Generate a CA and a leaf certificate for the test names and 127.0.0.1."""
-    directory = tmp_path_factory.mktemp("ca")
-    directory.chmod(0o755)
+def test_ca() -> Iterator[LocalCA]:
+    """Generate a CA and a leaf certificate for the test names and 127.0.0.1.
+
+    The files sit in a world-readable directory: the unprivileged user's clients read the CA.
+    """
+    with open_dir("egress-ca-") as directory:
+        yield _make_ca(directory)
+
+
+def _make_ca(directory: Path) -> LocalCA:
     now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_cert = (
