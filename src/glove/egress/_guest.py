@@ -79,14 +79,16 @@ def prepare_guest(
 ) -> tuple[EgressGuest, socket.socket, socket.socket]:
     """Prepare a sandbox for the proxy; return the guest plan and both channel ends.
 
-    ``directory`` (default: a fresh 0700 temporary directory the caller removes) receives
-    the helper and ``resolv.conf``. Give the first socket (the host end) to
+    ``directory`` (created if missing; default: a fresh temporary directory the caller
+    removes) is made 0700 and receives the helper and ``resolv.conf``. Give the first socket (the host end) to
     :class:`~glove.egress.EgressProxy`; the second (the guest end) is what ``pass_fds``
     names: close it here once the sandbox has started.
     """
-    private = (
-        Path(directory) if directory is not None else Path(tempfile.mkdtemp(prefix="glove-egress-"))
-    )
+    if directory is None:
+        private = Path(tempfile.mkdtemp(prefix="glove-egress-"))
+    else:
+        private = Path(directory)
+        private.mkdir(mode=0o700, exist_ok=True)
     private.chmod(0o700)
     write_guest_files(private)
     host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
