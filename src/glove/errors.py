@@ -11,7 +11,8 @@ and still tell a sandbox refusal from a journal failure::
     ├── container.errors.SandboxError     (setup, limits, profiles)
     ├── journal.errors.JournalError       (codec, chain, recovery, writer)
     ├── policy.errors.PolicyError         (policy file and evaluation)
-    └── mcp.errors.McpError               (framing, upstream transport, kernel)
+    ├── mcp.errors.McpError               (framing, upstream transport, kernel)
+    └── egress.errors.EgressError         (rules, protocol parsers, channel, upstream)
 """
 
 
