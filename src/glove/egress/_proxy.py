@@ -42,7 +42,7 @@ from glove.egress._serve_dns import serve_dns
 from glove.egress._serve_http import serve_http
 from glove.egress._serve_socks import serve_socks
 from glove.egress.errors import EgressError
-from glove.egress.helper import KIND_DNS, KIND_HTTP, KIND_SOCKS
+from glove.egress._listeners import KIND_DNS, KIND_HTTP, KIND_SOCKS
 
 _log = logging.getLogger(__name__)
 
