@@ -28,6 +28,7 @@ _COMMAND_MODULES = {
     "policy": "glove.policy.cli",
     "journal": "glove.journal.cli",
     "diag": "glove.control.diag_cli",
+    "network": "glove.egress.cli",
 }
 
 
