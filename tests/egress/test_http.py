@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from glove.egress._http import MAX_REQUEST_HEAD_BYTES, MAX_REQUEST_HEADERS
 from glove.egress import (
-    MAX_HEAD_BYTES,
     ChunkedFramer,
     HttpHeadError,
     RequestHead,
@@ -98,7 +98,7 @@ def test_head_cap_is_checked_before_the_buffer_grows() -> None:
 def test_default_cap_and_a_head_just_under_it() -> None:
     """A head of exactly the cap parses; one byte more is refused."""
     start = b"GET http://e.org/ HTTP/1.1\r\nX: "
-    fill = MAX_HEAD_BYTES - len(start) - 4
+    fill = MAX_REQUEST_HEAD_BYTES - len(start) - 4
     assert _feed_whole(start + b"a" * fill + b"\r\n\r\n")[0] is not None
     with pytest.raises(HttpHeadError):
         _feed_whole(start + b"a" * (fill + 1) + b"\r\n\r\n")
@@ -113,6 +113,17 @@ def test_long_target_and_many_headers_have_their_own_status() -> None:
     with pytest.raises(HttpHeadError) as info:
         parse_head(b"GET http://e.org/ HTTP/1.1\r\n" + many + b"\r\n")
     assert info.value.status == 431
+
+
+def test_a_forwarded_head_always_fits_the_caps() -> None:
+    """The most headers and bytes a sandbox may send still forward as a head within the caps."""
+    fields = b"".join(b"H%d: v\r\n" % i for i in range(MAX_REQUEST_HEADERS))
+    head = b"GET http://e.org HTTP/1.1\r\n" + fields + b"\r\n"
+    parsed = RequestHeadParser().feed(head)
+    assert parsed is not None
+    assert len(parse_head(forward_head(parsed, proxy_target(parsed))).headers) == MAX_REQUEST_HEADERS + 2
+    with pytest.raises(HttpHeadError, match="header fields"):
+        RequestHeadParser().feed(b"GET http://e.org HTTP/1.1\r\nX: y\r\n" + fields + b"\r\n")
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,14 @@ MAX_TRAILER_BYTES: Final = 16 * 1024
 MAX_CHUNK_SIZE_DIGITS: Final = 15
 #: Most decimal digits in a Content-Length.
 MAX_LENGTH_DIGITS: Final = 18
+#: Header fields and bytes a request from the sandbox leaves for the proxy's own ``Host`` and
+#: ``Connection`` lines, so the head it forwards always fits :data:`MAX_HEAD_BYTES` and
+#: :data:`MAX_HEADERS` too (the fuzz target checks that a forwarded head parses back).
+FORWARD_RESERVED_HEADERS: Final = 2
+FORWARD_RESERVED_BYTES: Final = 64
+#: The caps :class:`RequestHeadParser` applies to what the sandbox sends.
+MAX_REQUEST_HEAD_BYTES: Final = MAX_HEAD_BYTES - FORWARD_RESERVED_BYTES
+MAX_REQUEST_HEADERS: Final = MAX_HEADERS - FORWARD_RESERVED_HEADERS
 #: Leading empty lines tolerated before the request line (RFC 9112 section 2.2).
 MAX_LEADING_EMPTY_LINES: Final = 4
 
@@ -111,9 +119,9 @@ class Target(msgspec.Struct, frozen=True):
 class RequestHeadParser:
     """Accumulates bytes until a complete request head; never holds more than the cap."""
 
-    def __init__(self, *, max_head_bytes: int = MAX_HEAD_BYTES) -> None:
+    def __init__(self, *, max_head_bytes: int = MAX_REQUEST_HEAD_BYTES) -> None:
         """Start empty; ``max_head_bytes`` caps the head (tests lower it)."""
-        self._max = max_head_bytes
+        self._max = min(max_head_bytes, MAX_REQUEST_HEAD_BYTES)
         self._buffer = bytearray()
         self.trailing = b""
         """Bytes received after the head (a body's start, or tunnel data)."""
@@ -137,7 +145,7 @@ class RequestHeadParser:
         self.trailing = bytes(self._buffer[cut:]) + data[room:]
         head = bytes(self._buffer[:cut])
         self._buffer = bytearray()
-        return parse_head(head)
+        return parse_head(head, max_headers=MAX_REQUEST_HEADERS, max_bytes=self._max)
 
 
 def _precheck(partial: bytearray) -> None:
@@ -152,14 +160,16 @@ def _precheck(partial: bytearray) -> None:
         raise HttpHeadError("bad method")
 
 
-def parse_head(head: bytes) -> RequestHead:
+def parse_head(
+    head: bytes, *, max_headers: int = MAX_HEADERS, max_bytes: int = MAX_HEAD_BYTES
+) -> RequestHead:
     """Parse one complete head, CRLFCRLF included.
 
     Raises:
         HttpHeadError: anything RFC 9112 does not allow here, or a cap is exceeded.
     """
-    if len(head) > MAX_HEAD_BYTES:
-        raise HttpHeadError(f"request head larger than {MAX_HEAD_BYTES} bytes", status=431)
+    if len(head) > max_bytes:
+        raise HttpHeadError(f"request head larger than {max_bytes} bytes", status=431)
     if not head.endswith(HEAD_END):
         raise HttpHeadError("request head does not end in CRLF CRLF")
     lines = head[: -len(HEAD_END)].split(b"\r\n")
@@ -173,8 +183,8 @@ def parse_head(head: bytes) -> RequestHead:
         if b"\r" in line or b"\n" in line:
             raise HttpHeadError("a line ends in a bare CR or LF")
     method, target, version = _request_line(lines[0])
-    if len(lines) - 1 > MAX_HEADERS:
-        raise HttpHeadError(f"more than {MAX_HEADERS} header fields", status=431)
+    if len(lines) - 1 > max_headers:
+        raise HttpHeadError(f"more than {max_headers} header fields", status=431)
     headers = tuple(_field(line) for line in lines[1:])
     return RequestHead(method, target, version, headers)
 
