@@ -16,9 +16,9 @@ from typing import Final, Literal
 import msgspec
 
 from glove.egress._addresses import parse_address
+from glove.egress._listeners import DNS_ADDRESS, HTTP_PROXY_ADDRESS, MCP_NAME, SOCKS_ADDRESS
 from glove.egress._rules import DEFAULT_PORTS, Decision, PortRange, Rule, RuleSet, parse_rule
 from glove.egress.errors import RuleError
-from glove.egress._listeners import DNS_ADDRESS, HTTP_PROXY_ADDRESS, MCP_NAME, SOCKS_ADDRESS
 
 NetworkMode = Literal["none", "proxy"]
 #: Largest profile or plan ``[network]`` document accepted.

@@ -32,6 +32,7 @@ import msgspec
 
 from glove.audit.errors import AuditError
 from glove.egress._addresses import IPAddress
+from glove.egress._pump import BufferPool
 from glove.egress._resolve import Resolver, SystemResolver, fixed_addresses
 from glove.egress._rules import Decision, RuleSet, normalize_host
 from glove.egress.errors import ConnectFailed, ResolveFailed, RuleError
@@ -40,6 +41,10 @@ from glove.egress.errors import ConnectFailed, ResolveFailed, RuleError
 MAX_DENIED_DESTINATIONS: Final = 256
 #: Most candidate addresses tried for one connection.
 MAX_CANDIDATES: Final = 4
+#: End records queued before they are appended regardless of the next decision.
+MAX_PENDING_ENDS: Final = 64
+#: Seconds an end record may wait to share a group commit.
+END_FLUSH_INTERVAL_S: Final = 0.05
 
 RefusalKind = Literal["rules", "address", "resolve", "lookup", "malformed", "audit"]
 
@@ -168,6 +173,10 @@ class EgressCore:
         self.audit_failures = 0
         self._denied: Counter[tuple[str, int | None, str | None]] = Counter()
         self._denied_other = 0
+        self.buffers = BufferPool()
+        self._ends: list[dict[str, object]] = []
+        self.ends_pending = asyncio.Event()
+        """Set when an end record is queued (the actor's flusher waits on it)."""
 
     def exchange(self, proto: str) -> Exchange:
         """Start the audit fields of a new connection (or DNS query: ``proto`` ``dns``)."""
@@ -238,17 +247,27 @@ class EgressCore:
     async def record_allow(self, ex: Exchange, reason: str) -> None:
         """The decision record of an allowed connection, before its upstream connect.
 
+        Queued end records of earlier connections are appended at the same moment, so they
+        share this record's group commit instead of costing an fdatasync of their own.
+
         Raises:
             Refused: the audit log did not make it durable (``kind`` ``audit``).
         """
         fields = self._fields(ex, "egress")
         fields.update(addresses=ex.addresses, rule=ex.rule, decision="allow", reason=reason)
+        failure: AuditError | None = None
+        ends, self._ends = self._ends, []
         try:
-            await self.record(ex, fields)
-        except AuditError as exc:
+            async with asyncio.TaskGroup() as group:
+                for end in ends:
+                    group.create_task(self._append_end(end))
+                group.create_task(self.record(ex, fields))
+        except* AuditError as errors:
+            failure = errors.exceptions[0]  # type: ignore[assignment]
+        if failure is not None:
             raise Refused(
                 "the audit log is unavailable; nothing was connected", None, "audit"
-            ) from exc
+            ) from failure
         if ex.proto == "dns":
             self.dns_answered += 1
         else:
@@ -282,7 +301,13 @@ class EgressCore:
     async def record_end(
         self, ex: Exchange, address: str | None, up: int, down: int, outcome: str
     ) -> None:
-        """The closing record of an allowed connection: bytes each way, duration, outcome."""
+        """Queue the closing record of an allowed connection (bytes, duration, outcome).
+
+        The connection is over and its decision is already durable, so the end record does
+        not hold anything up: it joins the next decision record's group commit, or
+        :meth:`flush_ends` (the actor calls it every :data:`END_FLUSH_INTERVAL_S` and when it
+        stops), whichever comes first.
+        """
         self.bytes_up += up
         self.bytes_down += down
         fields = self._fields(ex, "egress.end")
@@ -293,8 +318,24 @@ class EgressCore:
             duration_ms=self._duration_ms(ex),
             outcome=outcome,
         )
-        with contextlib.suppress(AuditError):
-            await self.record(ex, fields)  # the connection is over; its decision is on disk
+        if len(self._ends) >= MAX_PENDING_ENDS:
+            await self.flush_ends()
+        self._ends.append(fields)
+        self.ends_pending.set()
+
+    async def flush_ends(self) -> None:
+        """Append every queued end record (failures are counted, nothing is retried)."""
+        ends, self._ends = self._ends, []
+        if ends:
+            async with asyncio.TaskGroup() as group:  # concurrent: one group commit
+                for end in ends:
+                    group.create_task(self._append_end(end))
+
+    async def _append_end(self, fields: dict[str, object]) -> None:
+        try:
+            await self.audit.append(fields)
+        except AuditError:
+            self.audit_failures += 1
 
     def decide(
         self, ex: Exchange, host: str, port: int, *, method: str | None, tunnel: bool

@@ -80,9 +80,9 @@ def prepare_guest(
     """Prepare a sandbox for the proxy; return the guest plan and both channel ends.
 
     ``directory`` (created if missing; default: a fresh temporary directory the caller
-    removes) is made 0700 and receives the helper and ``resolv.conf``. Give the first socket (the host end) to
-    :class:`~glove.egress.EgressProxy`; the second (the guest end) is what ``pass_fds``
-    names: close it here once the sandbox has started.
+    removes) is made 0700 and receives the helper and ``resolv.conf``. Give the first
+    socket (the host end) to :class:`~glove.egress.EgressProxy`; the second (the guest
+    end) is what ``pass_fds`` names: close it here once the sandbox has started.
     """
     if directory is None:
         private = Path(tempfile.mkdtemp(prefix="glove-egress-"))

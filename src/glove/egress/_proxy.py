@@ -25,6 +25,8 @@ of the session: fail closed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import socket
 import time
@@ -35,19 +37,27 @@ import msgspec
 
 from glove.actors import Actor
 from glove.egress._channel import INET_FAMILIES, UNIX_FAMILIES, ChannelReceiver, Kind
-from glove.egress._core import AuditSink, EgressCore, EgressStats, ProxyLimits
+from glove.egress._core import (
+    END_FLUSH_INTERVAL_S,
+    AuditSink,
+    EgressCore,
+    EgressStats,
+    ProxyLimits,
+)
+from glove.egress._listeners import KIND_DNS, KIND_HTTP, KIND_SOCKS
 from glove.egress._resolve import Resolver
 from glove.egress._rules import RuleSet
 from glove.egress._serve_dns import serve_dns
 from glove.egress._serve_http import serve_http
 from glove.egress._serve_socks import serve_socks
 from glove.egress.errors import EgressError
-from glove.egress._listeners import KIND_DNS, KIND_HTTP, KIND_SOCKS
 
 _log = logging.getLogger(__name__)
 
 #: Mailbox of the proxy actor (it gets only stats requests; connections come by channel).
 PROXY_MAILBOX: Final = 64
+#: Seconds the proxy waits, when it stops, for its last end records to be appended.
+FINAL_FLUSH_TIMEOUT_S: Final = 2.0
 
 Handler = Callable[[EgressCore, socket.socket], Awaitable[None]]
 
@@ -118,13 +128,26 @@ class EgressProxy(Actor):
             max_live=self.core.limits.max_connections,
         )
         self._receiver.start()
+        self.spawn_task(self._flush_ends(), name="end-records")
 
     async def on_stop(self) -> None:
-        """Close the channel: the helper closes its listeners (connection tasks are cancelled)."""
+        """Close the channel (the helper closes its listeners), then append the last end records."""
         if self._receiver is not None:
             self._receiver.close()
         else:
             self._channel.close()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FINAL_FLUSH_TIMEOUT_S):
+                await self.core.flush_ends()
+
+    async def _flush_ends(self) -> None:
+        # End records wait at most END_FLUSH_INTERVAL_S for a decision record to share a
+        # group commit with; then they go on their own.
+        while True:
+            await self.core.ends_pending.wait()
+            await asyncio.sleep(END_FLUSH_INTERVAL_S)
+            self.core.ends_pending.clear()
+            await self.core.flush_ends()
 
     async def handle(self, msg: object) -> object:
         """Answer :class:`GetStats`.

@@ -88,6 +88,8 @@ class Rule(msgspec.Struct, frozen=True):
     sni: bool = False
     read_only: bool = False
     text: str = ""
+    address: IPAddress | None = None
+    """The parsed address of an ``address`` rule (canonical), kept to match without parsing."""
 
     def covers_port(self, port: int) -> bool:
         """True when ``port`` is one this rule applies to."""
@@ -103,11 +105,10 @@ class Rule(msgspec.Struct, frozen=True):
 
     def lists_address(self, address: IPAddress) -> bool:
         """True when this rule names ``address`` itself (an IP literal or ``localhost``)."""
-        real = canonical(address)
         if self.kind == "address":
-            listed = parse_address(self.pattern)
-            return listed is not None and canonical(listed) == real
+            return self.address is not None and canonical(address) == self.address
         if self.kind == "localhost":
+            real = canonical(address)
             return any(real == a for a in LOCALHOST_ADDRESSES if a is not None)
         return False
 
@@ -289,6 +290,7 @@ def parse_rule(text: str, action: Action) -> Rule:
     if port_text is not None:
         shown += ":" + port_text
     shown += "".join(f"+{opt}" for opt in options)
+    parsed = parse_address(pattern) if kind == "address" else None
     return Rule(
         action=action,
         kind=kind,
@@ -297,6 +299,7 @@ def parse_rule(text: str, action: Action) -> Rule:
         sni="sni" in options,
         read_only="read-only" in options,
         text=f"{action} {shown}",
+        address=canonical(parsed) if parsed is not None else None,
     )
 
 

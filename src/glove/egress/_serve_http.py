@@ -242,7 +242,9 @@ async def _tunnel(
         if admitted.first:
             await send_all(upstream, admitted.first, limits.idle_timeout_s)
             traffic.up += len(admitted.first)
-        return await relay(client, upstream, traffic, idle_timeout=limits.idle_timeout_s)
+        return await relay(
+            client, upstream, traffic, idle_timeout=limits.idle_timeout_s, pool=core.buffers
+        )
     except (OSError, TimeoutError):
         return "reset"
 
@@ -265,7 +267,9 @@ async def _forward(
         first = forward_head(head, target) + trailing[:keep]
         await send_all(upstream, first, idle)
         traffic.up += len(first)
-        return await relay(client, upstream, traffic, idle_timeout=idle, gate=gate)
+        return await relay(
+            client, upstream, traffic, idle_timeout=idle, gate=gate, pool=core.buffers
+        )
     except GateError:
         return "malformed-body"  # the body's framing broke in its first bytes: nothing sent
     except (OSError, TimeoutError):

@@ -154,7 +154,9 @@ async def serve_socks(core: EgressCore, client: socket.socket) -> None:
             if admitted.first:
                 await send_all(upstream, admitted.first, limits.idle_timeout_s)
                 traffic.up += len(admitted.first)
-            outcome = await relay(client, upstream, traffic, idle_timeout=limits.idle_timeout_s)
+            outcome = await relay(
+                client, upstream, traffic, idle_timeout=limits.idle_timeout_s, pool=core.buffers
+            )
         except (OSError, TimeoutError):
             outcome = "reset"
     await core.record_end(ex, address, traffic.up, traffic.down, outcome)

@@ -12,9 +12,12 @@ Exit codes: 0 the rules load (and every query is allowed); 1 a query is refused;
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import typer
+
+if TYPE_CHECKING:
+    from glove.egress import Explanation, NetworkReport
 
 EXIT_OK: Final = 0
 EXIT_DENIED: Final = 1
@@ -42,7 +45,7 @@ def _profile_bytes(name_or_path: str) -> tuple[bytes, str]:
     return path.read_bytes(), str(path)
 
 
-def check_cmd(
+def check_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     queries: list[str] = typer.Argument(None, help="HOST[:PORT] to explain (repeatable)."),
     profile: str | None = typer.Option(None, "--profile", help="Profile name or path."),
     allow: list[str] = typer.Option([], "--allow", help="HOST[:PORTS][+sni][+read-only]."),
@@ -76,10 +79,7 @@ def check_cmd(
         raise typer.Exit(EXIT_DENIED)
 
 
-def _print(report: object, answers: list[object]) -> None:
-    from glove.egress import Explanation, NetworkReport
-
-    assert isinstance(report, NetworkReport)
+def _print(report: NetworkReport, answers: list[Explanation]) -> None:
     typer.echo(f"network mode: {report.mode}")
     if report.reachable:
         typer.echo("reachable through the proxy:")
@@ -97,7 +97,6 @@ def _print(report: object, answers: list[object]) -> None:
     for note in report.notes:
         typer.echo(f"note: {note}")
     for answer in answers:
-        assert isinstance(answer, Explanation)
         verdict = "allowed" if answer.allowed else "refused"
         rule = answer.rule or "no rule"
         extra = " (then the resolved address is checked)" if answer.address_check else ""
