@@ -19,7 +19,19 @@ from pathlib import Path
 CORPUS_ROOT = Path(__file__).resolve().parent / "egress_corpus"
 DEFAULT_REPLAY_SECONDS = 10.0
 MAX_MUTATED_BYTES = 8192
-TOKENS = (b"\r\n", b"\r\n\r\n", b" ", b":", b"HTTP/1.1", b"CONNECT ", b"http://", b"\x05", b"\x00", b"\xff", b"0\r\n")
+TOKENS = (
+    b"\r\n",
+    b"\r\n\r\n",
+    b" ",
+    b":",
+    b"HTTP/1.1",
+    b"CONNECT ",
+    b"http://",
+    b"\x05",
+    b"\x00",
+    b"\xff",
+    b"0\r\n",
+)
 
 
 def seeds(target: str) -> list[bytes]:

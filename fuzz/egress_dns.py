@@ -14,7 +14,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from egress_common import run
 
-from glove.egress import DnsFrameReader, DnsMessageError, encode_answer, encode_error, parse_answer, parse_query
+from glove.egress import (
+    DnsFrameReader,
+    DnsMessageError,
+    encode_answer,
+    encode_error,
+    parse_answer,
+    parse_query,
+)
 
 ADDRESSES = [ipaddress.ip_address("192.0.2.1"), ipaddress.ip_address("2001:db8::1")]
 

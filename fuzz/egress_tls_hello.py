@@ -22,7 +22,9 @@ def _outcome(chunks: list[bytes]) -> object:
             if hello is not None:
                 assert isinstance(hello, ClientHello)
                 name = hello.server_name
-                assert name is None or (name.isascii() and name == name.lower() and len(name) <= 255)
+                assert name is None or (
+                    name.isascii() and name == name.lower() and len(name) <= 255
+                )
                 return hello
     except TlsHelloError:
         return "error"

@@ -75,10 +75,14 @@ def _client(kind: str, mode: str, proxy: str, origin: str, amount: int) -> list[
 
 
 @asynccontextmanager
-async def _glove(origin_port: int, audit_dir: str, guest: Path) -> AsyncIterator[tuple[socket.socket, EgressProxy]]:
+async def _glove(
+    origin_port: int, audit_dir: str, guest: Path
+) -> AsyncIterator[tuple[socket.socket, EgressProxy]]:
     host_end, guest_end = socket.socketpair()
     async with running(AuditLog(Path(audit_dir) / "egress-bench.jsonl")) as audit:
-        proxy = EgressProxy(host_end, RuleSet.load([f"127.0.0.1:{origin_port}"]), audit, session="bench")
+        proxy = EgressProxy(
+            host_end, RuleSet.load([f"127.0.0.1:{origin_port}"]), audit, session="bench"
+        )
         async with running(proxy):
             try:
                 yield guest_end, proxy
@@ -99,7 +103,9 @@ def _start_peer() -> tuple[subprocess.Popen[bytes], int] | None:
     package = PEER_DIR / "node_modules" / "@anthropic-ai" / "sandbox-runtime"
     if not package.exists():
         PEER_DIR.mkdir(parents=True, exist_ok=True)
-        (PEER_DIR / "package.json").write_text('{"name": "glove-egress-bench-peer", "private": true}\n')
+        (PEER_DIR / "package.json").write_text(
+            '{"name": "glove-egress-bench-peer", "private": true}\n'
+        )
         subprocess.run(
             ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error", PEER_PACKAGE],
             cwd=PEER_DIR, check=True,
@@ -138,7 +144,10 @@ async def main() -> None:  # noqa: PLR0915 - one linear script of measurements
     latency: dict[str, list[float]] = {}
     bulk: dict[str, list[float]] = {}
     try:
-        with tempfile.TemporaryDirectory(dir="/var/tmp") as disk, tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        with (
+            tempfile.TemporaryDirectory(dir="/var/tmp") as disk,
+            tempfile.TemporaryDirectory(dir="/dev/shm") as shm,
+        ):
             guest = Path(disk) / "guest"
             guest.mkdir()
             write_guest_files(guest)
@@ -153,18 +162,24 @@ async def main() -> None:  # noqa: PLR0915 - one linear script of measurements
             if peer is not None:
                 srt = f"127.0.0.1:{peer[1]}"
                 for mode in ("forward", "connect"):
-                    latency[f"srt {mode}"] = (await _run(_client("latency", mode, srt, target, n)))["us"]
+                    latency[f"srt {mode}"] = (await _run(_client("latency", mode, srt, target, n)))[
+                        "us"
+                    ]
             for _ in range(args.rounds):
                 run = await _run(_client("bulk", "direct", "-", target, args.bytes))
                 bulk.setdefault("direct", []).append(run["bytes"] / run["seconds"])
                 async with _glove(origin_port, disk, guest) as (guest_end, _):
                     fd = guest_end.fileno()
                     for mode in ("connect", "forward"):
-                        argv = _inside(guest, fd, _client("bulk", mode, inner_proxy, target, args.bytes))
+                        argv = _inside(
+                            guest, fd, _client("bulk", mode, inner_proxy, target, args.bytes)
+                        )
                         run = await _run(argv, pass_fds=(fd,))
                         bulk.setdefault(f"glove {mode}", []).append(run["bytes"] / run["seconds"])
                 if peer is not None:
-                    run = await _run(_client("bulk", "connect", f"127.0.0.1:{peer[1]}", target, args.bytes))
+                    run = await _run(
+                        _client("bulk", "connect", f"127.0.0.1:{peer[1]}", target, args.bytes)
+                    )
                     bulk.setdefault("srt connect", []).append(run["bytes"] / run["seconds"])
     finally:
         origin.kill()
@@ -173,7 +188,9 @@ async def main() -> None:  # noqa: PLR0915 - one linear script of measurements
     _report(latency, bulk, args)
 
 
-def _report(latency: dict[str, list[float]], bulk: dict[str, list[float]], args: argparse.Namespace) -> None:
+def _report(
+    latency: dict[str, list[float]], bulk: dict[str, list[float]], args: argparse.Namespace
+) -> None:
     base = statistics.median(latency["direct"])
     print(f"latency: {args.requests} requests, one connection each (microseconds)")
     print(f"{'target':<22}{'p50':>9}{'p99':>9}{'added p50':>11}{'p50 ratio':>11}")

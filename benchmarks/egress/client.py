@@ -41,7 +41,9 @@ def _open(mode: str, proxy: tuple[str, int], origin: tuple[str, int], path: str)
         if not reply.startswith(b"HTTP/1.1 200"):
             raise ConnectionError(f"CONNECT refused: {reply[:200]!r}")
     target_path = f"http://{authority}{path}" if mode == "forward" else path
-    sock.sendall(f"GET {target_path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n".encode())
+    sock.sendall(
+        f"GET {target_path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n".encode()
+    )
     return sock
 
 

@@ -26,7 +26,9 @@ def _serve(conn: socket.socket) -> None:
         path = head.split(b" ", 2)[1]
         if path.startswith(b"/bulk/"):
             total = int(path[6:])
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % total)
+            conn.sendall(
+                b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % total
+            )
             while total > 0:
                 piece = CHUNK[: min(total, len(CHUNK))]
                 conn.sendall(piece)

@@ -69,7 +69,16 @@ def namespace_argv(
     guest: Path, fd: int, script: str, *, unprivileged: bool, flags: tuple[str, ...] = ()
 ) -> list[str]:
     """The command line that builds the namespace and starts the helper in it."""
-    helper = [SYSTEM_PYTHON, str(guest / "glove-egress"), str(fd), *flags, "--", "/bin/sh", "-c", script]
+    helper = [
+        SYSTEM_PYTHON,
+        str(guest / "glove-egress"),
+        str(fd),
+        *flags,
+        "--",
+        "/bin/sh",
+        "-c",
+        script,
+    ]
     setup = (
         f"mount --bind {shlex.quote(str(guest / 'resolv.conf'))} /etc/resolv.conf"
         " && ip link set lo up && exec " + shlex.join(helper)

@@ -88,7 +88,9 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == "/simple/demo-pkg/":
             digest = hashlib.sha256(self.server.wheel).hexdigest()
             link = f'<a href="/files/{WHEEL}#sha256={digest}">{WHEEL}</a>'
-            self._send(200, f"<!DOCTYPE html><html><body>{link}</body></html>".encode(), "text/html")
+            self._send(
+                200, f"<!DOCTYPE html><html><body>{link}</body></html>".encode(), "text/html"
+            )
         elif path == f"/files/{WHEEL}":
             self._send(200, self.server.wheel, "application/octet-stream")
         elif path.startswith("/git/"):

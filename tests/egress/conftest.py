@@ -75,9 +75,15 @@ def _make_ca(directory: Path) -> LocalCA:
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
-                digital_signature=True, key_cert_sign=True, crl_sign=True,
-                content_commitment=False, key_encipherment=False, data_encipherment=False,
-                key_agreement=False, encipher_only=False, decipher_only=False,
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
             ),
             critical=True,
         )  # fmt: skip
@@ -108,7 +114,11 @@ def _make_ca(directory: Path) -> LocalCA:
         )
         .sign(ca_key, hashes.SHA256())
     )
-    ca_file, cert_file, key_file = directory / "ca.pem", directory / "leaf.pem", directory / "leaf.key"
+    ca_file, cert_file, key_file = (
+        directory / "ca.pem",
+        directory / "leaf.pem",
+        directory / "leaf.key",
+    )
     ca_file.write_bytes(ca_cert.public_bytes(serialization.Encoding.PEM))
     cert_file.write_bytes(leaf.public_bytes(serialization.Encoding.PEM))
     key_file.write_bytes(

@@ -43,7 +43,11 @@ def test_all_is_sorted_and_every_name_exists() -> None:
 def test_every_error_roots_at_glove_error_and_is_in_the_tree() -> None:
     """Each error class derives from EgressError and GloveError and is named in the docstring."""
     doc = errors.__doc__ or ""
-    classes = [obj for _, obj in inspect.getmembers(errors, inspect.isclass) if obj.__module__ == errors.__name__]
+    classes = [
+        obj
+        for _, obj in inspect.getmembers(errors, inspect.isclass)
+        if obj.__module__ == errors.__name__
+    ]
     assert len(classes) == 11
     for cls in classes:
         assert issubclass(cls, GloveError)
@@ -68,7 +72,18 @@ def test_the_helper_imports_only_the_standard_library() -> None:
     """glove-egress runs on the sandbox's system Python: nothing from Glove or PyPI."""
     imported = _imports(PACKAGE / "helper.py")
     assert not any(name.startswith("glove") for name in imported)
-    allowed = {"__future__", "contextlib", "os", "selectors", "signal", "socket", "sys", "time", "types", "ipaddress"}
+    allowed = {
+        "__future__",
+        "contextlib",
+        "os",
+        "selectors",
+        "signal",
+        "socket",
+        "sys",
+        "time",
+        "types",
+        "ipaddress",
+    }
     assert imported <= allowed, imported - allowed
 
 
@@ -86,5 +101,7 @@ def test_every_test_has_a_docstring() -> None:
     for path in Path(__file__).parent.glob("test_*.py"):
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_"):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+                "test_"
+            ):
                 assert ast.get_docstring(node), f"{path.name}::{node.name}"

@@ -26,7 +26,11 @@ def test_report_lists_hosts_ports_checks_denies_and_sockets() -> None:
     assert report.mode == "proxy"
     first, second, third = report.reachable
     assert first.hosts == "every subdomain of github.com (not github.com itself)"
-    assert (first.ports, first.checks, first.denied_within) == ("443", ["sni"], ["deny gist.github.com"])
+    assert (first.ports, first.checks, first.denied_within) == (
+        "443",
+        ["sni"],
+        ["deny gist.github.com"],
+    )
     assert (second.hosts, second.ports) == ("pypi.org only", "80,443")
     assert third.hosts == "the address 127.0.0.1"
     assert report.denied == ["deny gist.github.com"]
@@ -56,7 +60,9 @@ def test_mode_none_reaches_nothing() -> None:
 
 def test_explain_names_the_deciding_rule_per_port() -> None:
     """HOST without a port shows 80 and 443; HOST:PORT one line; deny wins."""
-    policy = NetworkPolicy(mode="proxy", allow=["*.example.org", "x.example.org:22"], deny=["bad.example.org"])
+    policy = NetworkPolicy(
+        mode="proxy", allow=["*.example.org", "x.example.org:22"], deny=["bad.example.org"]
+    )
     lines = explain(policy, "a.example.org")
     assert [(e.port, e.allowed, e.rule) for e in lines] == [
         (80, True, "allow *.example.org"),
@@ -106,7 +112,9 @@ pids = 10
 def test_a_plan_can_only_narrow_the_local_allowlist() -> None:
     """Plan rules inside local ones load (with both denylists); wider ones are refused."""
     local = RuleSet.load(["*.github.com:443", "pypi.org+read-only"], ["gist.github.com"])
-    plan = RuleSet.load(["api.github.com:443+sni", "*.raw.github.com:443", "pypi.org+read-only"], ["x.y.org"])
+    plan = RuleSet.load(
+        ["api.github.com:443+sni", "*.raw.github.com:443", "pypi.org+read-only"], ["x.y.org"]
+    )
     merged = narrow(local, plan)
     assert [r.text for r in merged.allow] == [
         "allow api.github.com:443+sni",

@@ -17,7 +17,9 @@ def _glove(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_report_and_explanations_in_text() -> None:
     """Reachable hosts, the sockets inside, and which rule decides each query."""
-    result = _glove("--allow", "*.github.com:443+sni", "--deny", "gist.github.com", "api.github.com:443")
+    result = _glove(
+        "--allow", "*.github.com:443+sni", "--deny", "gist.github.com", "api.github.com:443"
+    )
     assert result.returncode == 0, result.stderr
     assert "every subdomain of github.com (not github.com itself), ports 443 [sni]" in result.stdout
     assert "except: deny gist.github.com" in result.stdout
@@ -30,7 +32,10 @@ def test_a_refused_query_exits_1() -> None:
     result = _glove("--allow", "pypi.org", "--json", "github.com")
     assert result.returncode == 1
     answers = json.loads(result.stdout)["queries"]
-    assert [(a["port"], a["allowed"], a["rule"]) for a in answers] == [(80, False, None), (443, False, None)]
+    assert [(a["port"], a["allowed"], a["rule"]) for a in answers] == [
+        (80, False, None),
+        (443, False, None),
+    ]
 
 
 def test_bad_rules_exit_2_without_a_traceback() -> None:
@@ -48,7 +53,10 @@ def test_profile_network_table(tmp_path: Path) -> None:
     profile.write_text('[network]\nmode = "proxy"\nallow = ["pypi.org"]\n')
     result = _glove("--profile", str(profile), "--allow", "files.pythonhosted.org", "--json")
     report = json.loads(result.stdout)["report"]
-    assert [r["rule"] for r in report["reachable"]] == ["allow pypi.org", "allow files.pythonhosted.org"]
+    assert [r["rule"] for r in report["reachable"]] == [
+        "allow pypi.org",
+        "allow files.pythonhosted.org",
+    ]
     default = _glove("--profile", "default")
     assert (default.returncode, default.stdout.splitlines()[0]) == (0, "network mode: none")
     missing = _glove("--profile", str(tmp_path / "nope.toml"))

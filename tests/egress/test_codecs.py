@@ -179,7 +179,9 @@ def _with_extension(hello: bytes, kind: int, data: bytes) -> bytes:
 
 def test_encrypted_client_hello_is_reported() -> None:
     """A hello with encrypted_client_hello says so: its outer SNI is not the destination."""
-    hello = ClientHelloParser().feed(_with_extension(client_hello("public.example.org"), 0xFE0D, b"x"))
+    hello = ClientHelloParser().feed(
+        _with_extension(client_hello("public.example.org"), 0xFE0D, b"x")
+    )
     assert hello is not None
     assert hello.encrypted
 
@@ -221,7 +223,12 @@ def test_hello_cap_is_checked_before_the_buffer_grows() -> None:
 def test_query_round_trip_and_answer() -> None:
     """A query we encode parses back; the answer carries only the asked family."""
     query = parse_query(encode_query(0x1234, "Git.Example.org.", TYPE_A))
-    assert (query.id, query.name, query.qtype, query.type_name) == (0x1234, "git.example.org", 1, "A")
+    assert (query.id, query.name, query.qtype, query.type_name) == (
+        0x1234,
+        "git.example.org",
+        1,
+        "A",
+    )
     assert query.recursion_desired
     addresses = [ipaddress.ip_address("93.184.216.34"), ipaddress.ip_address("2606:4700::1")]
     answer = parse_answer(encode_answer(query, addresses))

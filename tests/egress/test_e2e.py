@@ -65,7 +65,9 @@ class Egress:
     guest: Path
     audit_path: Path
 
-    async def run(self, script: str, *, unpriv: Unpriv | None = None, env: dict[str, str] | None = None) -> Inside:
+    async def run(
+        self, script: str, *, unpriv: Unpriv | None = None, env: dict[str, str] | None = None
+    ) -> Inside:
         """Run ``script`` inside a fresh namespace behind the helper."""
         return await run_inside(self.guest, self.guest_end, script, unpriv=unpriv, env=env)
 
@@ -122,7 +124,9 @@ def _as(who: str, unpriv: Unpriv) -> Unpriv | None:
 
 
 @pytest.mark.parametrize("who", WHO)
-async def test_curl_allowed_https_and_http_denied_403(world: World, unpriv: Unpriv, who: str) -> None:
+async def test_curl_allowed_https_and_http_denied_403(
+    world: World, unpriv: Unpriv, who: str
+) -> None:
     """curl reaches allowed origins over CONNECT and plain HTTP; a denied host gets 403."""
     https, http = world.https.port, world.http.port
     script = f"""
@@ -138,7 +142,9 @@ curl -sS --max-time 10 https://other.test:{https}/hello; echo "https-denied rc=$
     assert lines[:2] == ["hello from the origin", "hello from the origin"], result
     assert "HTTP/1.1 403 Forbidden" in lines
     assert "X-Glove-Egress: denied" in lines
-    assert f"glove egress: GET other.test:{http} refused: no rule allows this host and port" in lines
+    assert (
+        f"glove egress: GET other.test:{http} refused: no rule allows this host and port" in lines
+    )
     assert "https-denied rc=56" in lines
     assert "CONNECT tunnel failed, response 403" in result.stderr
     assert decisions == [
@@ -240,7 +246,9 @@ async def test_git_clone_over_https(world: World) -> None:
         result = await run.run(script, env=_ca_env(world))
         decisions = run.decisions()
     assert result.stdout == "hello through the proxy\n", result
-    assert decisions and all(d == ("connect", "git.test", world.https.port, "allow") for d in decisions)
+    assert decisions and all(
+        d == ("connect", "git.test", world.https.port, "allow") for d in decisions
+    )
 
 
 async def test_pip_download_from_a_local_index(world: World) -> None:
@@ -282,7 +290,12 @@ echo "denied rc=$?"
 """
         result = await run.run(script)
         decisions = run.decisions()
-    assert result.stdout.splitlines() == ["ssh-ok", "fdpass-ok", "hello through the proxy", "denied rc=255"], result
+    assert result.stdout.splitlines() == [
+        "ssh-ok",
+        "fdpass-ok",
+        "hello through the proxy",
+        "denied rc=255",
+    ], result
     assert "refused by the egress rules" in result.stderr
     assert decisions[-1] == ("socks5", "other.test", 22, "deny")
     assert decisions.count(("socks5", "ssh.test", port, "allow")) == 3
@@ -321,7 +334,12 @@ async def test_killing_the_proxy_ends_the_network_and_never_opens_it(world: Worl
     http = world.http.port
     with open_dir("egress-kill-") as root:
         host_end, guest_end = socket.socketpair()
-        rules = json.dumps({"allow": [f"web.test:{http}", f"127.0.0.1:{http}"], "names": {"web.test": ["127.0.0.1"]}})
+        rules = json.dumps(
+            {
+                "allow": [f"web.test:{http}", f"127.0.0.1:{http}"],
+                "names": {"web.test": ["127.0.0.1"]},
+            }
+        )
         child = await asyncio.create_subprocess_exec(
             sys.executable, str(Path(__file__).with_name("_proxy_child.py")),
             str(host_end.fileno()), str(root / "audit.jsonl"), rules,
@@ -346,7 +364,9 @@ curl -sS --noproxy '*' --max-time 5 http://127.0.0.1:{http}/hello; echo "direct 
         marker.touch()
         result = await inside
         guest_end.close()
-    assert result.stdout.splitlines() == ["hello from the origin", "after rc=7", "direct rc=7"], result
+    assert result.stdout.splitlines() == ["hello from the origin", "after rc=7", "direct rc=7"], (
+        result
+    )
     assert "Failed to connect to 127.0.0.1 port 3128" in result.stderr
 
 

@@ -20,7 +20,9 @@ def _load(target: str) -> ModuleType:
     """Import ``fuzz/egress_<target>.py`` as a module."""
     sys.path.insert(0, str(FUZZ_DIR))
     try:
-        spec = importlib.util.spec_from_file_location(f"egress_{target}", FUZZ_DIR / f"egress_{target}.py")
+        spec = importlib.util.spec_from_file_location(
+            f"egress_{target}", FUZZ_DIR / f"egress_{target}.py"
+        )
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)

@@ -102,9 +102,7 @@ print(" ".join(out))
 async def test_listeners_hand_connections_over_by_kind(guest: Path, host: Host) -> None:
     """3128 arrives as h, 1080 as s, TCP 53 as d, a UDP query as a d socketpair, answered."""
     query = encode_query(0x0707, "a.example.org", TYPE_A)
-    result = await run_inside(
-        guest, host.guest_end, f"{SYSTEM_PYTHON} -c '{CLIENT}' {query.hex()}"
-    )
+    result = await run_inside(guest, host.guest_end, f"{SYSTEM_PYTHON} -c '{CLIENT}' {query.hex()}")
     assert result.rc == 0, result
     hh, ss, dd, answer = result.stdout.split()
     assert (hh, ss, dd) == ("hhh", "sss", "ddd")
@@ -202,7 +200,9 @@ def test_usage_errors_exit_125() -> None:
         )  # fmt: skip
     assert missing.returncode == 127
     assert "cannot run '/nonexistent'" in missing.stderr
-    unknown = subprocess.run([SYSTEM_PYTHON, HELPER, "3", "--fast", "--", "true"], capture_output=True, text=True)
+    unknown = subprocess.run(
+        [SYSTEM_PYTHON, HELPER, "3", "--fast", "--", "true"], capture_output=True, text=True
+    )
     assert (unknown.returncode, "unknown option '--fast'" in unknown.stderr) == (125, True)
 
 

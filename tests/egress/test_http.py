@@ -121,7 +121,10 @@ def test_a_forwarded_head_always_fits_the_caps() -> None:
     head = b"GET http://e.org HTTP/1.1\r\n" + fields + b"\r\n"
     parsed = RequestHeadParser().feed(head)
     assert parsed is not None
-    assert len(parse_head(forward_head(parsed, proxy_target(parsed))).headers) == MAX_REQUEST_HEADERS + 2
+    assert (
+        len(parse_head(forward_head(parsed, proxy_target(parsed))).headers)
+        == MAX_REQUEST_HEADERS + 2
+    )
     with pytest.raises(HttpHeadError, match="header fields"):
         RequestHeadParser().feed(b"GET http://e.org HTTP/1.1\r\nX: y\r\n" + fields + b"\r\n")
 

@@ -58,7 +58,11 @@ def workspace() -> Iterator[Path]:
 
 
 async def _sandboxed(
-    workspace: Path, argv: tuple[str, ...], *, limits: Limits | None = None, allow: list[str] | None = None
+    workspace: Path,
+    argv: tuple[str, ...],
+    *,
+    limits: Limits | None = None,
+    allow: list[str] | None = None,
 ) -> tuple[int | None, str, ListSink]:
     guest, host_end, guest_end = prepare_guest(workspace / "guest")
     sink = ListSink()

@@ -23,7 +23,9 @@ def _socks_request(host: str, port: int, command: int = 1) -> bytes:
     return bytes((5, command, 0, 3, len(name))) + name + struct.pack(">H", port)
 
 
-async def _socks(handover: Handover, request: bytes) -> tuple[bytes, asyncio.StreamReader, asyncio.StreamWriter]:
+async def _socks(
+    handover: Handover, request: bytes
+) -> tuple[bytes, asyncio.StreamReader, asyncio.StreamWriter]:
     reader, writer = await handover.open(b"s")
     writer.write(b"\x05\x01\x00")
     async with asyncio.timeout(STEP_S):
@@ -35,7 +37,10 @@ async def _socks(handover: Handover, request: bytes) -> tuple[bytes, asyncio.Str
 
 async def test_socks5_connect_with_remote_resolution(handover: Handover) -> None:
     """A domain-name CONNECT is resolved by the proxy and tunnelled; the reply hides its address."""
-    async with upstream("echo") as up, serving(handover, [f"ssh.test:{up.port}", f"127.0.0.1:{up.port}"]) as (_, sink):
+    async with (
+        upstream("echo") as up,
+        serving(handover, [f"ssh.test:{up.port}", f"127.0.0.1:{up.port}"]) as (_, sink),
+    ):
         reply, reader, writer = await _socks(handover, _socks_request("ssh.test", up.port))
         assert reply == b"\x05\x00\x00\x01\x00\x00\x00\x00\x00\x00"
         writer.write(b"SSH-2.0-test\r\n")
@@ -80,7 +85,9 @@ async def test_socks5_without_no_auth_is_refused(handover: Handover) -> None:
     assert "no acceptable method" in str(sink.records[0]["reason"])
 
 
-async def _dns(handover: Handover, name: str, qtype: int, *, unix: bool) -> tuple[int, tuple[object, ...]]:
+async def _dns(
+    handover: Handover, name: str, qtype: int, *, unix: bool
+) -> tuple[int, tuple[object, ...]]:
     if unix:  # the shape the helper uses for a UDP query: a socketpair end
         ours, theirs = socket.socketpair()
         with theirs:
@@ -120,9 +127,18 @@ async def test_dns_answers_allowed_names_only_and_never_looks_up_others(
     spy = SpyResolver()
     async with serving(handover, ["pypi.example.org"]) as (proxy, sink):
         proxy.core.resolver = spy
-        assert await _dns(handover, "PyPI.example.org", TYPE_A, unix=unix) == (0, ("93.184.216.34",))
-        assert await _dns(handover, "pypi.example.org", TYPE_AAAA, unix=unix) == (0, ("2606:4700::1111",))
-        assert await _dns(handover, "exfil-data.evil.test", TYPE_A, unix=unix) == (RCODE_NXDOMAIN, ())
+        assert await _dns(handover, "PyPI.example.org", TYPE_A, unix=unix) == (
+            0,
+            ("93.184.216.34",),
+        )
+        assert await _dns(handover, "pypi.example.org", TYPE_AAAA, unix=unix) == (
+            0,
+            ("2606:4700::1111",),
+        )
+        assert await _dns(handover, "exfil-data.evil.test", TYPE_A, unix=unix) == (
+            RCODE_NXDOMAIN,
+            (),
+        )
         assert await _dns(handover, "pypi.example.org", 16, unix=unix) == (0, ())  # TXT: NODATA
     assert spy.asked == ["pypi.example.org", "pypi.example.org", "pypi.example.org"]
     decisions = [(r["method"], r["host"], r["decision"]) for r in sink.records]
@@ -154,10 +170,16 @@ async def test_dns_malformed_query_gets_formerr_and_the_stream_survives(handover
     """A garbage query is FORMERR; the next query on the same stream is answered."""
     async with serving(handover, ["web.test", "127.0.0.1"]) as (_, sink):
         reader, writer = await handover.open(b"d")
-        writer.write(frame(b"\x12\x34\x01\x00\x00\x05") + frame(encode_query(1, "web.test", TYPE_A)))
+        writer.write(
+            frame(b"\x12\x34\x01\x00\x00\x05") + frame(encode_query(1, "web.test", TYPE_A))
+        )
         async with asyncio.timeout(STEP_S):
-            first = parse_answer(await reader.readexactly(int.from_bytes(await reader.readexactly(2), "big")))
-            second = parse_answer(await reader.readexactly(int.from_bytes(await reader.readexactly(2), "big")))
+            first = parse_answer(
+                await reader.readexactly(int.from_bytes(await reader.readexactly(2), "big"))
+            )
+            second = parse_answer(
+                await reader.readexactly(int.from_bytes(await reader.readexactly(2), "big"))
+            )
         writer.close()
     assert (first.id, first.rcode) == (0x1234, 1)
     assert (second.rcode, second.addresses[0].compressed) == (0, "127.0.0.1")

@@ -41,6 +41,8 @@ from glove.egress.errors import ConnectFailed, ResolveFailed, RuleError
 MAX_DENIED_DESTINATIONS: Final = 256
 #: Most candidate addresses tried for one connection.
 MAX_CANDIDATES: Final = 4
+#: Denied destinations named in the one-line exit summary.
+SUMMARY_DESTINATIONS: Final = 3
 #: End records queued before they are appended regardless of the next decision.
 MAX_PENDING_ENDS: Final = 64
 #: Seconds an end record may wait to share a group commit.
@@ -105,6 +107,42 @@ class EgressStats(msgspec.Struct, frozen=True):
     audit_failures: int
     denied_destinations: list[DeniedDestination]
     denied_other: int
+
+    def json_status(self) -> dict[str, object]:
+        """The ``egress`` object of ``glove exec --json-status``: counts and each denial."""
+        return {
+            "connections": self.connections,
+            "allowed": self.allowed,
+            "denied": self.denied,
+            "dns_answered": self.dns_answered,
+            "dns_refused": self.dns_refused,
+            "bytes_up": self.bytes_up,
+            "bytes_down": self.bytes_down,
+            "audit_failures": self.audit_failures,
+            "denied_destinations": [
+                {"host": d.host, "port": d.port, "rule": d.rule, "count": d.count}
+                for d in self.denied_destinations
+            ],
+            "denied_other": self.denied_other,
+        }
+
+    def summary(self) -> str | None:
+        """One line for ``glove exec``'s exit summary when something was refused, else None."""
+        refused = self.denied + self.dns_refused
+        if not refused:
+            return None
+        shown = ", ".join(
+            f"{d.host}{'' if d.port is None else f':{d.port}'} x{d.count}"
+            for d in self.denied_destinations[:SUMMARY_DESTINATIONS]
+        )
+        more = (
+            len(self.denied_destinations) - SUMMARY_DESTINATIONS + (1 if self.denied_other else 0)
+        )
+        tail = f" and {more} more" if more > 0 else ""
+        return (
+            f"egress: {self.denied} connection(s) and {self.dns_refused} DNS lookup(s) refused "
+            f"({shown}{tail}); see the audit log or glove network check"
+        )
 
 
 class Refused(Exception):
