@@ -30,9 +30,11 @@ def _outcome(data: bytes, step: int) -> object:
                     return events, parser.trailing + data[index + step :]
                 event = parser.feed(b"")
     except Socks5Error as exc:
-        assert exc.reply_code is None or 1 <= exc.reply_code <= 8
-        return "error", str(exc)
-    return events, None
+        code, message = exc.reply_code, str(exc)
+    else:
+        return events, None
+    assert code is None or 1 <= code <= 8
+    return "error", message
 
 
 def one_input(data: bytes) -> None:

@@ -125,7 +125,7 @@ async def _latency(targets: dict[str, list[str] | tuple[list[str], int]]) -> dic
     return results
 
 
-async def main() -> None:  # noqa: PLR0915 - one linear script of measurements
+async def main() -> None:
     """Run every target and print the figures."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000)

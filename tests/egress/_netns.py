@@ -25,7 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from glove.egress import write_guest_files
-
 from tests.conftest import Unpriv
 
 SYSTEM_PYTHON = "/usr/bin/python3"
@@ -48,7 +47,7 @@ def open_dir(prefix: str) -> Iterator[Path]:
     """A temporary directory every user can read (the unprivileged user's clients use it)."""
     import shutil
 
-    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))  # noqa: S108 - a test scratch dir
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir="/tmp"))
     path.chmod(0o755)
     try:
         yield path
@@ -100,7 +99,7 @@ async def run_inside(
     """Run ``script`` under the helper in a fresh namespace; the proxy holds the other end."""
     fd = guest_end.fileno()
     argv = namespace_argv(guest, fd, script, unprivileged=unpriv is not None, flags=flags)
-    environment = {"PATH": BASE_PATH, "HOME": "/tmp", "LANG": "C.UTF-8"}  # noqa: S108
+    environment = {"PATH": BASE_PATH, "HOME": "/tmp", "LANG": "C.UTF-8"}
     environment.update(env or {})
     credentials = unpriv.credentials() if unpriv is not None and os.getuid() == 0 else {}
     process = await asyncio.create_subprocess_exec(

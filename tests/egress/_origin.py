@@ -36,7 +36,8 @@ def build_wheel() -> bytes:
         )
         archive.writestr(
             "demo_pkg-1.0.dist-info/WHEEL",
-            "Wheel-Version: 1.0\nGenerator: glove-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+            "Wheel-Version: 1.0\nGenerator: glove-tests\nRoot-Is-Purelib: true\n"
+            "Tag: py3-none-any\n",
         )
         archive.writestr("demo_pkg-1.0.dist-info/RECORD", "")
     return buffer.getvalue()

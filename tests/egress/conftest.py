@@ -86,7 +86,7 @@ def _make_ca(directory: Path) -> LocalCA:
                 decipher_only=False,
             ),
             critical=True,
-        )  # fmt: skip
+        )
         .add_extension(
             x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False
         )

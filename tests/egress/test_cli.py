@@ -1,4 +1,4 @@
-"""``glove network check`` from the command line: report, explanations, exit codes, no tracebacks."""
+"""``glove network check`` on the command line: report, explanations, exit codes, no traceback."""
 
 from __future__ import annotations
 

@@ -21,7 +21,6 @@ import pytest
 from glove.actors import running
 from glove.audit import AuditLog
 from glove.egress import EgressProxy, RuleSet, StaticResolver
-
 from tests.conftest import Unpriv
 
 from ._netns import SYSTEM_PYTHON, Inside, guest_dir, open_dir, run_inside
@@ -157,10 +156,11 @@ curl -sS --max-time 10 https://other.test:{https}/hello; echo "https-denied rc=$
 
 @pytest.mark.parametrize("who", WHO)
 async def test_urllib_and_the_resolver(world: World, unpriv: Unpriv, who: str) -> None:
-    """Python urllib uses the proxy variables; glibc resolves allowed names, NXDOMAIN fast otherwise."""
+    """urllib uses the proxy variables; glibc resolves allowed names, others NXDOMAIN at once."""
     https = world.https.port
     script = f"""
-{SYSTEM_PYTHON} -c "import urllib.request as u; print(u.urlopen('https://web.test:{https}/hello', timeout=10).read().decode().strip())"
+{SYSTEM_PYTHON} -c "import urllib.request as u
+print(u.urlopen('https://web.test:{https}/hello', timeout=10).read().decode().strip())"
 getent hosts web.test
 start=$(date +%s%N); getent hosts other.test; rc=$?; end=$(date +%s%N)
 echo "denied rc=$rc ms=$(( (end - start) / 1000000 ))"
@@ -219,7 +219,7 @@ async def test_a_name_resolving_to_loopback_is_refused_unless_listed(world: Worl
 
 
 async def test_connect_with_a_different_sni_is_refused(world: World) -> None:
-    """CONNECT other.test with SNI web.test (domain fronting) fails on an +sni rule; matching passes."""
+    """CONNECT other.test with SNI web.test (fronting) fails on an +sni rule; a match passes."""
     https = world.https.port
     rules = [f"other.test:{https}+sni", f"web.test:{https}+sni", f"127.0.0.1:{https}"]
     script = f"""
@@ -246,9 +246,8 @@ async def test_git_clone_over_https(world: World) -> None:
         result = await run.run(script, env=_ca_env(world))
         decisions = run.decisions()
     assert result.stdout == "hello through the proxy\n", result
-    assert decisions and all(
-        d == ("connect", "git.test", world.https.port, "allow") for d in decisions
-    )
+    assert decisions
+    assert all(d == ("connect", "git.test", world.https.port, "allow") for d in decisions)
 
 
 async def test_pip_download_from_a_local_index(world: World) -> None:

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from glove.egress import proxy_environment, resolv_conf
 from glove.egress import helper as helper_module
+from glove.egress import proxy_environment, resolv_conf
 from glove.egress._channel import INET_FAMILIES, UNIX_FAMILIES, ChannelReceiver, Kind
 from glove.egress._dns import TYPE_A, encode_answer, encode_query, frame, parse_query
-
 from tests.conftest import Unpriv
 
 from ._netns import SYSTEM_PYTHON, guest_dir, open_dir, run_inside

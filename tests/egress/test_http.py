@@ -1,4 +1,4 @@
-"""The HTTP/1.1 request-head parser and body framing: whole, one byte at a time, and split anywhere."""
+"""The HTTP/1.1 request-head parser and body framing: whole, byte by byte, split anywhere."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from glove.egress._http import MAX_REQUEST_HEAD_BYTES, MAX_REQUEST_HEADERS
 from glove.egress import (
     ChunkedFramer,
     HttpHeadError,
@@ -18,6 +17,7 @@ from glove.egress import (
     parse_head,
     proxy_target,
 )
+from glove.egress._http import MAX_REQUEST_HEAD_BYTES, MAX_REQUEST_HEADERS
 
 GOOD = [
     b"GET http://example.org/ HTTP/1.1\r\nHost: example.org\r\n\r\n",
@@ -88,9 +88,11 @@ def test_head_cap_is_checked_before_the_buffer_grows() -> None:
     """A head that never ends fails at the cap, holding no more than the cap."""
     parser = RequestHeadParser(max_head_bytes=1024)
     parser.feed(b"GET http://e.org/ HTTP/1.1\r\n")
+    filler = b"X-Filler: " + b"a" * 50 + b"\r\n"
+    for _ in range(15):
+        parser.feed(filler)
     with pytest.raises(HttpHeadError, match="larger than 1024") as info:
-        for _ in range(100):
-            parser.feed(b"X-Filler: " + b"a" * 50 + b"\r\n")
+        parser.feed(filler * 4)
     assert info.value.status == 431
     assert len(parser._buffer) <= 1024
 
@@ -203,7 +205,7 @@ def test_smuggling_shapes_are_refused(headers: bytes, why: str) -> None:
 def test_chunked_on_http_1_0_is_refused() -> None:
     """HTTP/1.0 has no chunked coding."""
     head = parse_head(b"POST http://e.org/ HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n")
-    with pytest.raises(HttpHeadError, match="HTTP/1.0"):
+    with pytest.raises(HttpHeadError, match=r"HTTP/1\.0"):
         body_framing(head)
 
 
@@ -236,9 +238,9 @@ def test_chunked_framer_refuses_malformed_chunks(body: bytes) -> None:
 def test_chunk_line_cap() -> None:
     """A chunk-size line that never ends fails at its cap."""
     framer = ChunkedFramer()
+    framer.feed(b"5;" + b"e" * 1000)
     with pytest.raises(HttpHeadError, match="cap"):
-        for _ in range(10):
-            framer.feed(b"5;" + b"e" * 1000)
+        framer.feed(b"e" * 4000)
 
 
 def test_forward_head_rewrites_for_the_origin() -> None:

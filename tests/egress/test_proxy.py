@@ -75,10 +75,8 @@ async def test_a_denied_request_gets_403_naming_the_rule_and_never_connects(
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 403 Forbidden")
     assert b'X-Glove-Egress: denied; rule="deny evil.test"' in head
-    assert (
-        body
-        == f"glove egress: GET evil.test:{up.port} refused: denied by rule 'deny evil.test'\n".encode()
-    )
+    expected = f"glove egress: GET evil.test:{up.port} refused: denied by rule 'deny evil.test'\n"
+    assert body == expected.encode()
     assert up.accepted == 0
     (record,) = sink.records
     assert (record["decision"], record["rule"], record["bytes_up"]) == ("deny", "deny evil.test", 0)
@@ -202,7 +200,8 @@ async def test_a_chunked_body_is_forwarded_to_its_end(handover: Handover) -> Non
     async with upstream("http") as up, serving(handover, [f"127.0.0.1:{up.port}"]):
         await _exchange(
             handover,
-            f"POST http://127.0.0.1:{up.port}/ HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n".encode()
+            f"POST http://127.0.0.1:{up.port}/ HTTP/1.1\r\n".encode()
+            + b"Transfer-Encoding: chunked\r\n\r\n"
             + body
             + b"EXTRA",
         )

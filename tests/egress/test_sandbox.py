@@ -30,7 +30,7 @@ SYSTEM_BINDS = (
     Bind("/lib64", optional=True),
     Bind("/etc/ssl/certs", optional=True),
 )
-ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}  # noqa: S108 - inside the sandbox
+ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
 #: Processes the count probe may start before the limit stops it.
 PIDS_LIMIT = 12
 COUNT_FORKS = """
@@ -93,8 +93,9 @@ async def test_curl_through_the_helper_in_a_glove_sandbox(workspace: Path) -> No
         rules = [f"web.test:{web.port}", f"127.0.0.1:{web.port}"]
         code, out, sink = await _sandboxed(
             workspace,
-            ("sh", "-c", f"curl -sS --max-time 10 http://web.test:{web.port}/hello; "
-                         f"curl -sS --noproxy '*' --max-time 3 http://127.0.0.1:{web.port}/; echo rc=$?"),
+            ("sh", "-c", (f"curl -sS --max-time 10 http://web.test:{web.port}/hello; "
+                          f"curl -sS --noproxy '*' --max-time 3 http://127.0.0.1:{web.port}/; "
+                          "echo rc=$?")),
             allow=rules,
         )  # fmt: skip
     assert (code, out) == (0, "hello from the origin\nrc=7\n")
@@ -132,4 +133,4 @@ def test_prepare_guest_plans_the_sandbox(tmp_path: Path) -> None:
             "/usr/bin/python3", "/opt/glove/glove-egress", "3", "--mcp", "--", "agent", "-x",
         )  # fmt: skip
         assert guest.env["HTTPS_PROXY"] == "http://127.0.0.1:3128"
-        assert socket.AF_UNIX == host_end.family
+        assert host_end.family == socket.AF_UNIX

@@ -192,7 +192,7 @@ async def _settle(handover: Handover, proxy: object, count: int) -> None:
 
 
 async def test_the_channel_refuses_wrong_descriptors(handover: Handover) -> None:
-    """Unknown kinds, pipes, listening or unconnected sockets, and Unix sockets as HTTP are closed."""
+    """Unknown kinds, pipes, listening or unconnected sockets, Unix sockets as HTTP: closed."""
     async with serving(handover, ["web.test"]) as (proxy, _):
         read_fd, write_fd = os.pipe()
         unconnected = socket.socket()
