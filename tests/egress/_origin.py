@@ -213,6 +213,7 @@ def sshd(root: Path) -> Iterator[Sshd]:
     known = root / "known_hosts"
     public = host_key.with_suffix(".pub").read_text().split()
     known.write_text(f"[ssh.test]:{port} {public[0]} {public[1]}\n")
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
     process = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)])
     try:
         deadline = time.monotonic() + 10
