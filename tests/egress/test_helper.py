@@ -42,6 +42,7 @@ class Host:
                 b"h": Kind(INET_FAMILIES, self._take),
                 b"s": Kind(INET_FAMILIES, self._take),
                 b"d": Kind(INET_FAMILIES | UNIX_FAMILIES, self._take),
+                b"c": Kind(UNIX_FAMILIES, self._take),
             },
             live=lambda: 0,
             max_live=16,
@@ -183,6 +184,17 @@ async def test_signals_reach_the_command(guest: Path, host: Host) -> None:
     script = "trap 'exit 143' TERM; kill -TERM $PPID; sleep 5 & wait"
     result = await run_inside(guest, host.guest_end, script)
     assert result.rc == 143
+
+
+async def test_with_mcp_one_helper_also_serves_the_mcp_socket(guest: Path, host: Host) -> None:
+    """``--mcp``: a connection to @glove-mcp arrives as kind c, next to the egress kinds."""
+    script = (
+        f'{SYSTEM_PYTHON} -c "import socket; s = socket.socket(socket.AF_UNIX); '
+        "s.connect('\\0glove-mcp'); print(s.recv(3).decode())\""
+    )
+    result = await run_inside(guest, host.guest_end, script, flags=("--mcp",))
+    assert (result.rc, result.stdout) == (0, "ccc\n"), result
+    assert host.kinds == [(b"c", socket.AF_UNIX)]
 
 
 def test_usage_errors_exit_125() -> None:

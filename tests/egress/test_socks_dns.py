@@ -13,7 +13,7 @@ from glove.egress import encode_query, parse_answer
 from glove.egress._dns import RCODE_NXDOMAIN, TYPE_A, TYPE_AAAA, frame
 
 from ._servers import upstream
-from .conftest import Handover, serving, until
+from .conftest import Handover, ListSink, serving, until
 
 STEP_S = 10.0
 
@@ -215,3 +215,30 @@ async def test_the_channel_refuses_wrong_descriptors(handover: Handover) -> None
             for sock in (unconnected, listening, left, right):
                 sock.close()
         assert proxy.state == "running"
+
+
+async def test_other_kinds_on_the_same_channel_go_to_their_owner(handover: Handover) -> None:
+    """With other_kinds, an MCP connection (kind c) reaches its callback, not the proxy."""
+    from glove.actors import running
+    from glove.egress import EgressProxy, Kind, RuleSet
+    from glove.egress._channel import UNIX_FAMILIES
+
+    taken: list[socket.socket] = []
+    proxy = EgressProxy(
+        handover.host_end,
+        RuleSet.load(["web.test"]),
+        ListSink(),
+        session="s",
+        other_kinds={b"c": Kind(UNIX_FAMILIES, lambda _kind, sock: taken.append(sock))},
+    )
+    async with running(proxy):
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            socket.send_fds(handover.guest_end, [b"c"], [theirs.fileno()])
+            await until(lambda: bool(taken))
+            taken[0].sendall(b"mcp")
+            assert ours.recv(3) == b"mcp"
+            taken[0].close()
+    with pytest.raises(ValueError, match="the proxy's own"):
+        EgressProxy(handover.host_end, RuleSet(), ListSink(), session="s",
+                    other_kinds={b"h": Kind(UNIX_FAMILIES, lambda _k, s: None)})  # fmt: skip

@@ -30,7 +30,7 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
 import msgspec
@@ -84,8 +84,14 @@ class EgressProxy(Actor):
         limits: ProxyLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
         name: str = "egress",
+        other_kinds: Mapping[bytes, Kind] | None = None,
     ) -> None:
-        """Serve ``rules`` on the host end ``channel`` (owned from now on) for ``session``."""
+        """Serve ``rules`` on the host end ``channel`` (owned from now on) for ``session``.
+
+        ``other_kinds`` adds kinds this channel also carries, served by someone else: under
+        ``glove run`` with ``glove-egress --mcp``, ``{b"c": Kind(UNIX_FAMILIES, attach)}``
+        hands MCP connections to the mediation (their callback owns the socket).
+        """
         super().__init__(name, mailbox_size=PROXY_MAILBOX)
         self.core = EgressCore(
             rules, audit, session=session, resolver=resolver, limits=limits, clock=clock
@@ -93,6 +99,10 @@ class EgressProxy(Actor):
         self._channel = channel
         self._receiver: ChannelReceiver | None = None
         self._live = 0
+        self._other_kinds = dict(other_kinds or {})
+        clash = set(self._other_kinds) & {KIND_HTTP, KIND_SOCKS, KIND_DNS}
+        if clash:
+            raise ValueError(f"kinds {sorted(clash)} are the proxy's own")
         self._handlers: dict[bytes, Handler] = {
             KIND_HTTP: serve_http,
             KIND_SOCKS: serve_socks,
@@ -120,6 +130,7 @@ class EgressProxy(Actor):
             KIND_HTTP: Kind(INET_FAMILIES, self._take),
             KIND_SOCKS: Kind(INET_FAMILIES, self._take),
             KIND_DNS: Kind(INET_FAMILIES | UNIX_FAMILIES, self._take),
+            **self._other_kinds,
         }
         self._receiver = ChannelReceiver(
             self._channel,
