@@ -392,3 +392,18 @@ async def test_stopping_the_proxy_closes_the_channel(handover: Handover) -> None
         pass
     handover.guest_end.settimeout(STEP_S)
     assert handover.guest_end.recv(1) == b""
+
+
+async def test_an_audit_sink_that_hangs_is_a_refusal_not_a_hang(handover: Handover) -> None:
+    """A sink that never answers: after the audit deadline, 503 and no upstream connection."""
+    sink = ListSink(gate=asyncio.Event())  # never opened
+    limits = ProxyLimits(audit_timeout_s=0.3)
+    async with (
+        upstream("http") as up,
+        serving(handover, [f"127.0.0.1:{up.port}"], sink=sink, limits=limits),
+    ):
+        reply = await _exchange(
+            handover, f"GET http://127.0.0.1:{up.port}/ HTTP/1.1\r\n\r\n".encode()
+        )
+    assert reply.startswith(b"HTTP/1.1 503")
+    assert up.accepted == 0

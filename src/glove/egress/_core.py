@@ -30,7 +30,7 @@ from typing import Final, Literal, Protocol
 
 import msgspec
 
-from glove.audit.errors import AuditError
+from glove.audit.errors import AuditError, AuditUnavailable
 from glove.egress._addresses import IPAddress
 from glove.egress._pump import BufferPool
 from glove.egress._resolve import Resolver, SystemResolver, fixed_addresses
@@ -73,6 +73,7 @@ class ProxyLimits(msgspec.Struct, frozen=True):
         idle_timeout_s: a connection with no byte either way for this long ends.
         reply_timeout_s: to write a reply (403, a SOCKS5 reply, a DNS answer).
         dns_idle_timeout_s: a DNS stream with no query for this long ends.
+        audit_timeout_s: for one audit append to be durable (then: refused, unaudited).
         max_connections: live connections at once; more are closed on arrival.
     """
 
@@ -82,6 +83,7 @@ class ProxyLimits(msgspec.Struct, frozen=True):
     idle_timeout_s: float = 300.0
     reply_timeout_s: float = 5.0
     dns_idle_timeout_s: float = 10.0
+    audit_timeout_s: float = 5.0
     max_connections: int = 256
 
 
@@ -277,10 +279,18 @@ class EgressCore:
             AuditError: the record is not durable (the caller refuses).
         """
         try:
-            await self.audit.append(fields)
+            await self._append(fields)
         except AuditError:
             self.audit_failures += 1
             raise
+
+    async def _append(self, fields: dict[str, object]) -> None:
+        """One append under the audit deadline; a sink that overruns it counts as down."""
+        try:
+            async with asyncio.timeout(self.limits.audit_timeout_s):
+                await self.audit.append(fields)
+        except TimeoutError as exc:
+            raise AuditUnavailable("the audit sink did not answer in time") from exc
 
     async def record_allow(self, ex: Exchange, reason: str) -> None:
         """The decision record of an allowed connection, before its upstream connect.
@@ -371,7 +381,7 @@ class EgressCore:
 
     async def _append_end(self, fields: dict[str, object]) -> None:
         try:
-            await self.audit.append(fields)
+            await self._append(fields)
         except AuditError:
             self.audit_failures += 1
 
