@@ -303,15 +303,18 @@ class EgressCore:
         """
         fields = self._fields(ex, "egress")
         fields.update(addresses=ex.addresses, rule=ex.rule, decision="allow", reason=reason)
-        failure: AuditError | None = None
         ends, self._ends = self._ends, []
-        try:
-            async with asyncio.TaskGroup() as group:
-                for end in ends:
-                    group.create_task(self._append_end(end))
-                group.create_task(self.record(ex, fields))
-        except* AuditError as errors:
-            failure = errors.exceptions[0]  # type: ignore[assignment]
+        # gather, not a TaskGroup: CPython 3.11.2's TaskGroup leaves a stray cancellation
+        # on its parent when a child fails while the parent waits in __aexit__.
+        results = await asyncio.gather(
+            *(self._append_end(end) for end in ends),
+            self.record(ex, fields),
+            return_exceptions=True,
+        )
+        failure = results[-1] if isinstance(results[-1], AuditError) else None
+        for result in results:
+            if isinstance(result, BaseException) and result is not failure:
+                raise result
         if failure is not None:
             raise Refused(
                 "the audit log is unavailable; nothing was connected", None, "audit"
@@ -374,10 +377,12 @@ class EgressCore:
     async def flush_ends(self) -> None:
         """Append every queued end record (failures are counted, nothing is retried)."""
         ends, self._ends = self._ends, []
-        if ends:
-            async with asyncio.TaskGroup() as group:  # concurrent: one group commit
-                for end in ends:
-                    group.create_task(self._append_end(end))
+        results = await asyncio.gather(  # concurrent: one group commit
+            *(self._append_end(end) for end in ends), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                raise result
 
     async def _append_end(self, fields: dict[str, object]) -> None:
         try:

@@ -1,6 +1,6 @@
 """Copying bytes both ways between the sandbox's connection and the upstream one.
 
-One coroutine per direction, both in one :class:`asyncio.TaskGroup`, with a deadline on every
+One task per direction, both owned and reaped by :func:`relay`, with a deadline on every
 await. A direction that sees end of file half-closes its destination and ends; a tunnel ends
 when both have, an HTTP exchange when the response has (the request side is cut at the end
 of its body by a *gate*: bytes after it are never forwarded). A connection where neither
@@ -227,23 +227,45 @@ async def relay(
     loop = asyncio.get_running_loop()
     buffers = pool if pool is not None else BufferPool()
     traffic.last = loop.time()
+    up = loop.create_task(
+        _direction(client, upstream, traffic, upward=True, idle=idle_timeout, gate=gate,
+                   pool=buffers)
+    )  # fmt: skip
+    down = loop.create_task(
+        _direction(upstream, client, traffic, upward=False, idle=idle_timeout, gate=None,
+                   pool=buffers)
+    )  # fmt: skip
+    # Two tasks this coroutine owns and always reaps (not a TaskGroup: CPython 3.11.2's
+    # leaves a stray cancellation on its parent when a child fails during __aexit__).
     outcome: Outcome = "closed"
     try:
-        async with asyncio.TaskGroup() as group:
-            up = group.create_task(
-                _direction(client, upstream, traffic, upward=True, idle=idle_timeout,
-                           gate=gate, pool=buffers)
-            )  # fmt: skip
-            down = group.create_task(
-                _direction(upstream, client, traffic, upward=False, idle=idle_timeout,
-                           gate=None, pool=buffers)
-            )  # fmt: skip
-            if gate is not None:
-                down.add_done_callback(lambda _: up.cancel())
-    except* _Idle:
-        outcome = "idle"
-    except* OSError:
-        outcome = "reset"
-    except* GateError:
-        outcome = "malformed-body"
+        running = {up, down}
+        while running:
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            failed = [t.exception() for t in done if not t.cancelled() and t.exception()]
+            if failed:
+                outcome = _outcome(failed[0])
+                break
+            if gate is not None and down in done:
+                break  # the response is complete: the request side ends with it
+    finally:
+        for task in (up, down):
+            task.cancel()
+        await asyncio.gather(up, down, return_exceptions=True)
     return outcome
+
+
+def _outcome(error: BaseException | None) -> Outcome:
+    """How a direction's failure ends the exchange.
+
+    Raises:
+        BaseException: anything that is not a peer's doing (a bug) propagates.
+    """
+    if isinstance(error, _Idle):
+        return "idle"
+    if isinstance(error, GateError):
+        return "malformed-body"
+    if isinstance(error, OSError):
+        return "reset"
+    assert error is not None
+    raise error
