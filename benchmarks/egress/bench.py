@@ -16,6 +16,9 @@ the proxy serves one request per connection) in the same run:
   audit record with ``fdatasync`` to an ``AuditLog`` on disk, then connects. ``forward``
   is an absolute-form GET, ``connect`` a CONNECT tunnel;
 * ``glove-tmpfs``: the same with the audit log on /dev/shm, to separate the fsync's cost;
+* ``floor``: ``forwarder.py``, a blocking CONNECT-only splice forwarder with no rules, no
+  audit and no namespace hop: the second TCP connection every relay needs, and nothing
+  else. What Glove adds beyond it is Glove's own cost;
 * ``srt``: Anthropic's sandbox-runtime HTTP proxy (npm ``@anthropic-ai/sandbox-runtime``,
   allow-all filter) on host loopback, installed on first use under
   ``/var/tmp/glove-bench/egress-peer``. The client talks to it directly, without the
@@ -138,6 +141,9 @@ async def main() -> None:
     origin = subprocess.Popen([PYTHON, str(HERE / "origin.py")], stdout=subprocess.PIPE)
     assert origin.stdout is not None
     origin_port = int(origin.stdout.readline())
+    floor = subprocess.Popen([PYTHON, str(HERE / "forwarder.py")], stdout=subprocess.PIPE)
+    assert floor.stdout is not None
+    floor_proxy = f"127.0.0.1:{int(floor.stdout.readline())}"
     peer = None if args.no_peer else _start_peer()
     target = f"127.0.0.1:{origin_port}"
     inner_proxy = f"127.0.0.1:{PROXY_PORT}"
@@ -153,6 +159,8 @@ async def main() -> None:
             write_guest_files(guest)
             n = args.requests
             latency["direct"] = (await _run(_client("latency", "direct", "-", target, n)))["us"]
+            floor_run = await _run(_client("latency", "connect", floor_proxy, target, n))
+            latency["floor connect"] = floor_run["us"]
             for label, audit_dir in (("glove", disk), ("glove-tmpfs", shm)):
                 async with _glove(origin_port, audit_dir, guest) as (guest_end, _):
                     fd = guest_end.fileno()
@@ -168,6 +176,8 @@ async def main() -> None:
             for _ in range(args.rounds):
                 run = await _run(_client("bulk", "direct", "-", target, args.bytes))
                 bulk.setdefault("direct", []).append(run["bytes"] / run["seconds"])
+                run = await _run(_client("bulk", "connect", floor_proxy, target, args.bytes))
+                bulk.setdefault("floor connect", []).append(run["bytes"] / run["seconds"])
                 async with _glove(origin_port, disk, guest) as (guest_end, _):
                     fd = guest_end.fileno()
                     for mode in ("connect", "forward"):
@@ -183,6 +193,7 @@ async def main() -> None:
                     bulk.setdefault("srt connect", []).append(run["bytes"] / run["seconds"])
     finally:
         origin.kill()
+        floor.kill()
         if peer is not None:
             peer[0].kill()
     _report(latency, bulk, args)
