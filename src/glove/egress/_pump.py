@@ -10,11 +10,12 @@ the peers' business, reported in the outcome, never raised.
 
 Two ways to copy, both bounded (nothing grows with what the peers send):
 
-* **splice** (Linux): socket to a pipe to socket, in the kernel, up to :data:`PIPE_BYTES`
-  in flight; the bytes never enter Python. Used for every direction without a gate.
 * **copy**: ``recv_into`` a buffer of :data:`CHUNK_BYTES` from a :class:`BufferPool`, then
-  ``sendall``. Used where a gate must see the bytes (an HTTP request body), and where
-  ``os.splice`` does not exist.
+  ``sendall``. Every direction starts here (no pipe to set up for a short exchange), and a
+  direction with a gate (an HTTP request body) or without ``os.splice`` stays here.
+* **splice** (Linux): socket to a pipe to socket, in the kernel, up to :data:`PIPE_BYTES`
+  in flight; the bytes never enter Python. A gate-free direction switches to it after its
+  first read of :data:`SPLICE_THRESHOLD_BYTES` or more (a bulk transfer).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ MAX_POOLED_BUFFERS: Final = 64
 PIPE_BYTES: Final = 1024 * 1024
 #: Bytes moved per splice call.
 SPLICE_BYTES: Final = 1024 * 1024
+#: One read this large moves a direction from the copy path to splice (a bulk transfer).
+SPLICE_THRESHOLD_BYTES: Final = 64 * 1024
 #: Seconds a connection may see no byte in either direction.
 DEFAULT_IDLE_TIMEOUT_S: Final = 300.0
 _F_SETPIPE_SZ: Final = 1031
@@ -159,7 +162,11 @@ async def _copy(
     idle: float,
     gate: Gate | None,
     pool: BufferPool,
-) -> None:
+    splice_after: int | None = None,
+) -> bool:
+    """Copy until end of file (True: half-closed) or, with ``splice_after``, until one read
+    brings that many bytes (False: the caller continues with splice; a bulk transfer).
+    """
     loop = asyncio.get_running_loop()
     buffer = pool.take()
     view = memoryview(buffer)
@@ -175,7 +182,7 @@ async def _copy(
             if count == 0:
                 with contextlib.suppress(OSError):
                     dst.shutdown(socket.SHUT_WR)
-                return
+                return True
             chunk = view[:count]
             done = False
             if gate is not None:
@@ -189,7 +196,9 @@ async def _copy(
                     raise _Idle from None  # the peer stopped reading
                 traffic.count(len(chunk), upward=upward, now=loop.time())
             if done:
-                return  # the request body ended: nothing after it is forwarded
+                return True  # the request body ended: nothing after it is forwarded
+            if splice_after is not None and count >= splice_after:
+                return False
     finally:
         pool.give(buffer)
 
@@ -204,10 +213,17 @@ async def _direction(
     gate: Gate | None,
     pool: BufferPool,
 ) -> None:
-    if gate is None and HAVE_SPLICE:
-        await _splice(src, dst, traffic, upward=upward, idle=idle)
-    else:
+    if gate is not None or not HAVE_SPLICE:
         await _copy(src, dst, traffic, upward=upward, idle=idle, gate=gate, pool=pool)
+        return
+    # Small exchanges (a request, a short response) stay on the copy path, which costs no
+    # pipe; the first large read switches the direction to splice for the rest.
+    ended = await _copy(
+        src, dst, traffic, upward=upward, idle=idle, gate=None, pool=pool,
+        splice_after=SPLICE_THRESHOLD_BYTES,
+    )  # fmt: skip
+    if not ended:
+        await _splice(src, dst, traffic, upward=upward, idle=idle)
 
 
 async def relay(
