@@ -6,7 +6,6 @@ import asyncio
 import hashlib
 import os
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -27,11 +26,11 @@ def _tcp_pair() -> tuple[socket.socket, socket.socket]:
 
 
 @pytest.fixture(params=["splice", "copy"])
-def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test on the splice path and on the copy-only path."""
     if request.param == "copy":
         monkeypatch.setattr(_pump, "HAVE_SPLICE", False)
-    yield request.param
+    return str(request.param)
 
 
 async def test_bulk_both_ways_is_exact_and_counted(path: str) -> None:
