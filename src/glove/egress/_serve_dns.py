@@ -20,7 +20,7 @@ import asyncio
 import socket
 
 from glove.egress._addresses import IPAddress
-from glove.egress._core import EgressCore, Exchange, Refused
+from glove.egress._core import EgressCore, Exchange, PeerGone, Refused, recv_some, send_all
 from glove.egress._dns import (
     CLASS_IN,
     OPCODE_QUERY,
@@ -38,7 +38,6 @@ from glove.egress._dns import (
     message_id,
     parse_query,
 )
-from glove.egress._io import PeerGone, recv_some, send_all
 from glove.egress._rules import LOCALHOST, LOCALHOST_ADDRESSES
 from glove.egress.errors import DnsMessageError
 

@@ -27,7 +27,16 @@ import socket
 from dataclasses import dataclass
 
 from glove.egress._addresses import IPAddress
-from glove.egress._core import EgressCore, Exchange, Refused, RefusedInTunnel
+from glove.egress._core import (
+    EgressCore,
+    Exchange,
+    PeerGone,
+    Refused,
+    RefusedInTunnel,
+    recv_some,
+    send_all,
+    send_quietly,
+)
 from glove.egress._http import (
     CONNECT_ESTABLISHED,
     ChunkedFramer,
@@ -40,7 +49,6 @@ from glove.egress._http import (
     forward_head,
     proxy_target,
 )
-from glove.egress._io import PeerGone, recv_some, send_all, send_quietly
 from glove.egress._pump import Gate, GateError, Traffic, relay
 from glove.egress._tls import ALERT_ACCESS_DENIED, ClientHello, ClientHelloParser
 from glove.egress.errors import ConnectFailed, HttpHeadError, TlsHelloError

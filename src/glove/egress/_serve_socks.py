@@ -24,8 +24,16 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from glove.egress._core import EgressCore, Exchange, Refused, RefusedInTunnel
-from glove.egress._io import PeerGone, recv_some, send_all, send_quietly
+from glove.egress._core import (
+    EgressCore,
+    Exchange,
+    PeerGone,
+    Refused,
+    RefusedInTunnel,
+    recv_some,
+    send_all,
+    send_quietly,
+)
 from glove.egress._pump import Traffic, relay
 from glove.egress._serve_http import Admitted, confirm_sni
 from glove.egress._socks5 import (
