@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 #: Bytes read per receive on the copy path, in each direction.
-CHUNK_BYTES: Final = 256 * 1024
-#: Buffers kept for reuse (a fresh 256 KiB buffer costs a zeroing per connection).
-MAX_POOLED_BUFFERS: Final = 64
+CHUNK_BYTES: Final = 64 * 1024
+#: Buffers kept for reuse (a fresh buffer costs a zeroing per connection): 2 MiB at most.
+MAX_POOLED_BUFFERS: Final = 32
 #: Pipe capacity asked for on the splice path (the kernel may cap it at pipe-max-size).
 PIPE_BYTES: Final = 1024 * 1024
 #: Bytes moved per splice call.
