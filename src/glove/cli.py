@@ -39,6 +39,7 @@ _COMMAND_MODULES = {
     "receipts": "glove.journal.receipts_cli",
     "diag": "glove.control.diag_cli",
     "daemon": "glove.host.daemon_cli",
+    "network": "glove.egress.cli",
 }
 
 

@@ -15,6 +15,7 @@ and still tell a sandbox refusal from a journal failure::
     ├── policy.errors.PolicyError         (policy file and evaluation)
     ├── mcp.errors.McpError               (framing, upstream transport, kernel)
     ├── remote.errors.RemoteBackendError  (config, SSH files, executor identity and deadlines)
+    ├── egress.errors.EgressError         (rules, protocol parsers, channel, upstream)
     └── wallet.errors.WalletError         (WalletFrameError, AuthorityError, EndpointError, ...)
 """
 
