@@ -118,9 +118,11 @@ def main() -> None:
             sys.exit(importlib.import_module(_FAST_COMMANDS[command]).main(args[1:]))
         _one_usage_code()
         build_app(only=command)()
+    except SystemExit:
+        raise
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
-    except Exception as exc:
+    except BaseException as exc:  # the last resort: never a traceback (it is a bug)
         if os.environ.get("GLOVE_DEBUG") == "1":
             raise
         what = f"glove {command}" if command in _COMMAND_MODULES else "glove"

@@ -146,11 +146,14 @@ class KernelActor(Actor):
     :attr:`Mediation.ready`. An upstream that fails to start crashes its actor, which ends
     the whole mediation (one strike) before this one is ready."""
 
-    def __init__(self, mediation: Mediation, config: McpConfig, policy: Any) -> None:
+    def __init__(
+        self, mediation: Mediation, config: McpConfig, policy: Any, run_id: str | None = None
+    ) -> None:
         super().__init__("kernel", mailbox_size=1)
         self._mediation = mediation
         self._config = config
         self._policy = policy
+        self._run_id = run_id
 
     async def on_start(self) -> None:
         """Wait for the upstreams, then build the registry and the mediator.
@@ -196,6 +199,7 @@ class KernelActor(Actor):
             audit_errors=(AuditError, ActorDead, Busy, DeadlineExceeded, RecursionError),
             upstream_errors=(UpstreamError, ActorDead, Busy, KeyError),
             timeout_errors=(DeadlineExceeded,),
+            run_id=self._run_id,
         )
         if not self._mediation.ready.done():
             self._mediation.ready.set_result(None)
@@ -216,11 +220,15 @@ async def wait_started(nodes: list[Actor | Supervisor], limit_s: float) -> None:
 
 
 def build_mediation(
-    config: McpConfig, *, audit_factory: Callable[[str], Any] | None = None
+    config: McpConfig,
+    *,
+    audit_factory: Callable[[str], Any] | None = None,
+    run_id: str | None = None,
 ) -> Mediation:
     """Build (not start) the mediation tree: ``audit``, one ``mcp-<id>`` per upstream, then
     the ``kernel``. Run :attr:`Mediation.supervisor` as a child of a session tree and await
-    :attr:`Mediation.ready` before attaching agents.
+    :attr:`Mediation.ready` before attaching agents. ``run_id`` names the run in every audit
+    record (a fresh one by default).
 
     ``audit_factory(path)`` builds the audit actor (default: a shared
     :class:`glove.audit.AuditLog`); tests inject failing storage through it.
@@ -258,7 +266,7 @@ def build_mediation(
             )
         )
     # The factories run when the supervisor starts, after `mediation` below exists.
-    specs.append(ChildSpec("kernel", lambda: KernelActor(mediation, config, policy)))
+    specs.append(ChildSpec("kernel", lambda: KernelActor(mediation, config, policy, run_id)))
     supervisor = Supervisor("mcp", specs, strategy="one_for_all", intensity=0)
     mediation = Mediation(supervisor)
     return mediation

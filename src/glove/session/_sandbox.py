@@ -44,13 +44,17 @@ class SandboxActor(Actor):
         on_output: OutputHandler,
         stdin: int | None = None,
         winsize_from: int | None = None,
+        start_after: asyncio.Future[None] | None = None,
         name: str = "sandbox",
     ) -> None:
+        """Prepare; ``start_after`` is awaited before the launch (the mediation's readiness:
+        the agent must not start before its tools exist)."""
         super().__init__(name, mailbox_size=16)
         self.spec = spec
         self._on_output = on_output
         self._stdin = stdin
         self._winsize_from = winsize_from
+        self._start_after = start_after
         self._box: AsyncSandbox | None = None
         #: Resolved with the sandbox's result once it has ended and drained.
         self.result: asyncio.Future[SandboxResult] = asyncio.get_running_loop().create_future()
@@ -68,6 +72,8 @@ class SandboxActor(Actor):
         Raises:
             SandboxError: the spec cannot be enforced or is invalid here.
         """
+        if self._start_after is not None:
+            await asyncio.shield(self._start_after)
         box = AsyncSandbox(
             self.spec, on_output=self._on_output, stdin=self._stdin, winsize_from=self._winsize_from
         )

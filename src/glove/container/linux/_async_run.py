@@ -128,7 +128,7 @@ class FdWriter:
 
 
 @contextlib.contextmanager
-def _raw_terminal(fd: int | None) -> Iterator[None]:
+def raw_terminal(fd: int | None) -> Iterator[None]:
     """The host terminal in raw mode for the block (restored on every exit)."""
     saved = None
     if fd is not None and os.isatty(fd):
@@ -167,7 +167,7 @@ async def run_async(
     box = AsyncSandbox(spec, on_output=writer.write, stdin=stdin, winsize_from=stdin)
     winch = False
     try:
-        with _raw_terminal(stdin if spec.pty else None):
+        with raw_terminal(stdin if spec.pty else None):
             await box.start(executor)
             master = box.master
             if master is not None and stdin is not None and os.isatty(stdin):
