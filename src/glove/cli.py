@@ -29,6 +29,7 @@ EXIT_INTERRUPTED: Final = 130
 # end. A run of one command imports only that command's module (``glove exec`` must not pay
 # for the journal, policy or MCP imports); ``--help`` imports them all.
 _COMMAND_MODULES = {
+    "setup": "glove.host.setup_cli",
     "doctor": "glove.host.doctor_cli",
     "exec": "glove.run.exec_cli",
     "run": "glove.run.run_cli",
