@@ -37,8 +37,10 @@ from glove.plan._model import (
 from glove.plan.errors import PlanError, PlanProblem, member_path
 from glove.protocol._json import loads_strict
 
-#: Most problems one refusal lists (a 64 KiB plan of junk keys must not make a 64 KiB reply).
-MAX_PROBLEMS: Final = 32
+#: Most problems one refusal lists: enough for every validation problem of a plan at its
+#: bounds (a harness, 32 exposures, six limits, network, terminal), while a 64 KiB plan of
+#: junk keys still cannot make a 64 KiB reply.
+MAX_PROBLEMS: Final = 64
 
 _COMMAND = (
     "a command line comes only from the owner's gloved.toml [harnesses.<id>] table; "
@@ -91,18 +93,19 @@ def decode_plan(data: bytes | bytearray | memoryview) -> Plan:
     raw = _strict(data)
     problems = _member_problems(raw)
     if problems:
-        raise PlanError(_capped(problems))
+        raise PlanError(capped(problems))
     try:
         plan = msgspec.convert(raw, Plan)
     except msgspec.ValidationError as exc:
         raise PlanError([_from_msgspec(str(exc))]) from exc
     problems = plan_problems(plan)
     if problems:
-        raise PlanError(_capped(problems))
+        raise PlanError(capped(problems))
     return plan
 
 
-def _capped(problems: list[PlanProblem]) -> list[PlanProblem]:
+def capped(problems: list[PlanProblem]) -> list[PlanProblem]:
+    """``problems``, or its first MAX_PROBLEMS - 1 and a count of the rest."""
     if len(problems) <= MAX_PROBLEMS:
         return problems
     more = len(problems) - (MAX_PROBLEMS - 1)
@@ -218,7 +221,9 @@ def _first_lone_surrogate(raw: Any) -> PlanProblem | None:
             for key, child in reversed(list(node.items())):
                 code = _lone_surrogate(key)
                 if code is not None:
-                    return PlanProblem.at(path, f"a key holds a lone surrogate \\u{code:04x}")
+                    return PlanProblem.at(
+                        member_path(path, key), f"a key holds a lone surrogate \\u{code:04x}"
+                    )
                 stack.append((child, member_path(path, key)))
         elif isinstance(node, list):
             stack.extend((child, f"{path}[{i}]") for i, child in reversed(list(enumerate(node))))
@@ -393,7 +398,11 @@ def _label_problems(plan: Plan) -> list[PlanProblem]:
                 )
             )
         elif not value.isprintable():
-            problems.append(PlanProblem.at(path, "a label value holds no control characters"))
+            problems.append(
+                PlanProblem.at(
+                    path, "a label value is printable text (no control or separator characters)"
+                )
+            )
         elif "/" in value or "\\" in value:
             problems.append(PlanProblem.at(path, "a label value holds no path (no / or \\)"))
     return problems

@@ -44,7 +44,7 @@ from glove.container._limits import (
 )
 from glove.container.errors import LimitRefused, SandboxError
 from glove.plan._canonical import canonical_bytes
-from glove.plan._decode import decode_plan
+from glove.plan._decode import capped, decode_plan
 from glove.plan._digest import plan_digests
 from glove.plan._model import (
     CONTAINER_LIMIT_NAMES,
@@ -136,7 +136,7 @@ def validate_plan(plan: Plan, local: LocalPolicy) -> ValidatedPlan:
             PlanProblem.at("$.terminal", f"terminal {plan.terminal!r} is not offered here")
         )
     if problems or harness is None:
-        raise PlanError(problems)
+        raise PlanError(capped(problems))
     try:
         limits = plan.limits.to_container()
     except SandboxError as exc:  # unreachable for a decoded plan: its bounds are the floors
