@@ -29,10 +29,24 @@ PLAN: dict[str, Any] = {
     "network": "none",
     "terminal": "pipes",
 }
-REJECTED = (
-    "prompt_ref argv command cmd args env environment cwd path paths workspace binds mounts "
-    "host_path bundles library"
-).split()
+REJECTED = [
+    "prompt_ref",
+    "argv",
+    "command",
+    "cmd",
+    "args",
+    "env",
+    "environment",
+    "cwd",
+    "path",
+    "paths",
+    "workspace",
+    "binds",
+    "mounts",
+    "host_path",
+    "bundles",
+    "library",
+]
 
 
 def plan(**changes: Any) -> bytes:

@@ -103,7 +103,8 @@ def _check_error(error: PlanError) -> None:
     assert line.startswith("plan refused at $"), line
     for problem in error.problems:
         assert problem.path.startswith("$"), problem
-        assert problem.path.isprintable() and problem.message.isprintable(), problem
+        assert problem.path.isprintable(), problem
+        assert problem.message.isprintable(), problem
         assert len(problem.path) <= MAX_PROBLEM_TEXT_CHARS + 3, problem
         assert len(problem.message) <= MAX_PROBLEM_TEXT_CHARS + 3, problem
     msgspec.json.encode(error.problems)
@@ -112,7 +113,8 @@ def _check_error(error: PlanError) -> None:
 def _check_digest(value: str, prefix: str) -> None:
     assert value.startswith(prefix), value
     hexits = value[len(prefix) :]
-    assert len(hexits) == 64 and set(hexits) <= _HEX, value
+    assert len(hexits) == 64, value
+    assert set(hexits) <= _HEX, value
 
 
 def one_input(data: bytes) -> None:
