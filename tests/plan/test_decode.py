@@ -487,3 +487,13 @@ def test_the_example_in_the_docs_is_the_example_in_the_issue() -> None:
     """The helper's plan is the issue's example, member for member."""
     assert PLAN["limits"]["memory_bytes"] == 268435456
     assert decode_plan(plan_bytes()).limits.output_bytes == 1048576
+
+
+@pytest.mark.parametrize(
+    ("target", "doc"),
+    [(Plan, {**PLAN, "extra": 1}), (PlanLimits, {"pids": 64, "gpus": 1})],
+)
+def test_the_structs_themselves_forbid_unknown_fields(target: type, doc: dict[str, object]) -> None:
+    """The named pre-check is not the only guard: the typed decode refuses unknown fields too."""
+    with pytest.raises(msgspec.ValidationError, match="unknown field"):
+        msgspec.convert(doc, target)
