@@ -47,18 +47,32 @@ _SHORT_ESCAPES: Final = {
 }
 
 
+class _Fault(Exception):
+    """A value with no canonical form; ``where`` collects the path on the way out (so a
+    successful encoding never builds a path string)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where: list[str | int] = []
+
+    def path(self) -> str:
+        path = "$"
+        for step in reversed(self.where):
+            path = f"{path}[{step}]" if isinstance(step, int) else member_path(path, step)
+        return path
+
+
 def _escape(match: re.Match[str]) -> str:
     char = match.group()
     return _SHORT_ESCAPES.get(char) or f"\\u{ord(char):04x}"
 
 
-def _string(text: str, path: str) -> str:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise CanonicalError.one(
-            path, f"a lone surrogate U+{ord(text[exc.start]):04X} has no UTF-8 encoding"
-        ) from exc
+def _string(text: str) -> str:
+    """The quoted, escaped form of ``text`` (a lone surrogate is caught when the whole output
+    is encoded to UTF-8, or when a key is sorted by its UTF-16 form)."""
+    if _MUST_ESCAPE.search(text) is None:
+        return f'"{text}"'
     return '"' + _MUST_ESCAPE.sub(_escape, text) + '"'
 
 
@@ -95,65 +109,106 @@ def ecmascript_number(value: float) -> str:
     return sign + text
 
 
-def _scalar(value: object, path: str) -> str:
+def _scalar(value: object) -> str:
     """The encoding of a JSON scalar.
 
     Raises:
-        CanonicalError: not a JSON scalar, or a number RFC 8785 cannot write exactly.
+        _Fault: not a JSON scalar, or a number RFC 8785 cannot write exactly.
     """
+    if isinstance(value, str):
+        return _string(value)
     if value is None:
         return "null"
     if value is True:
         return "true"
     if value is False:
         return "false"
-    if isinstance(value, str):
-        return _string(value, path)
     if isinstance(value, int):
-        if abs(value) > MAX_SAFE_INTEGER:
-            raise CanonicalError.one(
-                path, "an integer beyond +-(2**53 - 1) is not exact as an IEEE-754 double"
-            )
-        return str(int(value))
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return str(int(value))
+        raise _Fault("an integer beyond +-(2**53 - 1) is not exact as an IEEE-754 double")
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise CanonicalError.one(path, f"{value!r} is not a JSON number")
+            raise _Fault(f"{value!r} is not a JSON number")
         return ecmascript_number(value)
-    raise CanonicalError.one(path, f"{type(value).__name__} is not a JSON value")
+    raise _Fault(f"{type(value).__name__} is not a JSON value")
 
 
-def _encode(value: object, path: str, depth: int, out: list[str]) -> None:
-    """Append the encoding of ``value``; ``depth`` counts the containers around it."""
+def _utf16(key: str) -> bytes:
+    try:
+        return key.encode("utf-16-be")
+    except UnicodeEncodeError as exc:
+        raise _Fault(_surrogate_message(key, exc)) from exc
+
+
+def _surrogate_message(text: str, exc: UnicodeEncodeError) -> str:
+    return f"a lone surrogate U+{ord(text[exc.start]):04X} has no UTF-8 encoding"
+
+
+def _encode(value: object, depth: int, out: list[str]) -> None:
+    """Append the encoding of ``value``; ``depth`` counts the containers around it.
+
+    Raises:
+        _Fault: a value with no canonical form, its path collected on the way out.
+    """
     if not isinstance(value, list | tuple | dict):
-        out.append(_scalar(value, path))
+        out.append(_scalar(value))
         return
     if depth >= MAX_PLAN_DEPTH:
-        raise CanonicalError.one(path, f"nested deeper than {MAX_PLAN_DEPTH} containers")
+        raise _Fault(f"nested deeper than {MAX_PLAN_DEPTH} containers")
     if not isinstance(value, dict):
         out.append("[")
         for index, item in enumerate(value):
             if index:
                 out.append(",")
-            _encode(item, f"{path}[{index}]", depth + 1, out)
+            try:
+                _encode(item, depth + 1, out)
+            except _Fault as fault:
+                fault.where.append(index)
+                raise
         out.append("]")
         return
-    members: list[tuple[bytes, str, str, object]] = []
+    members: list[tuple[bytes, str, object]] = []
     for key, item in value.items():
         if not isinstance(key, str):
-            raise CanonicalError.one(path, f"an object key must be a string, not {key!r}")
-        where = member_path(path, key)
-        # Encoded first: a lone surrogate is refused before it is sorted by UTF-16 units.
-        encoded = _string(key, where)
-        members.append((key.encode("utf-16-be"), encoded, where, item))
+            raise _Fault(f"an object key must be a string, not {key!r}")
+        try:
+            members.append((_utf16(key), key, item))
+        except _Fault as fault:
+            fault.where.append(key)
+            raise
     members.sort(key=lambda member: member[0])
     out.append("{")
-    for index, (_, encoded, where, item) in enumerate(members):
+    for index, (_, key, item) in enumerate(members):
         if index:
             out.append(",")
-        out.append(encoded)
+        out.append(_string(key))
         out.append(":")
-        _encode(item, where, depth + 1, out)
+        try:
+            _encode(item, depth + 1, out)
+        except _Fault as fault:
+            fault.where.append(key)
+            raise
     out.append("}")
+
+
+def _find_lone_surrogate(value: object) -> _Fault | None:
+    """Where the first string holding a lone surrogate is (only after encoding failed)."""
+    stack: list[tuple[object, list[str | int]]] = [(value, [])]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                fault = _Fault(_surrogate_message(node, exc))
+                fault.where = list(reversed(where))
+                return fault
+        elif isinstance(node, dict):
+            stack.extend((item, [*where, key]) for key, item in node.items())
+        elif isinstance(node, list | tuple):
+            stack.extend((item, [*where, index]) for index, item in enumerate(node))
+    return None
 
 
 def jcs_dumps(value: object) -> bytes:
@@ -165,8 +220,14 @@ def jcs_dumps(value: object) -> bytes:
             integer outside +-(2**53 - 1), or nests deeper than MAX_PLAN_DEPTH.
     """
     out: list[str] = []
-    _encode(value, "$", 0, out)
-    return "".join(out).encode("utf-8")
+    try:
+        _encode(value, 0, out)
+        return "".join(out).encode("utf-8")
+    except _Fault as fault:
+        raise CanonicalError.one(fault.path(), fault.message) from fault
+    except UnicodeEncodeError as exc:
+        located = _find_lone_surrogate(value) or _Fault(_surrogate_message(exc.object, exc))
+        raise CanonicalError.one(located.path(), located.message) from exc
 
 
 def canonical_bytes(plan: Plan) -> bytes:

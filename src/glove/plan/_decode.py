@@ -87,7 +87,8 @@ def decode_plan(data: bytes | bytearray | memoryview) -> Plan:
             rejects or does not know, has a wrong type or bound, or a bad identifier, repeat,
             count, terminal size or label; ``problems`` names each with its JSON path.
     """
-    data = bytes(data)
+    if not isinstance(data, bytes):
+        data = bytes(memoryview(data))  # memoryview: an int is not "that many zero bytes"
     if len(data) > MAX_PLAN_BYTES:
         raise PlanError.one("$", f"{len(data)} bytes is over the {MAX_PLAN_BYTES}-byte plan cap")
     raw = _strict(data)
