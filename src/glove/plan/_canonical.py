@@ -197,14 +197,17 @@ def _find_lone_surrogate(value: object) -> _Fault | None:
     stack: list[tuple[object, list[str | int]]] = [(value, [])]
     while stack:
         node, where = stack.pop()
-        if isinstance(node, str):
+        texts = [node] if isinstance(node, str) else []
+        if isinstance(node, dict):
+            texts = [key for key in node if isinstance(key, str)]
+        for text in texts:
             try:
-                node.encode("utf-8")
+                text.encode("utf-8")
             except UnicodeEncodeError as exc:
-                fault = _Fault(_surrogate_message(node, exc))
-                fault.where = list(reversed(where))
+                fault = _Fault(_surrogate_message(text, exc))
+                fault.where = list(reversed(where if text is node else [*where, text]))
                 return fault
-        elif isinstance(node, dict):
+        if isinstance(node, dict):
             stack.extend((item, [*where, key]) for key, item in node.items())
         elif isinstance(node, list | tuple):
             stack.extend((item, [*where, index]) for index, item in enumerate(node))
