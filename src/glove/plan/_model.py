@@ -47,11 +47,15 @@ MAX_SAFE_INTEGER: Final = 2**53 - 1
 #: Longest time limit a plan may ask for, in seconds (a year; the local maxima are lower).
 MAX_PLAN_SECONDS: Final = 366 * 24 * 3600.0
 
-#: An identifier: a harness id or an exposure alias (1-64 characters, lowercase).
-IDENTIFIER_RE: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}", re.ASCII)
+#: Longest identifier (a harness id or an exposure alias), in characters.
+MAX_IDENTIFIER_CHARS: Final = 64
+#: An identifier: 1-64 lowercase ASCII letters, digits, _ and -, not starting with _ or -.
+IDENTIFIER_RE: Final = re.compile(rf"[a-z0-9][a-z0-9_-]{{0,{MAX_IDENTIFIER_CHARS - 1}}}", re.ASCII)
 IDENTIFIER_PATTERN: Final = IDENTIFIER_RE.pattern
 #: A label key: a name a controller uses for its own bookkeeping (no path separators).
-LABEL_KEY_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", re.ASCII)
+LABEL_KEY_RE: Final = re.compile(
+    rf"[A-Za-z0-9][A-Za-z0-9_.-]{{0,{MAX_LABEL_KEY_CHARS - 1}}}", re.ASCII
+)
 
 #: The six plan limit names (the Sage six-limit contract), in the order reports list them.
 PLAN_LIMIT_NAMES: Final = (
