@@ -69,13 +69,22 @@ async def run_session(
     *,
     on_started: Callable[[Supervisor], None] | None = None,
     stop: asyncio.Event | None = None,
+    parent: Supervisor | None = None,
 ) -> SessionOutcome:
     """Run ``tree`` until its sandbox has a result or a child fails; stop it; say how it ended.
 
     ``stop``, when set, ends the session early (the sandbox is killed, its result says
-    cancelled). ``on_started`` is called once the tree's children exist.
+    cancelled). ``on_started`` is called once the tree's children exist. With ``parent``
+    (gloved's ``sessions`` supervisor) the tree runs as its temporary child, so it shows in
+    ``diag.tree``; otherwise in a task of its own.
     """
-    task = asyncio.get_running_loop().create_task(tree.run(), name=tree.name)
+    if parent is not None:
+        parent.start_child(ChildSpec(tree.name, lambda: tree, restart="temporary"))
+        running = parent.child_task(tree.name)
+        assert running is not None
+        task = running
+    else:
+        task = asyncio.get_running_loop().create_task(tree.run(), name=tree.name)
     waits: set[asyncio.Future[object]] = set()
     try:
         await tree.started.wait()
