@@ -120,9 +120,13 @@ class AsyncClient:
         self._task = asyncio.get_running_loop().create_task(
             self._read_loop(), name=f"control-client/{self.socket_path.name}"
         )
-        rid = self._core.next_id()
-        reply = await self._unary(rid, self._core.hello_frame(rid, self.timeout), self.timeout)
-        self.server = hello_result(reply)
+        try:
+            rid = self._core.next_id()
+            reply = await self._unary(rid, self._core.hello_frame(rid, self.timeout), self.timeout)
+            self.server = hello_result(reply)
+        except BaseException:
+            await self.aclose()  # a refused hello leaves nothing open
+            raise
         return self.server
 
     async def _connect_socket(self) -> socket.socket:

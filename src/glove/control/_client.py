@@ -112,9 +112,13 @@ class Client:
             sock.close()
             raise foreign(exc, connecting=True, where=self.socket_path) from exc
         self._sock = sock
-        rid = self._core.next_id()
-        frame = self._core.hello_frame(rid, self.timeout)
-        self.server = hello_result(self._exchange(rid, frame, self.timeout))
+        try:
+            rid = self._core.next_id()
+            frame = self._core.hello_frame(rid, self.timeout)
+            self.server = hello_result(self._exchange(rid, frame, self.timeout))
+        except BaseException:
+            self.close()  # a refused hello leaves nothing open
+            raise
         return self.server
 
     def close(self) -> None:

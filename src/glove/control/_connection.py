@@ -164,14 +164,16 @@ class Connection:
             await self._finish()
 
     async def _finish(self) -> None:
+        # Everything that must happen happens before the first await: a second cancel (a
+        # supervisor giving up on a slow stop) can interrupt what follows.
         for ctx in self._contexts.values():
             ctx.gone.set()
         tasks = list(self._inflight.values())
         for task in tasks:
             task.cancel()
+        self._writer.close()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
-        self._writer.close()
         with contextlib.suppress(OSError, TimeoutError):
             async with asyncio.timeout(self._limits.write_deadline_s):
                 await self._writer.wait_closed()
@@ -379,6 +381,7 @@ class Connection:
                         break
                     self._writer.write(frame)
                     events += 1
+                    await asyncio.sleep(0)  # a handler that never awaits must not hold the loop
                 else:
                     response = Response(id=ctx.request_id, result=StreamEnd(events=events))
         except BaseException as exc:  # noqa: BLE001 - the one boundary; _failure re-raises the rest
