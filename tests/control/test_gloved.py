@@ -306,7 +306,7 @@ def test_authentication_failures_get_one_typed_error_and_close(
         first = _hello(runtime, secret="0" * 64)
     elif first == "protocol-2":
         first = _hello(runtime)
-        first["params"]["protocol"] = 2  # type: ignore[index]
+        first["params"]["protocol"] = 2
     with _authenticated(runtime) as bystander, _raw(runtime / "gloved.sock") as s:
         s.sendall(_frame(first))  # type: ignore[arg-type]
         reply = _read_reply(s)

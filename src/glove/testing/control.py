@@ -44,12 +44,12 @@ async def serving(
     """
     paths = prepare_runtime_dir(directory)
     server = ControlServer(paths, registry, **server_options)
-    async with running(server) as started:
-        if started.state != "running":
-            raise RuntimeError(f"the control server did not start: {started.state}") from (
-                started.exit_reason
+    async with running(server):
+        if server.state != "running":
+            raise RuntimeError(f"the control server did not start: {server.state}") from (
+                server.exit_reason
             )
-        yield started
+        yield server
 
 
 class RawPeer:
