@@ -112,22 +112,53 @@ class AsyncClient:
         try:
             async with asyncio.timeout(self.timeout):
                 sock = await self._connect_socket()
-                self._reader, self._writer = await asyncio.open_unix_connection(sock=sock)
         except TimeoutError as exc:
             raise ClientTimeout(f"gloved on {self.socket_path} did not accept in time") from exc
         except OSError as exc:
             raise foreign(exc, connecting=True, where=self.socket_path) from exc
+        try:
+            async with asyncio.timeout(self.timeout + CLIENT_GRACE_S):
+                self.server = hello_result(await self._hello(sock))
+            self._reader, self._writer = await asyncio.open_unix_connection(sock=sock)
+        except TimeoutError as exc:
+            sock.close()
+            self._closed = True
+            raise ClientTimeout(f"gloved on {self.socket_path} did not answer hello") from exc
+        except BaseException:
+            sock.close()
+            self._closed = True  # a refused hello leaves nothing open
+            raise
         self._task = asyncio.get_running_loop().create_task(
             self._read_loop(), name=f"control-client/{self.socket_path.name}"
         )
-        try:
-            rid = self._core.next_id()
-            reply = await self._unary(rid, self._core.hello_frame(rid, self.timeout), self.timeout)
-            self.server = hello_result(reply)
-        except BaseException:
-            await self.aclose()  # a refused hello leaves nothing open
-            raise
         return self.server
+
+    async def _hello(self, sock: socket.socket) -> Response:
+        """Say hello on the bare socket, before any transport owns it: if the daemon refused
+        us (busy, peer_rejected) and closed, our send fails but its error frame can still
+        be read, which an asyncio transport would have thrown away with the socket."""
+        loop = asyncio.get_running_loop()
+        rid = self._core.next_id()
+        sent: OSError | None = None
+        try:
+            await loop.sock_sendall(sock, self._core.hello_frame(rid, self.timeout))
+        except OSError as exc:
+            sent = exc
+        while True:
+            try:
+                chunk = await loop.sock_recv(sock, RECV_BYTES)
+            except OSError as exc:
+                raise foreign(sent or exc, connecting=False, where=self.socket_path) from exc
+            if not chunk:
+                if sent is not None:
+                    raise foreign(sent, connecting=False, where=self.socket_path) from sent
+                raise self._core.eof()
+            for reply in self._core.feed(chunk):
+                if isinstance(reply, Response) and (err := connection_error(reply)):
+                    raise err
+                if reply.id != rid or not isinstance(reply, Response):
+                    raise DaemonProtocolError(f"an unexpected frame (id {reply.id}) before hello")
+                return reply
 
     async def _connect_socket(self) -> socket.socket:
         """A connected non-blocking socket; a full listen queue (EAGAIN) is waited out."""

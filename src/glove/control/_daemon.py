@@ -23,6 +23,7 @@ import asyncio
 import faulthandler
 import logging
 import os
+import resource
 import signal
 from typing import Final
 
@@ -39,6 +40,10 @@ _log = logging.getLogger(__name__)
 
 EXIT_OK: Final = 0
 EXIT_CHILD_FAILED: Final = 1
+#: gloved's soft limit on open files, raised at start (never above the hard limit):
+#: connections, lingering refusals and every session's descriptors must fit, and a
+#: service manager's default soft limit is 1024.
+FD_SOFT_LIMIT: Final = 8192
 
 
 def build_root(
@@ -151,4 +156,15 @@ def run_daemon(paths: RuntimePaths) -> int:
     """
     faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    raise_fd_limit()
     return asyncio.run(serve(paths))
+
+
+def raise_fd_limit(target: int = FD_SOFT_LIMIT) -> int:
+    """Raise the soft RLIMIT_NOFILE to ``target`` (capped by the hard limit); return it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = target if hard == resource.RLIM_INFINITY else min(target, hard)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        return want
+    return soft

@@ -50,10 +50,20 @@ _log = logging.getLogger(__name__)
 #: Authenticated connections at once (a controller multiplexes; the CLI opens one a call).
 MAX_CONNECTIONS: Final = 128
 #: Connections between accept and a completed ``hello``.
-MAX_HANDSHAKING: Final = 32
-#: The kernel's queue of connections not yet accepted (clamped by net.core.somaxconn): a
-#: burst of clients waits in it instead of failing to connect.
-LISTEN_BACKLOG: Final = 1024
+MAX_HANDSHAKING: Final = 64
+#: The kernel's queue of connections not yet accepted, and how many asyncio accepts in one
+#: go. Small enough that a burst is accepted in batches with hellos answered in between
+#: (one batch of 1,000 would fill the handshake cap at once and refuse the rest); a client
+#: that finds it full gets EAGAIN from a non-blocking connect and retries (AsyncClient
+#: does), a blocking connect waits.
+LISTEN_BACKLOG: Final = 128
+#: A refused connection (busy, peer_rejected) is half-closed after its error frame and
+#: closed this much later, unread: closing at once with the peer's hello unread would make
+#: the kernel reset the peer, which could then lose the error frame and see only "broken
+#: pipe".
+REFUSAL_LINGER_S: Final = 1.0
+#: Refused connections lingering at once; past this they are closed immediately.
+MAX_LINGERING: Final = 512
 SERVER_NAME: Final = "gloved"
 
 
@@ -83,6 +93,7 @@ class ControlServer(Actor):
         self._ids = itertools.count(1)
         self._secret = b""
         self._server: asyncio.Server | None = None
+        self._lingering: dict[asyncio.StreamWriter, asyncio.TimerHandle] = {}
 
     @property
     def connections(self) -> int:
@@ -113,6 +124,10 @@ class ControlServer(Actor):
         if self._server is not None:
             self._server.close()
             self._server = None
+        for writer, timer in self._lingering.items():
+            timer.cancel()
+            writer.close()
+        self._lingering.clear()
         with contextlib.suppress(FileNotFoundError):
             self.paths.socket.unlink()
         remove_secret(self.paths.directory)
@@ -199,4 +214,15 @@ class ControlServer(Actor):
         )
         with contextlib.suppress(OSError):
             writer.write(frame)
+        if len(self._lingering) >= MAX_LINGERING or not writer.can_write_eof():
+            writer.close()
+            return
+        writer.transport.pause_reading()  # we never read what a refused peer sent
+        with contextlib.suppress(OSError):
+            writer.write_eof()  # the peer reads our frame, then EOF
+        timer = asyncio.get_running_loop().call_later(REFUSAL_LINGER_S, self._unlinger, writer)
+        self._lingering[writer] = timer
+
+    def _unlinger(self, writer: asyncio.StreamWriter) -> None:
+        self._lingering.pop(writer, None)
         writer.close()
