@@ -217,7 +217,9 @@ class ControlServer(Actor):
         if len(self._lingering) >= MAX_LINGERING or not writer.can_write_eof():
             writer.close()
             return
-        writer.transport.pause_reading()  # we never read what a refused peer sent
+        transport = writer.transport
+        if isinstance(transport, asyncio.ReadTransport):
+            transport.pause_reading()  # we never read what a refused peer sent
         with contextlib.suppress(OSError):
             writer.write_eof()  # the peer reads our frame, then EOF
         timer = asyncio.get_running_loop().call_later(REFUSAL_LINGER_S, self._unlinger, writer)
