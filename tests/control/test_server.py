@@ -324,6 +324,25 @@ async def test_a_cancel_frame_ends_a_stream_and_the_connection_goes_on(
             assert (await client.call("echo", {"text": "next"}))["text"] == "next"
 
 
+async def test_the_blocking_client_cancels_a_stream_it_leaves(
+    harness: Harness, tmp_path: Path
+) -> None:
+    """Leaving a SyncStream early sends a cancel, waits for the stream's last frame, and the
+    next call on the same connection gets its own reply."""
+    async with serving(harness.registry, _run(tmp_path)) as server:
+
+        def blocking() -> str:
+            with Client(server.paths.socket) as client:
+                with client.stream("forever", event_type=Tick) as events:
+                    for tick in events:
+                        if tick.i == 3:
+                            break
+                return str(client.call("echo", {"text": "after"})["text"])
+
+        assert await asyncio.to_thread(blocking) == "after"
+        await _until(lambda: harness.closed and harness.closed[0][1] is False)
+
+
 async def test_a_stream_ends_when_its_client_goes_away(harness: Harness, tmp_path: Path) -> None:
     """Closing the connection cancels its streams; the handler sees the client gone."""
     async with serving(harness.registry, _run(tmp_path)) as server:

@@ -76,6 +76,7 @@ class AsyncClient:
         self._task: asyncio.Task[None] | None = None
         self._calls: dict[int, asyncio.Future[Response]] = {}
         self._streams: dict[int, asyncio.Queue[Response | Event | _Failure]] = {}
+        self._abandoned: set[int] = set()
         self._closed = False
         self._broken: ControlError | None = None
 
@@ -246,6 +247,7 @@ class AsyncClient:
             async with asyncio.timeout(budget + CLIENT_GRACE_S):
                 return await future
         except TimeoutError as exc:
+            self._abandoned.add(rid)
             raise ClientTimeout(f"no reply from gloved to request {rid} in time") from exc
         finally:
             self._calls.pop(rid, None)
@@ -267,6 +269,7 @@ class AsyncClient:
         queue = self._streams.pop(rid, None)
         while queue is not None and not queue.empty():
             queue.get_nowait()  # frees a reader waiting to put into it
+        self._abandoned.add(rid)
         if self._writer is not None and not self._closed and self._broken is None:
             with contextlib.suppress(ControlError):
                 await self._send(self._core.cancel_frame(rid))
@@ -322,7 +325,11 @@ class AsyncClient:
             await queue.put(reply)  # a full queue stops the reader: backpressure
             if isinstance(reply, Response):
                 self._streams.pop(reply.id, None)
-        # Anything else answers a call already given up (timed out, cancelled): dropped.
+            return
+        if reply.id not in self._abandoned:
+            raise DaemonProtocolError(f"a reply for unknown request {reply.id}")
+        if isinstance(reply, Response):  # the last frame of a call we gave up on
+            self._abandoned.discard(reply.id)
 
     def _fail_all(self, exc: ControlError) -> None:
         if self._broken is None and not isinstance(exc, ClientClosed):
