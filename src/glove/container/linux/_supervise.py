@@ -22,6 +22,7 @@ import threading
 import time
 from typing import Final, NamedTuple
 
+from glove.container._denials import classify_denial
 from glove.container._limits import MECH_CGROUP_V1_CPUACCT, MECH_RLIMIT_AS, MECH_RLIMIT_CPU
 from glove.container._result import (
     EXIT_NOT_EXECUTABLE,
@@ -170,6 +171,7 @@ class _Supervisor:
         self.cancel_fd: int | None = None
         self.listener: int | None = None
         self.denied: dict[str, int] = {}
+        self.expected: dict[str, int] = {}
         self.cancelled = False
         self.status = b""
         self.selector = selectors.DefaultSelector()
@@ -368,11 +370,13 @@ class _Supervisor:
             return
         if notification is None:
             return
-        ident, _pid, number = notification
+        ident, _pid, number, args = notification
         sc.answer_notification(listener, ident, errno.EPERM)
         name = syscall_name(number)
-        if len(self.denied) < MAX_DENIED_NAMES or name in self.denied:
-            self.denied[name] = self.denied.get(name, 0) + 1
+        probe = classify_denial(name, args)  # an expected probe, or None: a violation
+        counts, key = (self.denied, name) if probe is None else (self.expected, probe)
+        if len(counts) < MAX_DENIED_NAMES or key in counts:
+            counts[key] = counts.get(key, 0) + 1
 
     def _check_watchdogs(self, process: SandboxProcess, deadline: float | None) -> None:
         now = time.monotonic()
@@ -483,6 +487,7 @@ class _Supervisor:
             output=OutputReport(bytes=self.output.total, truncated=self.output.truncated),
             retained=self._retained_reports(),
             denied_syscalls=dict(self.denied),
+            expected_denials=dict(self.expected),
             usage=_usage(fields),
         )
 
