@@ -41,7 +41,7 @@ from glove.container._spec import SandboxSpec
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._mounts import DEFAULT_SCRATCH_BYTES
-from glove.container.linux._pty import host_terminal, open_sandbox_pty
+from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize, host_terminal
 from glove.container.linux._seccomp import syscall_name
 
 #: Bytes read from a pipe or the PTY per call.
@@ -617,13 +617,7 @@ def _wire_stdio(
     """Create the pipes or the PTY; fill ``child_ends`` (to close after launch) and
     ``outputs`` (to drain). Return the command's stdio and the PTY master, if any."""
     if supervisor.spec.pty:
-        master, slave = open_sandbox_pty(supervisor.stdin)
-        child_ends.append(slave)
-        outputs.append(master)
-        supervisor.sinks[master] = supervisor.stdout
-        supervisor.oom_stream = master
-        supervisor.attach_stdin(os.dup(master), close_at_eof=False)
-        return (slave, slave, slave), master
+        return (-1, -1, -1), None  # the init makes the terminal: see _adopt_terminal
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     child_ends.append(out_w)
     outputs.append(out_r)
@@ -639,6 +633,19 @@ def _wire_stdio(
         child_stdin = in_r
         supervisor.attach_stdin(in_w, close_at_eof=True)
     return (child_stdin, out_w, err_w), None
+
+
+def _adopt_terminal(supervisor: _Supervisor, process: SandboxProcess, outputs: list[int]) -> int:
+    """PTY mode: take the master the sandbox's init made; pump it like an output. -1 if
+    the setup failed before the terminal existed (the status pipe says why)."""
+    master = process.pty_master
+    process.pty_master = -1  # ours now: closed with the outputs
+    if master >= 0:
+        outputs.append(master)
+        supervisor.sinks[master] = supervisor.stdout
+        supervisor.oom_stream = master
+        supervisor.attach_stdin(os.dup(master), close_at_eof=False)
+    return master
 
 
 def run(
@@ -674,7 +681,12 @@ def run(
     try:
         stdio, master = _wire_stdio(supervisor, child_ends, outputs)
         try:
-            process = launch(spec, stdio, report_violations=True)
+            process = launch(
+                spec,
+                stdio,
+                report_violations=True,
+                terminal_size=get_winsize(stdin) or DEFAULT_WINSIZE,
+            )
         except SandboxSetupError as exc:
             return SandboxResult(
                 outcome="setup_error",
@@ -685,9 +697,11 @@ def run(
         for fd in child_ends:
             os.close(fd)
         child_ends = []
+        if spec.pty:
+            master = _adopt_terminal(supervisor, process, outputs)
         try:
             with _forward_host_signals(process):
-                if master is not None:
+                if master is not None and master >= 0:
                     with host_terminal(stdin, master):
                         supervisor.supervise(process, outputs)
                 else:
