@@ -18,7 +18,7 @@ import shutil
 import stat
 import sys
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from glove.container import (
     Bind,
@@ -44,7 +44,17 @@ from glove.mcp._run import (
 from glove.mcp.errors import MediationFailed
 from glove.run._exec import dry_run, print_notes, report_result, write_status
 from glove.run._options import SandboxOptions
-from glove.run._prepare import Additions, build_from_options, current_directory, open_status
+from glove.run._prepare import (
+    Additions,
+    agent_argv,
+    build_from_options,
+    current_directory,
+    open_status,
+    prepare_agent_for,
+)
+
+if TYPE_CHECKING:
+    from glove.agents import AgentLaunch
 
 PROG: Final = "glove run"
 #: Exit code when the mediation failed while the agent ran (the agent was stopped).
@@ -109,6 +119,7 @@ def _spec_for(
     setup: GuestSetup | None,
     protected: tuple[Protected, ...],
     status_path: str | None,
+    agent: AgentLaunch | None = None,
 ) -> SandboxSpec:
     """The sandbox of this run; without ``setup``, the same without the guest parts."""
     additions = Additions(protected=protected)
@@ -118,7 +129,7 @@ def _spec_for(
             env=setup.env,
             pass_fds=setup.pass_fds,
             protected=protected,
-            argv=setup.command(opts.argv),
+            argv=setup.command(agent_argv(opts, agent)),
         )
     return build_from_options(
         opts,
@@ -126,10 +137,13 @@ def _spec_for(
         host_env=dict(os.environ),
         status_path=status_path,
         additions=additions,
+        agent=agent,
     )
 
 
-def _dry_run(opts: SandboxOptions, protected: tuple[Protected, ...]) -> int:
+def _dry_run(
+    opts: SandboxOptions, protected: tuple[Protected, ...], agent: AgentLaunch | None
+) -> int:
     """Describe the sandbox, guest parts included, without starting any upstream."""
     private = prepare_guest_dir()
     try:
@@ -138,19 +152,23 @@ def _dry_run(opts: SandboxOptions, protected: tuple[Protected, ...]) -> int:
             env=guest_env(),
             pass_fds={GUEST_CHANNEL_FD: GUEST_CHANNEL_FD},
         )
-        spec = _spec_for(opts, setup, protected, None)
+        spec = _spec_for(opts, setup, protected, None, agent)
         return dry_run(PROG, spec, as_json=opts.json, platform=opts.platform)
     finally:
         shutil.rmtree(private, ignore_errors=True)
 
 
 async def _mediated(
-    opts: SandboxOptions, config: McpConfig, protected: tuple[Protected, ...], status: str | None
+    opts: SandboxOptions,
+    config: McpConfig,
+    protected: tuple[Protected, ...],
+    status: str | None,
+    agent: AgentLaunch | None,
 ) -> tuple[SandboxResult, MediationReport]:
     report = MediationReport()
 
     async def sandbox(setup: GuestSetup) -> SandboxResult:
-        spec = _spec_for(opts, setup, protected, status)
+        spec = _spec_for(opts, setup, protected, status, agent)
         if not opts.quiet:
             print_notes(PROG, spec)
         return await run_async(spec)
@@ -176,10 +194,18 @@ def run_agent(opts: SandboxOptions, config_path: str) -> int:
             status_fd, status_path = open_status(opts.json_status)
         config = load_config(config_path)
         protected = mediator_protected(config_path, config)
+        agent = prepare_agent_for(opts, dict(os.environ))
         if opts.dry_run:
-            return _dry_run(opts, protected)
-        describe(_spec_for(opts, None, protected, status_path))  # the preflight checks
-        result, report = asyncio.run(_mediated(opts, config, protected, status_path))
+            return _dry_run(opts, protected, agent)
+        preflight = _spec_for(opts, None, protected, status_path, agent)
+        describe(preflight)  # the preflight checks
+        if agent is not None:
+            from glove.agents import write_agent_config
+
+            write_agent_config(
+                agent, workdir=preflight.working_directory, mcp=True, sandbox_env=preflight.env
+            )
+        result, report = asyncio.run(_mediated(opts, config, protected, status_path, agent))
     except MediationFailed as exc:
         result = SandboxResult(
             outcome="mediation_failed", exit_code=EXIT_MEDIATION_FAILED, error=str(exc)

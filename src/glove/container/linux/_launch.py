@@ -52,7 +52,6 @@ from glove.container._spec import MAX_PASSED_FD, SandboxSpec
 from glove.container.errors import SandboxSetupError
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._cgroups import CgroupSet, probe_host_limits
-from glove.container.linux._pty import DEFAULT_WINSIZE, open_own_terminal
 from glove.container.linux._mounts import (
     OpenedSource,
     build_root,
@@ -63,6 +62,7 @@ from glove.container.linux._mounts import (
     shown_sources,
     used_bytes,
 )
+from glove.container.linux._pty import DEFAULT_WINSIZE, open_own_terminal
 from glove.container.linux._retained import (
     check_images_outside,
     close_retained,

@@ -21,6 +21,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import posixpath
 import socket
 import stat
 import struct
@@ -208,7 +209,7 @@ def _link_inside(source: OpenedSource) -> str:
     """Where a recreated symlink points inside the sandbox (its text read from its target)."""
     if source.link.startswith("/"):
         return normalize_inside(source.link)
-    return normalize_inside(os.path.join(os.path.dirname(source.target), source.link))
+    return normalize_inside(posixpath.join(posixpath.dirname(source.target), source.link))
 
 
 def _shown_at(path: str, sources: list[OpenedSource]) -> bool:
