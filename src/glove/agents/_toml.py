@@ -28,7 +28,8 @@ def _key(key: str) -> str:
 
 def _string(text: str) -> str:
     # JSON's escapes are TOML's basic-string escapes; non-ASCII stays as is (TOML is UTF-8).
-    return json.dumps(text, ensure_ascii=False)
+    # JSON leaves DEL (U+007F) raw, which TOML forbids in a basic string.
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def _value(value: Any, depth: int) -> str:  # noqa: PLR0911 - one return per TOML type
