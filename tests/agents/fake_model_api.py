@@ -137,7 +137,8 @@ class Handler(BaseHTTPRequestHandler):
             delta = {"type": "text_delta", "text": DONE_TEXT}
             stop = "end_turn"
         events += [
-            ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": block}),
             ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
             ("content_block_stop", {"type": "content_block_stop", "index": 0}),
             ("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop},

@@ -169,7 +169,7 @@ def _tmux(*args: str) -> str:
     return subprocess.run(["tmux", *args], capture_output=True, text=True, check=True).stdout
 
 
-@pytest.mark.parametrize(("agent", "prompt"), [("claude", "❯"), ("codex", "Ask Codex")])
+@pytest.mark.parametrize(("agent", "prompt"), [("claude", "\u276f"), ("codex", "Ask Codex")])
 def test_the_tui_reaches_its_prompt_under_tmux(box: AgentBox, agent: str, prompt: str) -> None:
     """On a terminal, ``glove run --agent NAME`` gives the TUI a terminal; it reaches its prompt."""
     if agent == "codex":

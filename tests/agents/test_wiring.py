@@ -100,7 +100,8 @@ def test_the_agent_profiles_extend_node_agent() -> None:
     base = load_profile("node-agent")
     for name, variable in (("claude", "ANTHROPIC_API_KEY"), ("codex", "OPENAI_API_KEY")):
         profile = load_profile(name)
-        assert profile.agent is not None and profile.agent.kind == name
+        assert profile.agent is not None
+        assert profile.agent.kind == name
         assert variable in profile.env.pass_
         assert set(base.env.pass_) <= set(profile.env.pass_)
         assert profile.limits == base.limits
