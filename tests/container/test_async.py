@@ -74,11 +74,18 @@ async def test_an_empty_stdin_reads_end_of_file() -> None:
 
 
 async def test_denials_are_answered_on_the_loop_and_counted() -> None:
-    """Hundreds of denied syscalls never stall the sandbox: the listener is served."""
-    script = "import ctypes\nlibc = ctypes.CDLL(None)\nfor _ in range(500): libc.unshare(0x20000)\n"
+    """Hundreds of denied syscalls never stall the sandbox: the listener is served, and each
+    refusal is told apart (an expected probe, or a violation)."""
+    script = (
+        "import ctypes\nlibc = ctypes.CDLL(None)\n"
+        "for _ in range(500): libc.unshare(0x20000)\n"
+        "for _ in range(7): libc.mount(b'x', b'/tmp', b'tmpfs', 0, None)\n"
+    )
     result, _ = await _run(_spec("/usr/bin/python3", "-c", script))
     assert result.exit_code == 0
-    assert result.denied_syscalls == {"unshare": 500}
+    assert result.expected_denials == {"namespace_probe": 500}
+    assert result.denied_syscalls == {"mount": 7}
+    assert result.violation == "seccomp"
 
 
 async def test_many_sandboxes_hold_no_thread_each() -> None:

@@ -33,7 +33,15 @@ from glove.container._description import SandboxDescription
 from glove.container._limits import LIMIT_NAMES, HostLimitSupport, LimitPlan, Limits, plan_limits
 from glove.container._limits import parse_seconds as parse_seconds
 from glove.container._limits import parse_size as parse_size
-from glove.container._profile import Overrides, Profile, build_spec, decode_profile, load_profile
+from glove.container._profile import (
+    AgentSection,
+    Overrides,
+    Profile,
+    build_spec,
+    decode_profile,
+    embedded_profiles,
+    load_profile,
+)
 from glove.container._result import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -60,6 +68,7 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_SETUP_FAILED",
     "LIMIT_NAMES",
+    "AgentSection",
     "AsyncSandbox",
     "Bind",
     "Durations",
@@ -88,6 +97,7 @@ __all__ = [
     "create_file_no_symlinks",
     "decode_profile",
     "describe",
+    "embedded_profiles",
     "launch",
     "limit_support",
     "load_profile",

@@ -7,7 +7,10 @@ failure and bound the same denial table.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
+
+from glove.container._denials import classify_denial
 
 #: What a process prints when an allocation fails (a per-process RLIMIT_AS is invisible from
 #: outside; its trace on stderr is the evidence that the memory limit was reached).
@@ -58,12 +61,17 @@ class OomWatch:
 
 
 class DenialTable:
-    """Seccomp refusals by syscall name, with a bounded number of distinct names."""
+    """Seccomp refusals: violations by syscall name, expected probes by probe name (see
+    :func:`~glove.container._denials.classify_denial`), each with a bounded number of keys."""
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
+        self.expected: dict[str, int] = {}
 
-    def record(self, name: str) -> None:
-        """Count one refusal of ``name`` (a new name past the bound is not kept)."""
-        if len(self.counts) < MAX_DENIED_NAMES or name in self.counts:
-            self.counts[name] = self.counts.get(name, 0) + 1
+    def record(self, name: str, args: Sequence[int] = ()) -> None:
+        """Count one refusal of ``name`` called with ``args`` (a new key past the bound is
+        not kept)."""
+        probe = classify_denial(name, args)
+        counts, key = (self.counts, name) if probe is None else (self.expected, probe)
+        if len(counts) < MAX_DENIED_NAMES or key in counts:
+            counts[key] = counts.get(key, 0) + 1

@@ -60,7 +60,8 @@ class Observed:
         kill_reason: the limit the supervisor killed it for (``wall_time``, ``cpu_time``,
             ``output``), if any.
         cancelled: the caller asked for it to be killed.
-        denied: seccomp refusals by syscall name.
+        denied: seccomp refusals by syscall name (violations).
+        expected: refusals that were expected probes, by probe name (not violations).
         output_bytes: output passed on.
         output_truncated: output was cut at the cap.
         oom_seen: an out-of-memory message showed on stderr or the terminal.
@@ -75,6 +76,7 @@ class Observed:
     kill_reason: str | None = None
     cancelled: bool = False
     denied: dict[str, int] = field(default_factory=dict)
+    expected: dict[str, int] = field(default_factory=dict)
     output_bytes: int = 0
     output_truncated: bool = False
     oom_seen: bool = False
@@ -228,5 +230,6 @@ def decide(
         output=OutputReport(bytes=observed.output_bytes, truncated=observed.output_truncated),
         retained=_retained_reports(observed, spec),
         denied_syscalls=dict(observed.denied),
+        expected_denials=dict(observed.expected),
         usage=usage_of(observed.messages),
     )

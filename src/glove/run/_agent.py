@@ -22,7 +22,7 @@ import socket
 import stat
 import sys
 from pathlib import Path
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 from glove.actors import ActorDead, Busy, ChildSpec, Supervisor
 from glove.container import (
@@ -50,7 +50,14 @@ from glove.mcp._run import (
 from glove.mcp._service import build_mediation
 from glove.run._exec import dry_run, print_notes, report_result, write_status
 from glove.run._options import SandboxOptions
-from glove.run._prepare import Additions, build_from_options, current_directory, open_status
+from glove.run._prepare import (
+    Additions,
+    agent_argv,
+    build_from_options,
+    current_directory,
+    open_status,
+    prepare_agent_for,
+)
 from glove.session import (
     SANDBOX_CHILD,
     SandboxActor,
@@ -59,6 +66,9 @@ from glove.session import (
     run_session,
     session_tree,
 )
+
+if TYPE_CHECKING:
+    from glove.agents import AgentLaunch
 
 PROG: Final = "glove run"
 #: Exit code when the mediation failed while the agent ran (the agent was stopped).
@@ -125,6 +135,7 @@ def _spec_for(
     setup: GuestSetup | None,
     protected: tuple[Protected, ...],
     status_path: str | None,
+    agent: AgentLaunch | None = None,
 ) -> SandboxSpec:
     """The sandbox of this run; without ``setup``, the same without the guest parts."""
     additions = Additions(protected=protected)
@@ -134,7 +145,7 @@ def _spec_for(
             env=setup.env,
             pass_fds=setup.pass_fds,
             protected=protected,
-            argv=setup.command(opts.argv),
+            argv=setup.command(agent_argv(opts, agent)),
         )
     return build_from_options(
         opts,
@@ -142,10 +153,13 @@ def _spec_for(
         host_env=dict(os.environ),
         status_path=status_path,
         additions=additions,
+        agent=agent,
     )
 
 
-def _dry_run(opts: SandboxOptions, protected: tuple[Protected, ...]) -> int:
+def _dry_run(
+    opts: SandboxOptions, protected: tuple[Protected, ...], agent: AgentLaunch | None
+) -> int:
     """Describe the sandbox, guest parts included, without starting any upstream."""
     private = prepare_guest_dir()
     try:
@@ -154,7 +168,7 @@ def _dry_run(opts: SandboxOptions, protected: tuple[Protected, ...]) -> int:
             env=guest_env(),
             pass_fds={GUEST_CHANNEL_FD: GUEST_CHANNEL_FD},
         )
-        spec = _spec_for(opts, setup, protected, None)
+        spec = _spec_for(opts, setup, protected, None, agent)
         return dry_run(PROG, spec, as_json=opts.json, platform=opts.platform)
     finally:
         shutil.rmtree(private, ignore_errors=True)
@@ -194,7 +208,11 @@ def _forward_signals(loop: asyncio.AbstractEventLoop, tree: Supervisor) -> list[
 
 
 async def _session(
-    opts: SandboxOptions, config: McpConfig, protected: tuple[Protected, ...], status: str | None
+    opts: SandboxOptions,
+    config: McpConfig,
+    protected: tuple[Protected, ...],
+    status: str | None,
+    agent: AgentLaunch | None,
 ) -> _Run:
     """One session tree: the mediation, the agent channel, then the sandbox (one strike)."""
     loop = asyncio.get_running_loop()
@@ -210,7 +228,7 @@ async def _session(
             env=guest_env(),
             pass_fds={GUEST_CHANNEL_FD: guest_end.fileno()},
         )
-        spec = _spec_for(opts, setup, protected, status)
+        spec = _spec_for(opts, setup, protected, status, agent)
         if not opts.quiet:
             print_notes(PROG, spec)
         writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})
@@ -288,10 +306,18 @@ def run_agent(opts: SandboxOptions, config_path: str) -> int:
             status_fd, status_path = open_status(opts.json_status)
         config = load_config(config_path)
         protected = mediator_protected(config_path, config)
+        agent = prepare_agent_for(opts, dict(os.environ))
         if opts.dry_run:
-            return _dry_run(opts, protected)
-        describe(_spec_for(opts, None, protected, status_path))  # the preflight checks
-        run = asyncio.run(_session(opts, config, protected, status_path))
+            return _dry_run(opts, protected, agent)
+        preflight = _spec_for(opts, None, protected, status_path, agent)
+        describe(preflight)  # the preflight checks
+        if agent is not None:
+            from glove.agents import write_agent_config
+
+            write_agent_config(
+                agent, workdir=preflight.working_directory, mcp=True, sandbox_env=preflight.env
+            )
+        run = asyncio.run(_session(opts, config, protected, status_path, agent))
     except (GloveError, SandboxError) as exc:
         run = _Run(setup_failure(str(exc)), 0, None)
     report_result(

@@ -42,12 +42,14 @@ from glove.container.linux._events import (
     ListenerGone,
     Stream,
     Wiring,
+    adopt_terminal,
     answer_denial,
     read_output,
     receive_listener,
     wire_stdio,
 )
 from glove.container.linux._launch import SandboxProcess, launch
+from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize
 
 #: How often the CPU watchdog samples the group's usage.
 CPU_POLL_INTERVAL_S: Final = 0.05
@@ -130,11 +132,18 @@ class AsyncSandbox:
             SpecError: the spec is invalid on this host.
             UnsupportedPlatform: the machine lacks seccomp or namespaces.
         """
-        self._wiring = wire_stdio(self.spec, self._stdin, self._winsize_from)
+        self._wiring = wire_stdio(self.spec, self._stdin)
+        size = get_winsize(self._winsize_from) if self._winsize_from is not None else None
         try:
             self._process = await self._loop.run_in_executor(
                 executor,
-                functools.partial(launch, self.spec, self._wiring.child, report_violations=True),
+                functools.partial(
+                    launch,
+                    self.spec,
+                    self._wiring.child,
+                    report_violations=True,
+                    terminal_size=size or DEFAULT_WINSIZE,
+                ),
             )
         except SandboxSetupError as exc:
             self._wiring.close()
@@ -144,6 +153,8 @@ class AsyncSandbox:
             self._wiring.close()
             raise
         self._wiring.close_child_ends()
+        if self.spec.pty:
+            adopt_terminal(self._wiring, self._process, pump_stdin=self._stdin is not None)
         self._watch()
 
     async def wait(self) -> SandboxResult:
@@ -276,12 +287,12 @@ class AsyncSandbox:
 
     def _on_denial(self, fd: int) -> None:
         try:
-            name = answer_denial(fd)
+            denial = answer_denial(fd)
         except ListenerGone:
             self._remove_reader(fd)
             return
-        if name is not None:
-            self._denied.record(name)
+        if denial is not None:
+            self._denied.record(*denial)
 
     def _resume_output(self, fd: int) -> None:
         if fd in self._open_outputs and fd not in self._reading:
@@ -440,6 +451,7 @@ class AsyncSandbox:
                 durations=Durations(total_s=round(time.monotonic() - self._started, 6)),
             )
         observed.denied = self._denied.counts
+        observed.expected = self._denied.expected
         observed.output_bytes = self._output.total
         observed.output_truncated = self._output.truncated
         observed.oom_seen = self._oom.seen

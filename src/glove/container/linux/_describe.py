@@ -30,7 +30,12 @@ from glove.container.linux._mounts import (
 from glove.container.linux._seccomp import DENIED_SYSCALLS
 
 #: Socket families the filter lets through.
-ALLOWED_SOCKET_FAMILIES: Final = ("AF_UNIX", "AF_INET", "AF_INET6")
+ALLOWED_SOCKET_FAMILIES: Final = (
+    "AF_UNIX",
+    "AF_INET",
+    "AF_INET6",
+    "AF_NETLINK (NETLINK_ROUTE only)",
+)
 
 
 def describe(spec: SandboxSpec) -> SandboxDescription:

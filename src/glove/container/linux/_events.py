@@ -18,7 +18,7 @@ from typing import Final, Literal
 
 from glove.container._spec import SandboxSpec
 from glove.container.linux import _syscalls as sc
-from glove.container.linux._pty import open_sandbox_pty
+from glove.container.linux._launch import SandboxProcess
 from glove.container.linux._seccomp import syscall_name
 
 #: Bytes read from a pipe or the PTY per call.
@@ -80,26 +80,17 @@ class Wiring:
 
 
 def wire_stdio(spec: SandboxSpec, stdin: int | None, winsize_from: int | None = None) -> Wiring:
-    """Create the pipes (or the PTY) for one sandbox.
+    """Create the pipes for one sandbox (in PTY mode, nothing yet: see :func:`adopt_terminal`).
 
     ``stdin`` is the host fd to give the command, or None for an empty stdin (it reads
-    end of file at once). ``winsize_from`` sizes a PTY like that terminal.
+    end of file at once).
 
     Raises:
-        OSError: no pipe or pty could be made.
+        OSError: no pipe could be made.
     """
+    del winsize_from  # the launch sizes the sandbox's own terminal
     if spec.pty:
-        master, slave = open_sandbox_pty(winsize_from if winsize_from is not None else -1)
-        pump = os.dup(master) if stdin is not None else None
-        if pump is not None:
-            os.set_blocking(pump, False)
-        return Wiring(
-            child=(slave, slave, slave),
-            child_ends=[slave],
-            outputs={master: "pty"},
-            stdin_target=pump,
-            master=master,
-        )
+        return Wiring(child=(-1, -1, -1))  # the init makes the terminal in its own devpts
     out_r, out_w = os.pipe2(os.O_CLOEXEC)
     err_r, err_w = os.pipe2(os.O_CLOEXEC)
     wiring = Wiring(child=(-1, out_w, err_w), child_ends=[out_w, err_w])
@@ -117,6 +108,25 @@ def wire_stdio(spec: SandboxSpec, stdin: int | None, winsize_from: int | None = 
         wiring.stdin_target = in_w
         wiring.close_target_at_eof = True
     return wiring
+
+
+def adopt_terminal(wiring: Wiring, process: SandboxProcess, *, pump_stdin: bool) -> None:
+    """PTY mode: take the master the sandbox's init made and sent (``process.pty_master``).
+
+    It becomes the one output (``"pty"``) and, when host stdin is pumped, a dup of it the
+    target. Nothing happens when the setup failed before the terminal existed (the status
+    pipe says why).
+    """
+    master = process.pty_master
+    process.pty_master = -1  # ours now: closed with the outputs
+    if master < 0:
+        return
+    wiring.outputs = {master: "pty"}
+    wiring.master = master
+    if pump_stdin:
+        pump = os.dup(master)
+        os.set_blocking(pump, False)
+        wiring.stdin_target = pump
 
 
 def read_output(fd: int) -> bytes | None:
@@ -151,8 +161,9 @@ class ListenerGone(Exception):
     """The filter has no users left: stop watching its listener."""
 
 
-def answer_denial(listener: int) -> str | None:
-    """Answer one pending seccomp notification with EPERM; return the syscall's name.
+def answer_denial(listener: int) -> tuple[str, tuple[int, ...]] | None:
+    """Answer one pending seccomp notification with EPERM; return the syscall's name and
+    its arguments (to tell an expected probe from a violation).
 
     A denied call blocks until answered, so this must run whenever the listener is
     readable: nobody reading the notify fd would stall the sandbox.
@@ -166,6 +177,6 @@ def answer_denial(listener: int) -> str | None:
         raise ListenerGone(str(exc)) from exc
     if notification is None:
         return None
-    ident, _pid, number = notification
+    ident, _pid, number, args = notification
     sc.answer_notification(listener, ident, errno.EPERM)
-    return syscall_name(number)
+    return syscall_name(number), tuple(args)

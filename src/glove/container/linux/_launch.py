@@ -79,6 +79,7 @@ from glove.container.linux._mounts import (
     shown_sources,
     used_bytes,
 )
+from glove.container.linux._pty import DEFAULT_WINSIZE, open_own_terminal
 from glove.container.linux._retained import (
     check_images_outside,
     close_retained,
@@ -126,6 +127,8 @@ class LaunchContext(msgspec.Struct, frozen=True):
     retained: tuple[tuple[str, int], ...] = ()
     notify_channel: int = -1
     seccomp_notify_bpf: bytes | None = None
+    pty_channel: int = -1
+    terminal_size: tuple[int, int] = DEFAULT_WINSIZE
 
 
 class SandboxProcess:
@@ -162,6 +165,9 @@ class SandboxProcess:
         self.reaped_status: int | None = None
         #: Launcher end of the socket the init sends its seccomp listener over (-1: none).
         self.notify_channel = -1
+        #: PTY mode: the master of the terminal the init made from the sandbox's own devpts
+        #: (-1: none, or setup failed before it was made). The caller owns and closes it.
+        self.pty_master = -1
 
     def send_signal(self, signum: int) -> None:
         """Send ``signum`` to the sandbox init (it forwards TERM, INT, HUP, QUIT, USR1/2)."""
@@ -413,6 +419,18 @@ def _report_usage(ctx: LaunchContext) -> None:
             _report(ctx.status_write, RetainedUse(used_bytes(target), target))
 
 
+def _own_terminal(ctx: LaunchContext) -> LaunchContext:
+    """PTY mode: make the command's terminal from the sandbox's devpts, send the launcher
+    the master, and return the context with the slave as the command's stdio."""
+    master, slave = open_own_terminal(ctx.terminal_size)
+    try:
+        with socket.socket(fileno=ctx.pty_channel) as channel:
+            socket.send_fds(channel, [b"T"], [master])
+    finally:
+        os.close(master)
+    return msgspec.structs.replace(ctx, stdio=(slave, slave, slave), pty_channel=-1)
+
+
 def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
     """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
     status = ctx.status_write
@@ -423,6 +441,8 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
             os._exit(EXIT_SETUP_FAILED)
         os.close(ctx.go_read)
         build_root(ctx.spec, ctx.sources, ctx.retained)
+        if ctx.spec.pty:
+            ctx = _own_terminal(ctx)
         forbid_nested_user_namespaces()
         harden_proc()
         _keep_only_needed_fds(ctx)
@@ -520,6 +540,8 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
             if init == 0:
                 _init_main(ctx, handshake=False)
             os.close(ctx.status_write)
+            if ctx.pty_channel >= 0:
+                os.close(ctx.pty_channel)  # only the init sends on it: EOF if it dies first
             status = _reap_until(init, ctx.launcher_pidfd)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
@@ -548,13 +570,34 @@ def _await_unshared(status_fd: int) -> None:
         raise SandboxSetupError(f"the sandbox sent {message!r} before its namespaces")
 
 
+def _receive_terminal(channel: socket.socket) -> int:
+    """The pty master the init sends once its root is built; -1 if it sent none in time
+    (its setup failed: the status pipe says why)."""
+    ready, _, _ = select.select([channel], [], [], _GO_DEADLINE_S)
+    if not ready:
+        return -1
+    try:
+        _, fds, _, _ = socket.recv_fds(channel, 1, 1)
+    except OSError:
+        return -1
+    for extra in fds[1:]:
+        os.close(extra)
+    return fds[0] if fds else -1
+
+
 def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its unwinding
     spec: SandboxSpec,
     stdio: tuple[int, int, int] = (0, 1, 2),
     *,
     report_violations: bool = False,
+    terminal_size: tuple[int, int] = DEFAULT_WINSIZE,
 ) -> SandboxProcess:
     """Start ``spec`` in a new sandbox and return once the child is released.
+
+    PTY mode (``spec.pty``): the init makes the command's terminal from the sandbox's own
+    devpts instance (``terminal_size`` rows and columns) and ``stdio`` is not used; the
+    returned process's ``pty_master`` is its master (the caller closes it), or -1 when the
+    setup failed before the terminal existed.
 
     With ``report_violations`` every seccomp denial is sent to the launcher, which must
     service ``SandboxProcess.notify_channel`` (``run`` does): until answered, the denied call
@@ -584,6 +627,9 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         if report_violations
         else (None, None)
     )
+    pty_parent, pty_child = (
+        socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if spec.pty else (None, None)
+    )
     cgroups: CgroupSet | None = None
     launcher_pidfd = os.pidfd_open(os.getpid())  # the init's lifeline to this process
     go_read, go_write = os.pipe2(os.O_CLOEXEC)
@@ -601,6 +647,8 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         go_read=go_read,
         status_write=status_write,
         launcher_pidfd=launcher_pidfd,
+        pty_channel=pty_child.fileno() if pty_child is not None else -1,
+        terminal_size=terminal_size,
     )
     pid = pidfd = -1
     started = time.monotonic()
@@ -639,6 +687,8 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         os.close(status_read)
         if parent_channel is not None:
             parent_channel.close()
+        if pty_parent is not None:
+            pty_parent.close()
         if isinstance(exc, OSError):
             raise SandboxSetupError(f"cannot set up the sandbox: {exc}") from exc
         raise
@@ -650,10 +700,15 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         close_retained(retained)
         if child_channel is not None:
             child_channel.close()
+        if pty_child is not None:
+            pty_child.close()
     process = SandboxProcess(
         pid=pid, pidfd=pidfd, status_fd=status_read, plans=plans, cgroups=cgroups, started=started
     )
     process.released = time.monotonic()
     if parent_channel is not None:
         process.notify_channel = parent_channel.detach()
+    if pty_parent is not None:
+        with pty_parent:
+            process.pty_master = _receive_terminal(pty_parent)
     return process

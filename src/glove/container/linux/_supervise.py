@@ -35,13 +35,14 @@ from glove.container.linux._events import (
     READ_CHUNK_BYTES,
     ListenerGone,
     Wiring,
+    adopt_terminal,
     answer_denial,
     read_output,
     receive_listener,
     wire_stdio,
 )
 from glove.container.linux._launch import SandboxProcess, launch
-from glove.container.linux._pty import host_terminal
+from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize, host_terminal
 
 #: How often the CPU watchdog samples the group's usage.
 CPU_POLL_INTERVAL_S: Final = 0.05
@@ -270,12 +271,12 @@ class _Supervisor:
 
     def _answer_denials(self, listener: int) -> None:
         try:
-            name = answer_denial(listener)
+            denial = answer_denial(listener)
         except ListenerGone:
             self.selector.unregister(listener)
             return
-        if name is not None:
-            self.denied.record(name)
+        if denial is not None:
+            self.denied.record(*denial)
 
     def _check_watchdogs(self, process: SandboxProcess, deadline: float | None) -> None:
         now = time.monotonic()
@@ -371,6 +372,7 @@ class _Supervisor:
         """Turn what was observed into the structured result (the pure core decides)."""
         observed = self.observed
         observed.denied = self.denied.counts
+        observed.expected = self.denied.expected
         observed.output_bytes, observed.output_truncated = self.output.total, self.output.truncated
         observed.oom_seen = self.oom.seen
         if process.cgroups is not None:
@@ -430,10 +432,14 @@ def run(
     supervisor.cancel_fd = cancel_fd
     wiring: Wiring | None = None
     try:
-        wiring = wire_stdio(spec, stdin, winsize_from=stdin)
-        supervisor.wire(wiring)
+        wiring = wire_stdio(spec, stdin)
         try:
-            process = launch(spec, wiring.child, report_violations=True)
+            process = launch(
+                spec,
+                wiring.child,
+                report_violations=True,
+                terminal_size=get_winsize(stdin) or DEFAULT_WINSIZE,
+            )
         except SandboxSetupError as exc:
             return SandboxResult(
                 outcome="setup_error",
@@ -442,6 +448,9 @@ def run(
                 durations=Durations(total_s=time.monotonic() - started),
             )
         wiring.close_child_ends()
+        if spec.pty:
+            adopt_terminal(wiring, process, pump_stdin=True)
+        supervisor.wire(wiring)
         outputs = list(wiring.outputs)
         try:
             with _forward_host_signals(process):
