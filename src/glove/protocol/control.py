@@ -218,6 +218,10 @@ class Capabilities(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     limits: dict[str, str]
     networks: list[str]
     terminals: list[str]
+    #: Why the lifecycle is not operational (null when it is).
+    reason: str | None = None
+    #: The backend the daemon composed: ``linux``, ``macos`` or ``remote_linux_container``.
+    backend: str = "linux"
 
 
 def unavailable_capabilities() -> Capabilities:

@@ -249,6 +249,7 @@ class SessionRegistry(Actor):
     async def _recover(self, record: SessionRecord) -> None:
         assert self.log is not None
         assert self.store is not None
+        was = record.state
         seq = self.log.receipt_seq(record.session_id)
         outcome = {
             "kind": "daemon_lost",
@@ -256,8 +257,7 @@ class SessionRegistry(Actor):
             "signal": None,
             "limit": None,
             "mechanism": None,
-            "error": f"gloved stopped while the session was {record.state}; its sandbox "
-            "ended with it",
+            "error": f"gloved stopped while the session was {was}; its sandbox ended with it",
         }
         if seq is None:
             payload = terminal_receipt(
@@ -277,9 +277,9 @@ class SessionRegistry(Actor):
         await self.store.terminal(record.session_id, seq, outcome)
         self.recovered.append(record.session_id)
         _log.warning(
-            "session %s was %s when gloved stopped: receipt %d",
+            "session %s was %s when gloved stopped: receipt %d (daemon_lost)",
             record.session_id,
-            record.state,
+            was,
             seq,
         )
 
@@ -434,15 +434,19 @@ class SessionRegistry(Actor):
             )
         session_id = new_session_id()
         generations = {alias: e.generation for alias, e in validated.exposures.items()}
-        record = await self.store.created(
-            session_id,
-            json.loads(validated.canonical),
-            validated.digests.sha256,
-            validated.digests.blake3,
-            generations,
-        )
         live = _Live(asyncio.Event())
-        self._live[session_id] = live
+        self._live[session_id] = live  # the slot is taken before the first await
+        try:
+            record = await self.store.created(
+                session_id,
+                json.loads(validated.canonical),
+                validated.digests.sha256,
+                validated.digests.blake3,
+                generations,
+            )
+        except BaseException:
+            self._live.pop(session_id, None)
+            raise
         live.task = self.spawn_task(
             self._lifecycle(record, validated), name=f"session-{session_id}"
         )
