@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from glove._version import __version__
-from glove.actors import ChildSpec, LoopLagMonitor, Supervisor, snapshot
+from glove.actors import ChildFailed, ChildSpec, LoopLagMonitor, Supervisor, snapshot
 from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
 from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import RuntimePaths, acquire_lock
@@ -142,6 +142,17 @@ async def _announce_ready(notifier: Notifier, root: Supervisor) -> None:
         _log.error("%s: the service manager will not see gloved as started", exc)
 
 
+def _failure_text(exc: BaseException | None, *, started: bool) -> str:
+    """One line for the operator: which child failed, and the innermost cause's words."""
+    path, cause = "gloved", exc
+    while isinstance(cause, ChildFailed):
+        path, cause = cause.path, cause.cause
+    what = f"{type(cause).__name__}: {cause}" if cause is not None else "it exited"
+    if not started:
+        return f"gloved: refusing to start: {path} could not start: {what}"
+    return f"gloved: {path} failed, stopping: {what}"
+
+
 def _stop_signalled(root: Supervisor, notifier: Notifier) -> None:
     notifier.stopping(status="stopping")
     root.stop()
@@ -173,7 +184,8 @@ async def serve(
         task = loop.create_task(root.run(), name="gloved")
         started = loop.create_task(_all_started(root), name="gloved/started")
         await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
-        if started.done():
+        came_up = started.done()
+        if came_up:
             _log.info("gloved %s listening on %s", __version__, paths.socket)
             await _announce_ready(notifier, root)
         else:
@@ -182,7 +194,7 @@ async def serve(
         if task.cancelled():
             _log.info("gloved stopped")
             return EXIT_OK
-        _log.error("gloved: root failed: %r", task.exception())
+        _log.error("%s", _failure_text(task.exception(), started=came_up))
         return EXIT_CHILD_FAILED
     finally:
         notifier.close()

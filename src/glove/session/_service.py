@@ -34,7 +34,7 @@ from glove.host._gloved_config import GlovedConfig, load_gloved_config
 from glove.host._paths import GlovePaths, glove_paths, read_private_file
 from glove.journal import JournalKind, JournalWriter
 from glove.journal._keys import SigningKey
-from glove.protocol import PROTOCOL_VERSION, Capabilities
+from glove.protocol import PROTOCOL_VERSION, Capabilities, unavailable_capabilities
 from glove.protocol.control import UNAVAILABLE
 from glove.session._registry import SessionRegistry
 
@@ -143,13 +143,15 @@ class SessionService:
                 reason="the remote_linux_container backend is construction-only",
                 backend=str(caps.get("backend", "remote_linux_container")),
             )
+        if not self.operational:
+            return msgspec.structs.replace(unavailable_capabilities(), reason=self.reason)
         support = limit_support(probe_host_limits())
         limits = {name: item.mechanism or UNAVAILABLE for name, item in support.items()}
         return Capabilities(
-            schema_version=SCHEMA_VERSION if self.operational else 0,
+            schema_version=SCHEMA_VERSION,
             protocol=PROTOCOL_VERSION,
             lifecycle_operational=self.lifecycle_operational(),
-            runtimes=["linux"] if self.operational else [],
+            runtimes=["linux"],
             limits=limits,
             networks=["none"],
             terminals=["pipes"],

@@ -318,7 +318,7 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """Wait until the session is terminal; exit 0 only if its command exited 0."""
-        from glove.control import ClientTimeout
+        from glove.control import ClientTimeout, RemoteError
 
         budget = timeout if timeout is not None else 24 * 3600.0
         if budget <= 0:
@@ -332,6 +332,10 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
                     last = view
             except ClientTimeout:
                 return None
+            except RemoteError as exc:
+                if exc.code == "deadline_exceeded":
+                    return None
+                raise
             return last if last is not None and last.get("state") == "terminal" else None
 
         final = _with_client("session wait", runtime_dir, action)
