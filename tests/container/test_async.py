@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -147,3 +148,29 @@ async def test_a_sandbox_that_cannot_be_built_is_a_setup_result(tmp_path: Path) 
     result, _ = await _run(_spec("/nonexistent-command"))
     assert result.outcome == "exec_error"
     assert result.exit_code == 127
+
+
+async def test_launching_while_another_thread_wants_the_gil_never_hangs() -> None:
+    """A Python thread spinning on bytecode keeps asking for the GIL while sandboxes are
+    launched from executor threads (gloved's shape): every sandbox still starts and ends
+    (a raw clone3 child used to wait forever to hand the GIL to a thread it does not have)."""
+    stop = threading.Event()
+
+    def spin() -> None:
+        count = 0
+        while not stop.is_set():
+            count += 1
+
+    spinner = threading.Thread(target=spin, daemon=True)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # a drop request is pending almost all the time
+    spinner.start()
+    try:
+        async with asyncio.timeout(120):
+            for _ in range(4):
+                results = await asyncio.gather(*(_run(_spec("/bin/true")) for _ in range(8)))
+                assert [r.exit_code for r, _ in results] == [0] * 8
+    finally:
+        sys.setswitchinterval(interval)
+        stop.set()
+        spinner.join()

@@ -17,10 +17,13 @@ the init exits too: before release it sees EOF on the go pipe, after it watches 
 the launcher *process* (``PR_SET_PDEATHSIG`` would fire when the launching *thread* exits,
 which kills sandboxes launched from a worker thread that ends before they do).
 
-``clone3`` runs through ``ctypes.PyDLL`` with the GIL held and the interpreter's fork hooks,
-so a multi-threaded asyncio process can launch directly. Where clone3 is unavailable
-(ENOSYS, e.g. under a container runtime's filter) the launcher falls back to fork, unshare,
-fork. ``GLOVE_SANDBOX_LAUNCH=fork`` forces the fallback (tests use it).
+``clone3`` runs through ``ctypes.PyDLL`` with the GIL held and the interpreter's fork hooks
+(one clone instead of two, for the single-threaded ``glove exec``). Where clone3 is unavailable
+(ENOSYS, e.g. under a container runtime's filter), and whenever the launching process has
+more than one thread (gloved, glove run: the window between the raw syscall and the
+interpreter's after-fork hook runs bytecode, where a pending GIL drop request deadlocks the
+child), the launcher uses fork, unshare, fork instead. ``GLOVE_SANDBOX_LAUNCH=fork`` forces
+it (tests use it).
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import select
 import signal
 import socket
 import termios
+import threading
 import time
 from typing import Final, NoReturn
 
@@ -659,7 +663,12 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     try:
         if any(p.mechanism.startswith("cgroup-") for p in plans.values()):
             cgroups = CgroupSet(plans)
-        use_fork = os.environ.get(LAUNCH_MODE_ENV) == "fork"
+        # clone3 goes through ctypes, so Python bytecode runs in the child between the
+        # syscall and PyOS_AfterFork_Child. If another thread of this process was waiting for
+        # the GIL, the copied "drop the GIL" request makes the child hand the GIL to a thread
+        # that does not exist in it, and wait forever (seen under gloved). os.fork() keeps
+        # that window in C, so a multi-threaded launcher takes the fork path.
+        use_fork = os.environ.get(LAUNCH_MODE_ENV) == "fork" or threading.active_count() > 1
         if not use_fork:
             try:
                 pid, pidfd = sc.clone3(sc.SANDBOX_NAMESPACES)
