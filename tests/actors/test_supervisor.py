@@ -230,3 +230,31 @@ async def test_a_child_dying_while_starting_does_not_strand_its_siblings() -> No
     assert len(attempts) == 2
     sup.stop()
     await asyncio.wait({task})
+
+
+async def test_an_earlier_child_dying_while_a_later_one_starts_tears_down() -> None:
+    """The second child's on_start waits for something the first provides; the first dies
+    instead: the supervisor does not hang in the start sequence, it fails (intensity 0)."""
+    never = asyncio.Event()
+
+    class Dies(Actor):
+        async def on_start(self) -> None:
+            self.spawn_task(self._die(), name="die")
+
+        async def _die(self) -> None:
+            await asyncio.sleep(0.02)
+            raise RuntimeError("the provider died")
+
+    class Waits(Actor):
+        async def on_start(self) -> None:
+            await never.wait()
+
+    sup = Supervisor(
+        "root",
+        [ChildSpec("provider", lambda: Dies("provider")), ChildSpec("user", lambda: Waits("user"))],
+        strategy="one_for_all",
+        intensity=0,
+    )
+    with pytest.raises(ChildFailed):
+        async with asyncio.timeout(5):
+            await sup.run()

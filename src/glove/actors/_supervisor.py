@@ -153,17 +153,21 @@ class Supervisor:
         """Start ``names`` one after another: each has finished starting (its ``on_start``
         returned, or a supervisor started its own children) before the next is built, so a
         later sibling may rely on an earlier one's state (OTP's ``init`` order). A child that
-        dies while starting stops the sequence; its exit is handled as any exit is (a restart
+        dies while starting, or an earlier one dying while a later one starts (which may be
+        waiting on it), stops the sequence; its exit is handled as any exit is (a restart
         also starts the siblings that never started)."""
         for name in names:
             node = self._start(self._specs[name])
-            task = self._tasks[name]
             waiter = asyncio.ensure_future(node.started.wait())
             try:
-                await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+                # Any child's exit (this one, or an earlier one dying while a later one waits
+                # on it) ends the sequence: the exit is then handled by the strategy.
+                await asyncio.wait(
+                    {waiter, *self._tasks.values()}, return_when=asyncio.FIRST_COMPLETED
+                )
             finally:
                 waiter.cancel()
-            if task.done():
+            if any(task.done() for task in self._tasks.values()):
                 return
 
     def _on_child_done(self, name: str, task: asyncio.Task[None]) -> None:

@@ -198,7 +198,8 @@ def _locate(data: bytes) -> PlanProblem | None:
             )
         elif isinstance(node, _Bad):
             return PlanProblem.at(path, node.message)
-    return None
+    # The shared strict parser refuses lone surrogates too (without a path): find it here.
+    return _first_lone_surrogate(json.loads(text))
 
 
 def _lone_surrogate(text: str) -> int | None:

@@ -64,7 +64,15 @@ def _failure_of(tree: Supervisor) -> tuple[BaseException | None, str | None]:
     return cause, child
 
 
-async def run_session(
+def _sandbox_of(tree: Supervisor) -> SandboxActor | None:
+    """The tree's sandbox actor, if it was started."""
+    for name, node, _alive in tree.children():
+        if name == SANDBOX_CHILD and isinstance(node, SandboxActor):
+            return node
+    return None
+
+
+async def run_session(  # noqa: PLR0912 - one branch per way a session ends
     tree: Supervisor,
     *,
     on_started: Callable[[Supervisor], None] | None = None,
@@ -86,16 +94,24 @@ async def run_session(
     else:
         task = asyncio.get_running_loop().create_task(tree.run(), name=tree.name)
     waits: set[asyncio.Future[object]] = set()
+    sandbox: SandboxActor | None = None
     try:
-        await tree.started.wait()
-        sandbox = tree.child(SANDBOX_CHILD)
-        assert isinstance(sandbox, SandboxActor)
-        if on_started is not None:
-            on_started(tree)
-        # shield: a fresh waiter, so cancelling it below never cancels the result itself.
-        waits = {asyncio.shield(sandbox.result), task}  # type: ignore[arg-type]
-        if stop is not None:
-            waits.add(asyncio.ensure_future(stop.wait()))
+        started = asyncio.ensure_future(tree.started.wait())
+        waits = {started, task}  # type: ignore[arg-type]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        started.cancel()
+        sandbox = _sandbox_of(tree)
+        if sandbox is None:
+            # A child before the sandbox died while starting: the tree is failing; the
+            # sandbox never existed, so there is no command result to wait for.
+            waits = {task}  # type: ignore[arg-type]
+        else:
+            if on_started is not None:
+                on_started(tree)
+            # shield: a fresh waiter, so cancelling it below never cancels the result itself.
+            waits = {asyncio.shield(sandbox.result), task}  # type: ignore[arg-type]
+            if stop is not None:
+                waits.add(asyncio.ensure_future(stop.wait()))
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for waiter in waits:
@@ -108,8 +124,9 @@ async def run_session(
         if not task.cancelled():
             task.exception()  # retrieved: the reason is read from the tree
     failure, child = _failure_of(tree)
-    done = sandbox.result.done() and not sandbox.result.cancelled()
-    result = sandbox.result.result() if done else None
+    result = None
+    if sandbox is not None and sandbox.result.done() and not sandbox.result.cancelled():
+        result = sandbox.result.result()
     if failure is not None and child == SANDBOX_CHILD:
         result = None  # the sandbox itself failed (its launch): there is no command result
     return SessionOutcome(result, failure, child)
