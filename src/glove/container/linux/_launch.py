@@ -51,7 +51,11 @@ from glove.container._result import EXIT_SETUP_FAILED
 from glove.container._spec import MAX_PASSED_FD, SandboxSpec
 from glove.container.errors import SandboxSetupError
 from glove.container.linux import _syscalls as sc
-from glove.container.linux._cgroups import CgroupSet, probe_host_limits
+from glove.container.linux._cgroups import (
+    SandboxCgroups,
+    open_sandbox_cgroups,
+    probe_host_limits,
+)
 from glove.container.linux._mounts import (
     OpenedSource,
     build_root,
@@ -131,7 +135,7 @@ class SandboxProcess:
         pidfd: int,
         status_fd: int,
         plans: dict[str, LimitPlan],
-        cgroups: CgroupSet | None,
+        cgroups: SandboxCgroups | None,
         started: float,
     ) -> None:
         """Wrap a launched sandbox (use :func:`launch`)."""
@@ -152,8 +156,11 @@ class SandboxProcess:
             signal.pidfd_send_signal(self.pidfd, signum)
 
     def kill(self) -> None:
-        """Kill the whole sandbox tree (SIGKILL to the init of its pid namespace)."""
+        """Kill the whole sandbox tree (SIGKILL to the init of its pid namespace, and
+        ``cgroup.kill`` of its v2 group when it has one)."""
         self.send_signal(signal.SIGKILL)
+        if self.cgroups is not None:
+            self.cgroups.kill()
 
     def poll(self) -> int | None:
         """Reap the init if it has exited; return its wait status or None."""
@@ -558,7 +565,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         if report_violations
         else (None, None)
     )
-    cgroups: CgroupSet | None = None
+    cgroups: SandboxCgroups | None = None
     launcher_pidfd = os.pidfd_open(os.getpid())  # the init's lifeline to this process
     go_read, go_write = os.pipe2(os.O_CLOEXEC)
     status_read, status_write = os.pipe2(os.O_CLOEXEC)
@@ -579,8 +586,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     pid = pidfd = -1
     started = time.monotonic()
     try:
-        if any(p.mechanism.startswith("cgroup-") for p in plans.values()):
-            cgroups = CgroupSet(plans)
+        cgroups = open_sandbox_cgroups(plans)
         use_fork = os.environ.get(LAUNCH_MODE_ENV) == "fork"
         if not use_fork:
             try:

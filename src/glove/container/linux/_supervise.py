@@ -22,7 +22,7 @@ import threading
 import time
 from typing import Final, NamedTuple
 
-from glove.container._limits import MECH_CGROUP_V1_CPUACCT, MECH_RLIMIT_AS, MECH_RLIMIT_CPU
+from glove.container._limits import MECH_RLIMIT_AS, MECH_RLIMIT_CPU
 from glove.container._result import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -378,14 +378,9 @@ class _Supervisor:
         now = time.monotonic()
         if deadline is not None and now >= deadline:
             self._kill(process, "wall_time")
-        cpu = process.plans.get("cpu_time")
-        if (
-            cpu is not None
-            and cpu.mechanism == MECH_CGROUP_V1_CPUACCT
-            and process.cgroups is not None
-            and process.cgroups.cpu_seconds() >= cpu.value
-        ):
-            self._kill(process, "cpu_time")
+        reached = process.cgroups.reached() if process.cgroups is not None else None
+        if reached is not None:  # memory OOM, a refused fork, or the tree's CPU time
+            self._kill(process, reached)
 
     def supervise(  # noqa: PLR0912, PLR0915 - one select loop; branches are its event kinds
         self, process: SandboxProcess, outputs: list[int]
@@ -412,7 +407,7 @@ class _Supervisor:
                 self._stdin_maybe_close()
         wall = self.spec.limits.wall_time
         deadline = process.released + wall if wall is not None else None
-        cpu_polled = "cpu_time" in process.plans
+        cpu_polled = "cpu_time" in process.plans or process.cgroups is not None
         exited_at: float | None = None
         open_outputs = set(outputs)
         while True:
