@@ -153,8 +153,8 @@ def run_in_guest(scenario: str, *, python: str, unpriv_python: str, unpriv_user:
         "-nographic", "-nodefaults", "-no-reboot", "-serial", f"file:{base / 'console'}",
         "-kernel", str(image), "-initrd", str(initramfs),
         "-append", "console=ttyS0 panic=-1 quiet loglevel=3 cgroup_no_v1=all",
-        "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
-        "multidevs=remap",
+        "-virtfs", ("local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
+                    "multidevs=remap"),
         "-virtfs", f"local,path={out},mount_tag=out,security_model=none,multidevs=remap",
     ]  # fmt: skip
     try:

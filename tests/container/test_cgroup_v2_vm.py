@@ -58,7 +58,9 @@ def _limit(result: dict[str, Any], name: str) -> dict[str, Any]:
 def test_root_probe_offers_the_v2_controllers(guest: dict[str, Any]) -> None:
     """As root on a pure v2 host the planner puts memory, pids and CPU time on cgroup v2."""
     probe = guest["root_probe"]
-    assert probe["cgroup_v2_group"] and probe["cgroup_v2_memory"] and probe["cgroup_v2_pids"]
+    assert probe["cgroup_v2_group"]
+    assert probe["cgroup_v2_memory"]
+    assert probe["cgroup_v2_pids"]
     assert not probe["cgroup_v1_memory"]
     assert "no cgroup v1 memory hierarchy" in probe["unavailable"]["cgroup-v1-memory"]
     explain = guest["root_explain"]
@@ -151,9 +153,7 @@ def test_an_undelegated_controller_is_refused_and_the_other_used(guest: dict[str
     pids still gets cgroup-v2-pids and its hit kills the tree."""
     refused = guest["pids_only_memory"]
     assert refused["rc"] == 125
-    assert "does not offer memory (not delegated to this launcher)" in (
-        refused["status"]["error"]
-    )
+    assert "does not offer memory (not delegated to this launcher)" in (refused["status"]["error"])
     pids = guest["pids_only_pids"]
     assert _limit(pids, "pids") == {"value": 16, "mechanism": "cgroup-v2-pids", "hit": True}
     assert pids["rc"] == 137

@@ -30,10 +30,12 @@ HOG = ("python3", "-c", "b = bytearray(512 * 1024 * 1024); print('allocated')")
 FORKS = (
     "python3",
     "-c",
-    "import os, time\n"
-    "while True:\n"
-    "    if os.fork() == 0:\n"
-    "        time.sleep(300); os._exit(0)\n",
+    (
+        "import os, time\n"
+        "while True:\n"
+        "    if os.fork() == 0:\n"
+        "        time.sleep(300); os._exit(0)\n"
+    ),
 )
 SPIN = ("python3", "-c", "while True: pass")
 
@@ -57,8 +59,10 @@ def delegate(group: Path, *, subtree: str | None = None) -> Path:
     group.mkdir(exist_ok=True)
     if subtree is not None:
         (group.parent / "cgroup.subtree_control").write_text(subtree)
-    for entry in (group, *(group / f for f in ("cgroup.procs", "cgroup.subtree_control",
-                                             "cgroup.threads"))):
+    for entry in (
+        group,
+        *(group / f for f in ("cgroup.procs", "cgroup.subtree_control", "cgroup.threads")),
+    ):
         os.chown(entry, USER.pw_uid, USER.pw_gid)
     return group
 
@@ -125,7 +129,8 @@ def probe_as_root() -> None:
     )
     devnull = os.open(os.devnull, os.O_RDWR)
     process = launch(spec, stdio=(devnull, devnull, devnull))
-    assert process.cgroups is not None and process.cgroups.v2 is not None
+    assert process.cgroups is not None
+    assert process.cgroups.v2 is not None
     path = process.cgroups.v2.path
     assert path is not None
     files = {}
@@ -160,8 +165,11 @@ def main() -> None:
     cases += [
         lambda: delegate(unit),
         lambda: glove_exec(
-            "user_memory", ("--memory", "64M"), with_marker("gvm-um", HOG),
-            unpriv=True, cgroup=unit,
+            "user_memory",
+            ("--memory", "64M"),
+            with_marker("gvm-um", HOG),
+            unpriv=True,
+            cgroup=unit,
         ),
         lambda: results.update(
             user_memory_left=left_alive("gvm-um"),
@@ -173,13 +181,19 @@ def main() -> None:
         ),
         # Later launchers join the leaf: the unit itself now has controllers enabled.
         lambda: glove_exec(
-            "user_pids", ("--pids", "16"), with_marker("gvm-up", FORKS),
-            unpriv=True, cgroup=unit / "supervisor",
+            "user_pids",
+            ("--pids", "16"),
+            with_marker("gvm-up", FORKS),
+            unpriv=True,
+            cgroup=unit / "supervisor",
         ),
         lambda: results.update(user_pids_left=left_alive("gvm-up")),
         lambda: glove_exec(
-            "user_cpu", ("--cpu-time", "1"), with_marker("gvm-uc", SPIN),
-            unpriv=True, cgroup=unit / "supervisor",
+            "user_cpu",
+            ("--cpu-time", "1"),
+            with_marker("gvm-uc", SPIN),
+            unpriv=True,
+            cgroup=unit / "supervisor",
         ),
         lambda: results.update(
             user_cpu_left=left_alive("gvm-uc"),
@@ -213,7 +227,7 @@ def main() -> None:
     for case in cases:
         try:
             case()
-        except Exception:  # noqa: BLE001 - recorded for the host test to show
+        except Exception:  # recorded for the host test to show
             errors.append(traceback.format_exc())
     results["errors"] = errors
     (OUT / "results.json").write_text(json.dumps(results, indent=1))
@@ -222,9 +236,7 @@ def main() -> None:
 def _start_sharer(group: Path) -> int:
     """Put a long sleeper of the user in ``group`` (root moves it), so the launcher that
     joins the group later is not alone there."""
-    proc = subprocess.Popen(
-        ["sleep", "300"], user=USER.pw_uid, group=USER.pw_gid, extra_groups=[]
-    )
+    proc = subprocess.Popen(["sleep", "300"], user=USER.pw_uid, group=USER.pw_gid, extra_groups=[])
     (group / "cgroup.procs").write_text(str(proc.pid))
     return proc.pid
 
