@@ -175,7 +175,7 @@ def test_planner_chooses_per_limit_on_the_hybrid_host() -> None:
     assert host.cgroup_v1_memory
     assert explain_limit("cpu_time", host) == "cgroup-v2-cpu-watchdog (whole sandbox)"
     memory = explain_limit("memory", host)
-    assert memory.startswith("cgroup-v1-memory (whole sandbox); passed over cgroup-v2-memory")
+    assert memory.startswith("cgroup-v1-memory (whole sandbox), passed over cgroup-v2-memory")
     assert "bound to cgroup v1" in memory
 
 
@@ -249,3 +249,26 @@ def test_delegated_unprivileged_launcher_gets_v2_cpu_and_v1_refusals(
         assert "cgroup-v2-memory: the memory controller is bound to cgroup v1" in status["error"]
         assert "--accept-weaker memory" in status["error"]
         assert [p.name for p in delegated.iterdir() if p.is_dir()] == []
+
+
+def test_doctor_explains_each_limit_choice() -> None:
+    """``glove doctor --json``'s limits check names every limit's mechanism, why a better
+    one was passed over (here: controllers bound to v1), and the cgroup.kill teardown."""
+    done = subprocess.run(
+        [sys.executable, "-m", "glove", "doctor", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    checks = {c["name"]: c for c in json.loads(done.stdout)["checks"]}
+    detail = checks["limits"]["detail"]
+    for limit in ("wall_time", "cpu_time", "memory", "pids", "disk", "output"):
+        assert f"{limit}: " in detail
+    assert "cgroup.kill" in detail
+    if HYBRID:
+        assert (
+            "memory: cgroup-v1-memory (whole sandbox), passed over cgroup-v2-memory (the "
+            "memory controller is bound to cgroup v1" in detail
+        )
+        assert "cpu_time: cgroup-v2-cpu-watchdog (whole sandbox)" in detail

@@ -261,11 +261,11 @@ def test_explain_limit_names_the_choice_and_what_was_passed_over() -> None:
     from glove.container._limits import explain_limit
 
     assert explain_limit("pids", HYBRID_ROOT) == (
-        "cgroup-v1-pids (whole sandbox); passed over cgroup-v2-pids: the pids controller is "
-        "bound to cgroup v1 (hierarchy 8)"
+        "cgroup-v1-pids (whole sandbox), passed over cgroup-v2-pids (the pids controller is "
+        "bound to cgroup v1 (hierarchy 8))"
     )
     assert explain_limit("cpu_time", HYBRID_ROOT) == "cgroup-v2-cpu-watchdog (whole sandbox)"
     assert explain_limit("memory", UNPRIV).startswith(
-        "rlimit-as-per-process (per process, only with --accept-weaker); passed over"
+        "rlimit-as-per-process (per process, only with --accept-weaker), passed over"
     )
-    assert explain_limit("pids", ROOT_BARE).startswith("none (cgroup-v2-pids:")
+    assert explain_limit("pids", ROOT_BARE).startswith("none; passed over cgroup-v2-pids (")

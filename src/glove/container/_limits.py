@@ -282,12 +282,12 @@ def passed_over(name: LimitName, host: HostLimitSupport) -> list[tuple[str, str]
 def explain_limit(name: LimitName, host: HostLimitSupport) -> str:
     """One sentence for a person: which mechanism ``name`` gets here and why not a better one."""
     candidates = _candidates(name, host)
-    skipped = "; ".join(f"{m}: {why}" for m, why in passed_over(name, host))
+    skipped = ", ".join(f"{m} ({why})" for m, why in passed_over(name, host))
     if not candidates:
-        return f"none ({skipped})" if skipped else "none"
+        return f"none; passed over {skipped}" if skipped else "none"
     chosen, full = candidates[0]
     kind = "whole sandbox" if full else "per process, only with --accept-weaker"
-    return f"{chosen} ({kind})" + (f"; passed over {skipped}" if skipped else "")
+    return f"{chosen} ({kind})" + (f", passed over {skipped}" if skipped else "")
 
 
 def plan_limits(

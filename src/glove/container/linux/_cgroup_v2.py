@@ -152,7 +152,7 @@ def _why_controller_missing(name: str, where: Path, v1_bound: dict[str, int]) ->
     if v1_bound.get(name, 0) != 0:
         return (
             f"the {name} controller is bound to cgroup v1 (hierarchy {v1_bound[name]}) on this "
-            "host; the kernel gives a controller to one version only"
+            "host, and the kernel gives a controller to one version only"
         )
     return f"{where}/cgroup.controllers does not offer {name} (not delegated to this launcher)"
 
