@@ -157,3 +157,15 @@ def test_an_undelegated_controller_is_refused_and_the_other_used(guest: dict[str
     pids = guest["pids_only_pids"]
     assert _limit(pids, "pids") == {"value": 16, "mechanism": "cgroup-v2-pids", "hit": True}
     assert pids["rc"] == 137
+
+
+def test_a_daemon_claims_its_delegated_cgroup_at_start(guest: dict[str, Any]) -> None:
+    """claim_cgroup_v2 (for gloved at start-up) moves the process into supervisor/ and
+    enables memory and pids for the sandboxes to come, and says so."""
+    claim = guest["daemon_claim"]
+    assert claim["line"] == (
+        "cgroup v2: sandbox groups under /sys/fs/cgroup/glove-vm-daemon, controllers memory "
+        "pids, launcher moved into /sys/fs/cgroup/glove-vm-daemon/supervisor"
+    ), claim["stderr"]
+    assert claim["cgroup"] == "0::/glove-vm-daemon/supervisor"
+    assert set(claim["subtree_control"].split()) == {"memory", "pids"}

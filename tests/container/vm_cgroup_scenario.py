@@ -223,6 +223,8 @@ def main() -> None:
             p.name for p in (CG / "glove").iterdir() if p.is_dir()
         )),
     ]  # fmt: skip
+    daemon = CG / "glove-vm-daemon"
+    cases += [lambda: delegate(daemon), lambda: results.update(daemon_claim=_claim_in(daemon))]
     errors = []
     for case in cases:
         try:
@@ -231,6 +233,28 @@ def main() -> None:
             errors.append(traceback.format_exc())
     results["errors"] = errors
     (OUT / "results.json").write_text(json.dumps(results, indent=1))
+
+
+def _claim_in(group: Path) -> dict[str, str]:
+    """As the user in ``group``, claim the site the way gloved does at start-up."""
+    code = (
+        "from glove.container.linux._cgroups import claim_cgroup_v2\n"
+        "print(claim_cgroup_v2())\n"
+        "print(open('/proc/self/cgroup').read().strip())\n"
+    )
+    done = subprocess.run(
+        ["/bin/sh", "-c", f'echo $$ > {group}/cgroup.procs && exec "$@"', "sh",
+         "setpriv", f"--reuid={USER.pw_uid}", f"--regid={USER.pw_gid}", "--clear-groups",
+         "--", UNPRIV_PYTHON, "-c", code],
+        capture_output=True, text=True, timeout=RUN_DEADLINE_S,
+    )  # fmt: skip
+    line, _, cgroup = done.stdout.partition("\n")
+    return {
+        "line": line,
+        "cgroup": cgroup.strip(),
+        "stderr": done.stderr[-1000:],
+        "subtree_control": (group / "cgroup.subtree_control").read_text().strip(),
+    }
 
 
 def _start_sharer(group: Path) -> int:

@@ -15,6 +15,13 @@ controllers (a hybrid host binds them to v1, or none were delegated) a group sti
 ``cgroup.kill`` (teardown of the whole tree), ``cgroup.procs``, ``cgroup.events`` (whether
 anything is left alive) and ``cpu.stat`` (the tree's CPU time), which is what the planner
 uses it for. The probe reads only; :func:`claim_site` does the move and the enabling, once.
+
+Delegation is recognized the kernel's way: the launcher's cgroup, its ``cgroup.procs`` and
+``cgroup.subtree_control`` belong to the launcher's uid. systemd 252 (Debian 12) marks a
+``Delegate=`` unit no differently from an undelegated unit of the same user manager (no
+``user.delegate`` attribute), so run launchers under a unit with ``Delegate=`` (gloved's has
+it): in an undelegated one Glove would still make its groups there, which systemd does not
+expect.
 """
 
 from __future__ import annotations
@@ -56,10 +63,6 @@ WANTED_CONTROLLERS: Final = ("memory", "pids")
 ROOT_GROUP: Final = "glove"
 #: The leaf a delegated launcher moves itself into before enabling controllers.
 LAUNCHER_LEAF: Final = "supervisor"
-#: Extended attributes systemd sets on a cgroup it delegated (system and user managers).
-DELEGATE_XATTRS: Final = ("trusted.delegate", "user.delegate")
-#: Suffixes of cgroups systemd manages; one without a delegate mark is not ours to change.
-SYSTEMD_UNIT_SUFFIXES: Final = (".service", ".scope", ".slice")
 #: How long teardown waits for ``cgroup.events`` to say ``populated 0`` after ``cgroup.kill``.
 KILL_WAIT_S: Final = 2.0
 #: How long teardown retries ``rmdir`` while the kernel releases a just-emptied group.
@@ -169,16 +172,6 @@ def _find_mount() -> tuple[Cgroup2Mount, str] | None:
     return None
 
 
-def _systemd_undelegated(group: Path) -> bool:
-    if not group.name.endswith(SYSTEMD_UNIT_SUFFIXES):
-        return False
-    for name in DELEGATE_XATTRS:
-        with contextlib.suppress(OSError):
-            if os.getxattr(group, name) == b"1":
-                return False
-    return True
-
-
 def _probe_root(mount: Cgroup2Mount, v1_bound: dict[str, int]) -> V2Probe:
     top = Path(mount.mount_point)
     base = top / ROOT_GROUP
@@ -211,8 +204,6 @@ def _probe_delegated(own_dir: Path, uid: int, v1_bound: dict[str, int]) -> V2Pro
         return V2Probe(
             None, {"cgroup-v2": f"the launcher's cgroup {group} is not delegated to uid {uid}"}
         )
-    if _systemd_undelegated(group):
-        return V2Probe(None, {"cgroup-v2": f"{group} is a systemd unit's cgroup without Delegate="})
     if not (group / "cgroup.kill").exists():
         return V2Probe(None, {"cgroup-v2": "this kernel has no cgroup.kill (Linux < 5.14)"})
     available = _controllers(group / "cgroup.controllers")

@@ -327,3 +327,26 @@ def open_sandbox_cgroups(plans: dict[str, LimitPlan]) -> SandboxCgroups | None:
     if not any(p.mechanism.startswith("cgroup-") for p in plans.values()):
         return None
     return SandboxCgroups(plans)
+
+
+def claim_cgroup_v2() -> str:
+    """Claim this launcher's cgroup v2 site now, for a daemon at start-up (``gloved``):
+    move into the site's ``supervisor/`` leaf when it has one and enable every controller
+    the site offers, so later launches only make groups. Launches claim lazily otherwise.
+
+    Returns a line for the log saying what was claimed, or why there is no v2 site.
+
+    Raises:
+        SandboxSetupError: the kernel refused the move or a controller.
+    """
+    probe = probe_v2()
+    site = probe.site
+    if site is None:
+        return "cgroup v2: no site (" + "; ".join(probe.why_not.values()) + ")"
+    claim_site(site, site.controllers)
+    missing = "; ".join(f"{c}: {why}" for c, why in sorted(probe.why_not.items()))
+    enabled = " ".join(sorted(site.controllers)) or "none"
+    moved = f", launcher moved into {site.leaf}" if site.leaf and site.controllers else ""
+    return f"cgroup v2: sandbox groups under {site.base}, controllers {enabled}{moved}" + (
+        f" (missing: {missing})" if missing else ""
+    )
