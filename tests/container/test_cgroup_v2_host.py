@@ -272,3 +272,38 @@ def test_doctor_explains_each_limit_choice() -> None:
             "memory controller is bound to cgroup v1" in detail
         )
         assert "cpu_time: cgroup-v2-cpu-watchdog (whole sandbox)" in detail
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_groups_of_a_killed_launcher_are_swept() -> None:
+    """Empty groups named after a dead launcher pid are removed; a live launcher's group and
+    a group that still holds a process are kept."""
+    from glove.container.linux import _cgroups
+
+    base = _site().base
+    dead = _dead_pid()
+    stale = base / f"sbx-{dead}-{secrets.token_hex(6)}"
+    live = base / f"sbx-{os.getpid()}-{secrets.token_hex(6)}"
+    busy = base / f"sbx-{dead}-{secrets.token_hex(6)}"
+    for path in (stale, live, busy):
+        path.mkdir()
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        (busy / "cgroup.procs").write_text(str(sleeper.pid))
+        _cgroups._swept.discard(base)
+        assert _cgroups.sweep_stale_groups(base) >= 1
+        assert not stale.exists()
+        assert live.exists()
+        assert busy.exists()
+        assert _cgroups.sweep_stale_groups(base) == 0  # once per process and base
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        for path in (live, busy):
+            (path / "cgroup.kill").write_text("1")
+            _rmdir(path)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Final
@@ -110,6 +111,37 @@ def _write(path: Path, value: str) -> None:
 def group_name() -> str:
     """A fresh name for one sandbox's groups (the launcher's pid and 48 random bits)."""
     return f"sbx-{os.getpid()}-{os.urandom(6).hex()}"
+
+
+_swept: set[Path] = set()
+_sweep_lock = threading.Lock()
+
+
+def sweep_stale_groups(base: Path) -> int:
+    """Remove the empty sandbox groups under ``base`` whose launcher is gone; return how many.
+
+    A launcher killed with SIGKILL cannot remove its groups; its sandbox died with it (the
+    init watches the launcher), so what is left is empty. A group's name carries its
+    launcher's pid (``sbx-<pid>-<random>``); a live pid (even a reused one) keeps its group,
+    and ``rmdir`` refuses a group that still holds a process. Done once per base and process.
+    """
+    with _sweep_lock:
+        if base in _swept:
+            return 0
+        _swept.add(base)
+    removed = 0
+    with contextlib.suppress(OSError):
+        for entry in base.iterdir():
+            _, _, rest = entry.name.partition("sbx-")
+            pid = rest.partition("-")[0]
+            if not entry.name.startswith("sbx-") or not pid.isdigit():
+                continue
+            if Path(f"/proc/{pid}").exists():
+                continue
+            with contextlib.suppress(OSError):
+                entry.rmdir()
+                removed += 1
+    return removed
 
 
 def _read_int_field(path: Path, field: str) -> int:
@@ -241,8 +273,12 @@ class SandboxCgroups:
         self.v1: CgroupSet | None = None
         if site is not None:
             claim_site(site, need)
+            sweep_stale_groups(site.base)
             self.v2 = V2Group(site, plans, name)
         if any(p.mechanism in _CONTROLLERS for p in plans.values()):
+            for mechanism, controller in _CONTROLLERS.items():
+                if any(p.mechanism == mechanism for p in plans.values()):
+                    sweep_stale_groups(CGROUP_V1_ROOT / controller / GLOVE_GROUP)
             try:
                 self.v1 = CgroupSet(plans, name)
             except SandboxSetupError:
