@@ -20,7 +20,11 @@ import pytest
 from tests.conftest import Unpriv
 from tests.container import cgroup_vm
 
-pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="boots a VM sharing / (root only)")
+pytestmark = [
+    pytest.mark.skipif(os.getuid() != 0, reason="boots a VM sharing / (root only)"),
+    # The first test pays for the boot (about 50 s here, emulated; more on a loaded machine).
+    pytest.mark.timeout(cgroup_vm.GUEST_DEADLINE_S + 60),
+]
 
 HERE = Path(__file__).resolve().parent
 

@@ -170,9 +170,8 @@ def test_fork_bomb_is_contained(sb: Sandbox) -> None:
         assert res.status is not None, res.describe()
         assert res.status["outcome"] == "limit", res.describe()
         # A cgroup pids limit ends it at the first refused fork; otherwise the wall limit.
-        ended_by = "pids" if limit_report(res, "pids")["mechanism"].startswith("cgroup-") else (
-            "wall_time"
-        )
+        on_cgroup = limit_report(res, "pids")["mechanism"].startswith("cgroup-")
+        ended_by = "pids" if on_cgroup else "wall_time"
         assert limit_report(res, ended_by)["hit"] is True, res.describe()
         assert wait_until(lambda: not host_pids_with(marker), SURVIVOR_GRACE_S), (
             f"{len(host_pids_with(marker))} bomb processes survived"
