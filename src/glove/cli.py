@@ -29,6 +29,7 @@ EXIT_INTERRUPTED: Final = 130
 # end. A run of one command imports only that command's module (``glove exec`` must not pay
 # for the journal, policy or MCP imports); ``--help`` imports them all.
 _COMMAND_MODULES = {
+    "setup": "glove.host.setup_cli",
     "doctor": "glove.host.doctor_cli",
     "exec": "glove.run.exec_cli",
     "run": "glove.run.run_cli",
@@ -39,6 +40,7 @@ _COMMAND_MODULES = {
     "receipts": "glove.journal.receipts_cli",
     "diag": "glove.control.diag_cli",
     "daemon": "glove.host.daemon_cli",
+    "network": "glove.egress.cli",
 }
 
 
@@ -117,9 +119,11 @@ def main() -> None:
             sys.exit(importlib.import_module(_FAST_COMMANDS[command]).main(args[1:]))
         _one_usage_code()
         build_app(only=command)()
+    except SystemExit:
+        raise
     except KeyboardInterrupt:
         sys.exit(EXIT_INTERRUPTED)
-    except Exception as exc:
+    except BaseException as exc:  # the last resort: never a traceback (it is a bug)
         if os.environ.get("GLOVE_DEBUG") == "1":
             raise
         what = f"glove {command}" if command in _COMMAND_MODULES else "glove"

@@ -13,8 +13,12 @@ and still tell a sandbox refusal from a journal failure::
     ├── container.errors.SandboxError     (setup, limits, profiles)
     ├── journal.errors.JournalError       (codec, chain, recovery, writer, receipts)
     ├── policy.errors.PolicyError         (policy file and evaluation)
+    ├── plan.errors.PlanError             (a refused plan: every problem with its JSON path;
+    │                                      CanonicalError)
+    ├── plan.errors.LocalPolicyError      (the owner's LocalPolicy is inconsistent)
     ├── mcp.errors.McpError               (framing, upstream transport, kernel)
     ├── remote.errors.RemoteBackendError  (config, SSH files, executor identity and deadlines)
+    ├── egress.errors.EgressError         (rules, protocol parsers, channel, upstream)
     └── wallet.errors.WalletError         (WalletFrameError, AuthorityError, EndpointError, ...)
 """
 

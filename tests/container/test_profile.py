@@ -140,7 +140,7 @@ def test_an_extends_cycle_is_refused_with_its_chain(tmp_path: Path) -> None:
 def test_an_unknown_base_names_the_embedded_profiles(tmp_path: Path) -> None:
     """Extending a profile that does not exist says which embedded ones do."""
     (tmp_path / "x.toml").write_text('extends = "nosuch"\n')
-    with pytest.raises(ProfileError, match=r"embedded: default"):
+    with pytest.raises(ProfileError, match=r"embedded: claude, codex, default, node-agent"):
         load_profile(str(tmp_path / "x.toml"))
 
 

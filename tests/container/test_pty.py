@@ -155,3 +155,23 @@ def _child_of(pid: int) -> int:
 
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     return int(children[0])
+
+
+def test_the_terminal_is_the_sandboxs_own_and_programs_recognise_it(glove_exec: GloveExec) -> None:
+    """ttyname(0), tty and /dev/tty work: the terminal is /dev/pts/0 of the sandbox's devpts."""
+    rc, seen, _, _, _ = _run_on_terminal(
+        glove_exec,
+        "echo READY; tty; "
+        "python3 -c 'import os; print(\"TTYNAME\", os.ttyname(0), os.ttyname(1))'; "
+        "ls -1 /dev/pts; echo VIA-DEV-TTY > /dev/tty; read line; echo GOT-$line",
+        b"x\r",
+    )
+    text = seen.decode(errors="replace")
+    assert rc == 0, text
+    lines = [line.strip() for line in text.splitlines()]
+    assert "/dev/pts/0" in lines, text  # tty(1)
+    assert "TTYNAME /dev/pts/0 /dev/pts/0" in lines, text
+    assert "0" in lines, text
+    assert "ptmx" in lines, text  # the slave lives in the sandbox's devpts
+    assert "VIA-DEV-TTY" in lines, text
+    assert "GOT-x" in lines, text

@@ -32,9 +32,12 @@ FORKS = (
     "-c",
     (
         "import os, time\n"
-        "while True:\n"
-        "    if os.fork() == 0:\n"
-        "        time.sleep(300); os._exit(0)\n"
+        "try:\n"
+        "    while True:\n"
+        "        if os.fork() == 0:\n"
+        "            time.sleep(300); os._exit(0)\n"
+        "except OSError:\n"
+        "    time.sleep(30)\n"  # still running when the supervisor's poll sees the hit
     ),
 )
 SPIN = ("python3", "-c", "while True: pass")

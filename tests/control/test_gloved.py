@@ -1,4 +1,5 @@
-"""gloved as a real process: socket safety, single instance, framing errors, shutdown."""
+"""gloved as a real process: socket and secret safety, hello, single instance, framing and
+authentication errors, slowloris, another uid, shutdown."""
 
 from __future__ import annotations
 
@@ -15,38 +16,42 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from glove.control import RemoteError, call
-from glove.protocol import CONTROL_MAX_FRAME_BYTES, decode_response, encode_frame
+from glove.control import Client, DaemonUnavailable, RemoteError, call
+from glove.protocol import (
+    CONTROL_MAX_REQUEST_BYTES,
+    CONTROL_READ_DEADLINE_S,
+    LIMIT_NAMES,
+    encode_frame,
+)
 from tests.conftest import Unpriv
 
 START_DEADLINE_S = 10.0
+CAP = CONTROL_MAX_REQUEST_BYTES
 
 
-def _wait_for_socket(path: Path, proc: subprocess.Popen[bytes]) -> None:
+def _wait_for(path: Path, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + START_DEADLINE_S
     while not path.exists():
         if proc.poll() is not None:
             raise AssertionError(
-                f"gloved exited early: {proc.stderr.read() if proc.stderr else ''}"
+                f"gloved exited early: {proc.stderr.read() if proc.stderr else ''!r}"
             )
         if time.monotonic() > deadline:
-            raise AssertionError("gloved did not create its socket in time")
+            raise AssertionError(f"gloved did not create {path.name} in time")
         time.sleep(0.02)
 
 
-def _start(
-    runtime: Path, python: str = sys.executable, **credentials: object
-) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(  # type: ignore[call-overload]
-        [python, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)],
+def _start(runtime: Path, argv: list[str] | None = None) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        argv or [sys.executable, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
-        **credentials,
     )
-    _wait_for_socket(runtime / "gloved.sock", proc)
+    _wait_for(runtime / "gloved.sock", proc)
     return proc
 
 
@@ -76,12 +81,17 @@ def daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
 
 def _raw(sock_path: Path) -> socket.socket:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(5)
+    s.settimeout(10)
     s.connect(str(sock_path))
     return s
 
 
-def _read_reply(s: socket.socket) -> dict[str, object]:
+def _frame(message: dict[str, Any] | bytes) -> bytes:
+    payload = message if isinstance(message, bytes) else json.dumps(message).encode()
+    return encode_frame(payload, max_frame_bytes=CAP)
+
+
+def _read_reply(s: socket.socket) -> dict[str, Any]:
     header = b""
     while len(header) < 4:
         chunk = s.recv(4 - len(header))
@@ -103,13 +113,37 @@ def _closed(s: socket.socket) -> bool:
         return True
 
 
+def _hello(runtime: Path, secret: str | None = None) -> dict[str, Any]:
+    return {
+        "id": 1,
+        "method": "hello",
+        "params": {
+            "secret": (runtime / "bootstrap-secret").read_text() if secret is None else secret,
+            "client": "test/1",
+            "protocol": 1,
+        },
+    }
+
+
+def _authenticated(runtime: Path) -> socket.socket:
+    s = _raw(runtime / "gloved.sock")
+    s.sendall(_frame(_hello(runtime)))
+    assert "result" in _read_reply(s)
+    return s
+
+
 def test_health_and_tree_over_an_owner_only_socket(
     daemon: tuple[Path, subprocess.Popen[bytes]],
 ) -> None:
-    """The socket is 0600 in a 0700 directory; health and diag.tree answer."""
+    """The socket and the secret are 0600 in a 0700 directory; health and diag.tree answer."""
     runtime, proc = daemon
     assert stat.S_IMODE(runtime.stat().st_mode) == 0o700
     assert stat.S_IMODE((runtime / "gloved.sock").stat().st_mode) == 0o600
+    secret = runtime / "bootstrap-secret"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    assert secret.stat().st_uid == os.getuid()
+    assert len(secret.read_text()) == 64
+    int(secret.read_text(), 16)
     health = call(runtime / "gloved.sock", "health")
     assert health["status"] == "ok"
     assert health["pid"] == proc.pid
@@ -119,6 +153,60 @@ def test_health_and_tree_over_an_owner_only_socket(
     assert root["strategy"] == "rest_for_one"
     assert [c["name"] for c in root["children"]] == ["loop-lag", "sessions", "control"]
     assert all(c["state"] == "running" for c in root["children"])
+
+
+def test_hello_and_capabilities_report_what_this_daemon_can_do(
+    daemon: tuple[Path, subprocess.Popen[bytes]],
+) -> None:
+    """hello names the server, protocol 1, its pid and methods; capabilities has the shape
+    a controller reads, and says honestly that no runtime is constructed."""
+    runtime, proc = daemon
+    with Client(runtime / "gloved.sock", client_name="sage/0.1") as client:
+        assert client.server is not None
+        assert client.server.server == "gloved"
+        assert client.server.protocol == 1
+        assert client.server.pid == proc.pid
+        assert client.server.methods == ["capabilities", "diag.tree", "health", "hello"]
+        caps = client.call("capabilities")
+        assert caps == {
+            "schema_version": 0,
+            "protocol": 1,
+            "lifecycle_operational": False,
+            "runtimes": [],
+            "limits": dict.fromkeys(LIMIT_NAMES, "unavailable"),
+            "networks": [],
+            "terminals": [],
+        }
+        with pytest.raises(RemoteError) as info:
+            client.call("health", {"verbose": True})
+        assert info.value.code == "invalid_params"
+        assert info.value.data == {"path": "$.params.verbose"}
+        assert client.call("health")["status"] == "ok"
+
+
+def test_the_secret_is_new_at_every_start_and_gone_at_stop(tmp_path: Path) -> None:
+    """Each start writes a fresh secret; stop removes it with the socket; a client holding
+    the old one is refused."""
+    runtime = tmp_path / "run" / "glove"
+    proc = _start(runtime)
+    first = (runtime / "bootstrap-secret").read_text()
+    assert _stop(proc) == 0
+    assert not (runtime / "bootstrap-secret").exists()
+    assert not (runtime / "gloved.sock").exists()
+    with pytest.raises(DaemonUnavailable, match="No such file"):
+        call(runtime / "gloved.sock", "health")
+    proc = _start(runtime)
+    try:
+        second = (runtime / "bootstrap-secret").read_text()
+        assert second != first
+        assert [p.name for p in runtime.iterdir() if p.name.startswith(".")] == []
+        with _raw(runtime / "gloved.sock") as s:
+            s.sendall(_frame(_hello(runtime, secret=first)))
+            assert _read_reply(s)["error"]["code"] == "unauthenticated"
+            assert _closed(s)
+        assert call(runtime / "gloved.sock", "health")["status"] == "ok"
+    finally:
+        assert _stop(proc) == 0
 
 
 def test_glove_diag_tree_prints_the_live_tree(
@@ -140,8 +228,10 @@ def test_glove_diag_tree_prints_the_live_tree(
 
 
 def test_second_instance_refuses_to_start(daemon: tuple[Path, subprocess.Popen[bytes]]) -> None:
-    """A second gloved on the same runtime directory exits non-zero, naming the holder."""
+    """A second gloved on the same runtime directory exits non-zero, naming the holder, and
+    leaves the first one's secret alone."""
     runtime, proc = daemon
+    secret = (runtime / "bootstrap-secret").read_text()
     second = subprocess.run(
         [sys.executable, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)],
         capture_output=True,
@@ -150,16 +240,18 @@ def test_second_instance_refuses_to_start(daemon: tuple[Path, subprocess.Popen[b
     )
     assert second.returncode == 2
     assert f"pid {proc.pid}" in second.stderr
+    assert (runtime / "bootstrap-secret").read_text() == secret
     assert call(runtime / "gloved.sock", "health")["status"] == "ok"
 
 
 def test_sigterm_stops_cleanly_and_removes_the_socket(
     daemon: tuple[Path, subprocess.Popen[bytes]],
 ) -> None:
-    """SIGTERM tears the tree down, removes the socket and exits 0."""
+    """SIGTERM tears the tree down, removes the socket and the secret, and exits 0."""
     runtime, proc = daemon
     assert _stop(proc) == 0
     assert not (runtime / "gloved.sock").exists()
+    assert not (runtime / "bootstrap-secret").exists()
 
 
 def test_unknown_method_keeps_the_connection_open(
@@ -167,42 +259,138 @@ def test_unknown_method_keeps_the_connection_open(
 ) -> None:
     """method_not_found is an answer, not a protocol error: the next request works."""
     runtime, _ = daemon
-    with _raw(runtime / "gloved.sock") as s:
-        s.sendall(encode_frame(b'{"id": 1, "method": "launch.rocket"}', max_frame_bytes=1024))
+    with _authenticated(runtime) as s:
+        s.sendall(_frame({"id": 2, "method": "launch.rocket"}))
         reply = _read_reply(s)
-        assert reply["error"]["code"] == "method_not_found"  # type: ignore[index]
-        s.sendall(encode_frame(b'{"id": 2, "method": "health"}', max_frame_bytes=1024))
-        assert _read_reply(s)["id"] == 2
+        assert reply["id"] == 2
+        assert reply["error"]["code"] == "method_not_found"
+        s.sendall(_frame({"id": 3, "method": "health"}))
+        assert _read_reply(s)["id"] == 3
     with pytest.raises(RemoteError, match="method_not_found"):
         call(runtime / "gloved.sock", "nope")
 
 
 @pytest.mark.parametrize(
+    ("first", "code"),
+    [
+        ({"id": 1, "method": "health"}, "unauthenticated"),
+        ({"id": 1, "cancel": True}, "unauthenticated"),
+        ("wrong", "unauthenticated"),
+        (
+            {"id": 1, "method": "hello", "params": {"client": "x/1", "protocol": 1}},
+            "unauthenticated",
+        ),
+        ({"id": 1, "method": "hello"}, "unauthenticated"),
+        ("protocol-2", "unsupported_protocol"),
+        (b'{"id": 1, "method": "hello", "method": "health"}', "duplicate_key"),
+        (b"\xff\xfe", "malformed_frame"),
+    ],
+    ids=[
+        "request-before-hello",
+        "cancel-before-hello",
+        "wrong-secret",
+        "missing-secret",
+        "no-params",
+        "unsupported-protocol",
+        "duplicate-key-hello",
+        "not-utf8",
+    ],
+)
+def test_authentication_failures_get_one_typed_error_and_close(
+    daemon: tuple[Path, subprocess.Popen[bytes]], first: object, code: str
+) -> None:
+    """Anything but a correct hello as the first frame: one error frame, the connection
+    closes, and an authenticated bystander is not affected."""
+    runtime, _ = daemon
+    if first == "wrong":
+        first = _hello(runtime, secret="0" * 64)
+    elif first == "protocol-2":
+        first = _hello(runtime)
+        first["params"]["protocol"] = 2
+    with _authenticated(runtime) as bystander, _raw(runtime / "gloved.sock") as s:
+        s.sendall(_frame(first))  # type: ignore[arg-type]
+        reply = _read_reply(s)
+        assert reply["error"]["code"] == code
+        assert "0" * 64 not in reply["error"]["message"]
+        assert _closed(s)
+        bystander.sendall(_frame({"id": 9, "method": "health"}))
+        assert _read_reply(bystander)["id"] == 9
+
+
+@pytest.mark.parametrize(
     ("wire", "code"),
     [
-        ((CONTROL_MAX_FRAME_BYTES + 1).to_bytes(4, "big"), "frame_too_large"),
-        (encode_frame(b"{not json", max_frame_bytes=64), "malformed_frame"),
+        ((CAP + 1).to_bytes(4, "big"), "frame_too_large"),
+        (_frame(b"{not json"), "malformed_frame"),
+        (_frame(b'{"id": 2, "method": "health", "x": 1}'), "malformed_frame"),
+        (_frame(b'{"id": 2, "method": "health", "id": 3}'), "duplicate_key"),
         (
-            encode_frame(b'{"id": 1, "method": "health", "x": 1}', max_frame_bytes=64),
-            "malformed_frame",
+            _frame(b'{"id": 2, "method": "health", "params": {"a": 1, "\\u0061": 2}}'),
+            "duplicate_key",
         ),
+        (
+            _frame(b'{"id": 2, "method": "health", "params": {"x": [{"k": 1, "k": 1}]}}'),
+            "duplicate_key",
+        ),
+        (_frame(b"[" * 100 + b"]" * 100), "malformed_frame"),
         (b'\x00\x00\x00\x10{"id"', "truncated_frame"),
+    ],
+    ids=[
+        "oversized",
+        "not-json",
+        "unknown-field",
+        "duplicate-key",
+        "duplicate-escaped-key",
+        "duplicate-nested-key",
+        "too-deep",
+        "truncated",
     ],
 )
 def test_bad_frames_get_a_typed_error_and_close_only_that_connection(
     daemon: tuple[Path, subprocess.Popen[bytes]], wire: bytes, code: str
 ) -> None:
-    """Oversized, malformed and truncated frames are answered, closed, and others go on."""
+    """Oversized, malformed, duplicate-key and truncated frames after hello are answered,
+    closed, and other connections go on."""
     runtime, _ = daemon
-    with _raw(runtime / "gloved.sock") as bystander, _raw(runtime / "gloved.sock") as s:
+    with _authenticated(runtime) as bystander, _authenticated(runtime) as s:
         s.sendall(wire)
         if code == "truncated_frame":
             s.shutdown(socket.SHUT_WR)
         reply = _read_reply(s)
-        assert reply["error"]["code"] == code  # type: ignore[index]
+        assert reply == {"id": 0, "error": {"code": code, "message": reply["error"]["message"]}}
         assert _closed(s)
-        bystander.sendall(encode_frame(b'{"id": 9, "method": "health"}', max_frame_bytes=64))
+        bystander.sendall(_frame({"id": 9, "method": "health"}))
         assert _read_reply(bystander)["id"] == 9
+
+
+def test_slowloris_is_cut_off_at_the_read_deadline(
+    daemon: tuple[Path, subprocess.Popen[bytes]],
+) -> None:
+    """A frame dripped a byte at a time must still complete within the read deadline: the
+    dripping client gets truncated_frame and is closed; others are served all along."""
+    runtime, _ = daemon
+    payload = json.dumps({"id": 2, "method": "health", "params": {}}).encode()
+    with _authenticated(runtime) as bystander, _authenticated(runtime) as s:
+        s.sendall(len(payload).to_bytes(4, "big"))
+        started = time.monotonic()
+        sent = 0
+        reply: dict[str, Any] | None = None
+        while time.monotonic() - started < CONTROL_READ_DEADLINE_S + 3:
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                s.sendall(payload[sent : sent + 1])
+                sent += 1
+            bystander.sendall(_frame({"id": sent + 10, "method": "health"}))
+            assert _read_reply(bystander)["result"]["status"] == "ok"
+            s.settimeout(0.25)
+            with contextlib.suppress(TimeoutError):
+                reply = _read_reply(s)
+                break
+        assert sent < len(payload)
+        assert reply is not None
+        assert reply["error"]["code"] == "truncated_frame"
+        assert time.monotonic() - started >= CONTROL_READ_DEADLINE_S - 0.5
+        s.settimeout(5)
+        assert _closed(s)
 
 
 def test_refuses_a_runtime_dir_open_to_others(tmp_path: Path) -> None:
@@ -219,36 +407,71 @@ def test_refuses_a_runtime_dir_open_to_others(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "0755" in out.stderr
     assert not (runtime / "gloved.sock").exists()
+    assert not (runtime / "bootstrap-secret").exists()
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="needs root to connect as another uid")
-def test_client_of_another_uid_is_refused_before_any_frame_is_read(unpriv: Unpriv) -> None:
-    """A gloved run by the test user rejects root's connection by SO_PEERCRED, unread."""
+def test_a_peer_of_another_uid_is_refused_before_any_frame_is_read(unpriv: Unpriv) -> None:
+    """A gloved run by the test user (via runuser) rejects root by SO_PEERCRED: root can
+    open the 0600 socket and even read the secret (DAC override), and is still refused,
+    before anything it sent is read; the daemon keeps serving its owner."""
     base = Path(tempfile.mkdtemp(prefix="gloved-peer-"))
     try:
         os.chown(base, unpriv.uid, unpriv.gid)
         runtime = base / "glove"
-        proc = _start(runtime, unpriv.python, **unpriv.credentials())
+        argv = unpriv.command(
+            unpriv.python, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)
+        )
+        runner = _start(runtime, argv)
+        pid = int((runtime / "gloved.lock").read_text())
         try:
             with _raw(runtime / "gloved.sock") as s:
-                # Root can open the 0600 socket (DAC override), so only SO_PEERCRED stands
-                # between it and the daemon. The refusal arrives without us sending a byte.
-                reply = decode_response(_read_frame_bytes(s))
-                assert reply.error is not None
-                assert reply.error.code == "peer_rejected"
+                # The refusal arrives without us sending a byte.
+                reply = _read_reply(s)
+                assert reply["error"]["code"] == "peer_rejected"
                 assert _closed(s)
             with _raw(runtime / "gloved.sock") as s:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-                    s.sendall(encode_frame(b'{"id": 1, "method": "health"}', max_frame_bytes=64))
-                reply = decode_response(_read_frame_bytes(s))
-                assert reply.error is not None
-                assert reply.error.code == "peer_rejected"
+                    s.sendall(_frame(_hello(runtime)))  # the right secret, the wrong uid
+                assert _read_reply(s)["error"]["code"] == "peer_rejected"
+            with pytest.raises(DaemonUnavailable, match="not a regular file owned by uid 0"):
+                call(runtime / "gloved.sock", "health")  # our client will not use their secret
+            probe = (
+                "from pathlib import Path; from glove.control import call; "
+                f"print(call(Path({str(runtime / 'gloved.sock')!r}), 'health')['status'])"
+            )
+            owner = subprocess.run(
+                unpriv.command(unpriv.python, "-c", probe),
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+            assert owner.stdout.strip() == "ok", owner.stderr
         finally:
-            assert _stop(proc) == 0
+            os.kill(pid, signal.SIGTERM)
+            runner.wait(timeout=10)
+            if runner.stderr is not None:
+                runner.stderr.close()
+        assert not (runtime / "bootstrap-secret").exists()
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _read_frame_bytes(s: socket.socket) -> bytes:
-    reply = _read_reply(s)
-    return json.dumps(reply).encode()
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to run a client as another uid")
+def test_another_users_client_cannot_reach_the_socket(
+    daemon: tuple[Path, subprocess.Popen[bytes]], unpriv: Unpriv
+) -> None:
+    """The test user's client (via runuser) cannot even reach root's socket or secret: it
+    gets DaemonUnavailable, one line, no traceback."""
+    runtime, _ = daemon
+    probe = (
+        "import sys; from pathlib import Path; from glove.control import ControlError, call\n"
+        f"try: call(Path({str(runtime / 'gloved.sock')!r}), 'health')\n"
+        "except ControlError as e: print(type(e).__name__, e); sys.exit(1)\n"
+    )
+    out = subprocess.run(
+        unpriv.command(unpriv.python, "-c", probe), capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 1
+    assert out.stdout.startswith("DaemonUnavailable")
+    assert "Traceback" not in out.stderr

@@ -107,12 +107,13 @@ def test_pids_limit(sb: Sandbox) -> None:
     res, _ = run_limited(sb, "pids", ["--pids", "16"], sb.probe_cmd("pids-limit", {"max": 64}))
     entry = limit_report(res, "pids")
     if entry["mechanism"].startswith("cgroup-"):
-        # The group reports the refused fork and the supervisor ends the sandbox at once.
+        # The group reports the refused fork; the supervisor ends the sandbox at its next
+        # poll (50 ms) unless the probe, which stops at the first refusal, exited first.
         assert res.status is not None
-        assert res.status["outcome"] == "limit", res.describe()
         assert entry["hit"] is True, res.describe()
-        assert res.returncode == 137, res.describe()
-        return
+        if res.status["outcome"] == "limit":
+            assert res.returncode == 137, res.describe()
+            return
     assert res.returncode == 0, res.describe()
     report = res.probe()
     assert 0 < report["forked"] < 16, report

@@ -14,17 +14,18 @@ from pathlib import Path
 
 import pytest
 
+from glove.actors import ChildSpec, Supervisor
 from glove.mcp import relay as relay_module
 from glove.mcp import shim
 from glove.mcp._config import load_config
 from glove.mcp._run import (
-    GUEST_CHANNEL_FD,
     MAX_AGENT_CONNECTIONS,
+    AgentChannel,
     ConnectionReceiver,
     GuestSetup,
     guest_env,
-    run_mediated,
 )
+from glove.mcp._service import build_mediation
 
 from .conftest import sdk_server, write_config
 
@@ -195,34 +196,45 @@ INITIALIZE = {
 }
 
 
-async def test_run_mediated_serves_relayed_connections_and_leaks_nothing(tmp_path: Path) -> None:
-    """Connections sent on the passed channel are mediated; teardown closes every one."""
+async def test_the_agent_channel_serves_relayed_connections_and_leaks_nothing(
+    tmp_path: Path,
+) -> None:
+    """Connections sent on the channel are mediated; stopping the tree closes every one."""
     config = load_config(
         write_config(tmp_path, {"echo": {"command": sdk_server("echo")}}, "version = 1\n")
     )
     agents: list[socket.socket] = []
-
-    async def relay_stand_in(setup: GuestSetup) -> int:
-        assert list(setup.pass_fds) == [GUEST_CHANNEL_FD]
-        assert not list(Path(setup.bind_dir).glob("*.sock"))
-        with socket.socket(fileno=os.dup(setup.pass_fds[GUEST_CHANNEL_FD])) as channel:
+    before = _open_fds()
+    host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    mediation = build_mediation(config)
+    channel = AgentChannel(host_end, mediation)
+    tree = Supervisor(
+        "session-t",
+        [ChildSpec("mcp", lambda: mediation.supervisor), ChildSpec("channel", lambda: channel)],
+        strategy="one_for_all",
+        intensity=0,
+    )
+    task = asyncio.get_running_loop().create_task(tree.run())
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(STEP_TIMEOUT_S):
+            await mediation.ready
+            await channel.started.wait()
+        with guest_end:
             for _ in range(2):
                 agent, guest = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
                 agents.append(agent)
                 with guest:
-                    socket.send_fds(channel, [b"c"], [guest.fileno()])
-        loop = asyncio.get_running_loop()
+                    socket.send_fds(guest_end, [b"c"], [guest.fileno()])
         for agent in agents:
             agent.setblocking(False)
             await loop.sock_sendall(agent, json.dumps(INITIALIZE).encode() + b"\n")
             async with asyncio.timeout(STEP_TIMEOUT_S):
                 line = await loop.sock_recv(agent, 64 * 1024)
             assert json.loads(line)["result"]["serverInfo"]["name"]
-        return 7
-
-    before = _open_fds()
-    assert await run_mediated(config, relay_stand_in) == 7
-    loop = asyncio.get_running_loop()
+    finally:
+        tree.stop()
+        await asyncio.wait({task})
     for agent in agents:
         with agent:
             async with asyncio.timeout(STEP_TIMEOUT_S):

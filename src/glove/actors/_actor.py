@@ -166,18 +166,21 @@ class Actor:
 
     # -- owned resources ------------------------------------------------------------------------
 
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        """This actor's own single-thread executor (made on first use; shut down at stop)."""
+        if self._actor_executor is None:
+            self._actor_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
+        return self._actor_executor
+
     async def run_blocking(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run blocking ``fn`` in this actor's own single-thread executor.
 
         Calls are serialized in submission order. An exception propagates to the caller;
         raised out of a handler it crashes the actor like any other.
         """
-        if self._actor_executor is None:
-            self._actor_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=self.name)
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._actor_executor, functools.partial(fn, *args, **kwargs)
-        )
+        return await loop.run_in_executor(self.executor, functools.partial(fn, *args, **kwargs))
 
     def spawn_task(self, coro: Coroutine[Any, Any, T], *, name: str) -> asyncio.Task[T]:
         """Start a background task owned by this actor.

@@ -113,6 +113,10 @@ class Supervisor:
         """``(name, node, alive)`` for each child with a node, in start order."""
         return [(n, self._nodes[n], n in self._tasks) for n in self._order if n in self._nodes]
 
+    def child_task(self, name: str) -> asyncio.Task[None] | None:
+        """The task running child ``name``, while it runs (None once it has exited)."""
+        return self._tasks.get(name)
+
     def start_child(self, spec: ChildSpec) -> Actor | Supervisor:
         """Add and start a child dynamically (after the ones already there).
 

@@ -10,26 +10,38 @@ Typical use::
     print(result.outcome, result.exit_code)
 
 Profiles (:func:`load_profile`, :func:`build_spec`) turn the embedded ``default`` profile or
-a TOML file plus command-line overrides into a :class:`SandboxSpec`. :func:`launch` starts a
-sandbox and returns a :class:`SandboxProcess` for callers that drive it themselves (the
-daemon); ``SandboxSpec.pass_fds`` passes extra descriptors (sockets) into the command.
+a TOML file plus command-line overrides into a :class:`SandboxSpec`. :class:`AsyncSandbox`
+owns a sandbox from the event loop (no thread held: the daemon's sessions use it) and
+:func:`run_async` runs one with its output to host descriptors; :func:`launch` starts a
+sandbox and returns a :class:`SandboxProcess` for callers that drive it themselves.
+``SandboxSpec.pass_fds`` passes extra descriptors (sockets) into the command.
 """
 
 from __future__ import annotations
 
 from glove.container._backend import (
+    AsyncSandbox,
     SandboxProcess,
     create_file_no_symlinks,
     describe,
     launch,
     probe_host_limits,
     run,
+    run_async,
 )
 from glove.container._description import SandboxDescription
 from glove.container._limits import LIMIT_NAMES, HostLimitSupport, LimitPlan, Limits, plan_limits
 from glove.container._limits import parse_seconds as parse_seconds
 from glove.container._limits import parse_size as parse_size
-from glove.container._profile import Overrides, Profile, build_spec, decode_profile, load_profile
+from glove.container._profile import (
+    AgentSection,
+    Overrides,
+    Profile,
+    build_spec,
+    decode_profile,
+    embedded_profiles,
+    load_profile,
+)
 from glove.container._result import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -51,48 +63,13 @@ from glove.container.errors import (
     UnsupportedPlatform,
 )
 
-
-async def run_async(
-    spec: SandboxSpec, *, stdin: int = 0, stdout: int = 1, stderr: int = 2
-) -> SandboxResult:
-    """Run ``spec`` from asyncio without blocking the loop (a worker thread supervises it).
-
-    Cancelling the awaiting task kills the whole sandbox, waits for the worker to finish
-    (so nothing is left behind), then re-raises the cancellation.
-
-    Raises:
-        LimitRefused: a requested limit cannot be enforced as asked.
-        SpecError: the spec is invalid on this host.
-        UnsupportedPlatform: the machine lacks seccomp or namespaces.
-    """
-    import asyncio  # here, not at module level: the CLI never needs it
-    import os
-
-    cancel_read, cancel_write = os.pipe2(os.O_CLOEXEC)
-    worker = asyncio.ensure_future(
-        asyncio.to_thread(
-            run, spec, stdin=stdin, stdout=stdout, stderr=stderr, cancel_fd=cancel_read
-        )
-    )
-    try:
-        return await asyncio.shield(worker)
-    except asyncio.CancelledError:
-        os.write(cancel_write, b"x")
-        await asyncio.wait([worker])
-        raise
-    finally:
-        os.close(cancel_write)
-        if worker.done():
-            os.close(cancel_read)
-        else:  # pragma: no cover - only if the loop itself is torn down mid-run
-            worker.add_done_callback(lambda _: os.close(cancel_read))
-
-
 __all__ = [
     "EXIT_NOT_EXECUTABLE",
     "EXIT_NOT_FOUND",
     "EXIT_SETUP_FAILED",
     "LIMIT_NAMES",
+    "AgentSection",
+    "AsyncSandbox",
     "Bind",
     "Durations",
     "HostLimitSupport",
@@ -120,6 +97,7 @@ __all__ = [
     "create_file_no_symlinks",
     "decode_profile",
     "describe",
+    "embedded_profiles",
     "launch",
     "limit_support",
     "load_profile",

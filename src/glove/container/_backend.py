@@ -1,6 +1,6 @@
 """The sandbox backend of this platform: Linux namespaces, or the macOS Seatbelt profile.
 
-``glove.container`` re-exports these five names. The choice is made once, at import, from
+``glove.container`` re-exports these names. The choice is made once, at import, from
 ``sys.platform``, and only the chosen backend is imported: on macOS (or any other system)
 nothing under ``glove.container.linux`` is loaded, so its ctypes bindings to Linux-only
 syscalls never run. Elsewhere than Linux, ``launch`` and ``SandboxProcess`` refuse with
@@ -12,10 +12,13 @@ from __future__ import annotations
 import sys
 
 from glove.container._description import SandboxDescription
+from glove.container._result import SandboxResult
 from glove.container._spec import SandboxSpec
 from glove.container.errors import UnsupportedPlatform
 
 if sys.platform == "linux":
+    from glove.container.linux._async import AsyncSandbox
+    from glove.container.linux._async_run import run_async
     from glove.container.linux._cgroups import probe_host_limits
     from glove.container.linux._describe import describe
     from glove.container.linux._launch import SandboxProcess, launch
@@ -29,6 +32,30 @@ else:
         probe_host_limits,
         run,
     )
+
+    class AsyncSandbox:  # type: ignore[no-redef]
+        """Owning a sandbox from the event loop is the Linux backend's.
+
+        Raises:
+            UnsupportedPlatform: always, off Linux.
+        """
+
+        def __init__(self, *_args: object, **_kwargs: object) -> None:
+            raise UnsupportedPlatform(f"AsyncSandbox needs Linux, not {sys.platform}")
+
+    async def run_async(
+        spec: SandboxSpec, *, stdin: int | None = 0, stdout: int = 1, stderr: int = 2
+    ) -> SandboxResult:
+        """Run ``spec`` in a worker thread (the macOS backend is blocking).
+
+        Raises:
+            UnsupportedPlatform: no sandbox backend applies here.
+        """
+        import asyncio
+
+        return await asyncio.to_thread(
+            run, spec, stdin=stdin if stdin is not None else 0, stdout=stdout, stderr=stderr
+        )
 
     def describe(spec: SandboxSpec) -> SandboxDescription:
         """``--dry-run`` describes the Linux sandbox only.
@@ -44,10 +71,12 @@ else:
 
 
 __all__ = [
+    "AsyncSandbox",
     "SandboxProcess",
     "create_file_no_symlinks",
     "describe",
     "launch",
     "probe_host_limits",
     "run",
+    "run_async",
 ]

@@ -83,6 +83,25 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     accept_weaker: list[str] = msgspec.field(default_factory=list)
 
 
+class AgentSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[agent]``: what ``--agent`` adds to the sandbox (read by :mod:`glove.agents`).
+
+    Attributes:
+        kind: which adapter writes the agent's own configuration (``claude``, ``codex``).
+        command: the agent's executable, looked up on ``PATH`` or in ``--agent-install``.
+        packages: the npm package(s) the executable belongs to; each is bound read-only
+            with its same-prefix siblings (the platform packages holding native binaries).
+        home: the name of the persistent home under ``$XDG_DATA_HOME/glove/agents/``.
+        args: start-up flags given before the operator's arguments.
+    """
+
+    kind: Literal["claude", "codex"]
+    command: str
+    packages: list[str]
+    home: str
+    args: list[str] = msgspec.field(default_factory=list)
+
+
 class Profile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A decoded profile file (``extends`` already applied)."""
 
@@ -93,6 +112,7 @@ class Profile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     limits: LimitsSection = msgspec.field(default_factory=LimitsSection)
     bind: list[Bind] = msgspec.field(default_factory=list)
     use: list[str] = msgspec.field(default_factory=list)
+    agent: AgentSection | None = None
 
 
 def _toml_table(data: bytes, origin: str) -> dict[str, Any]:
@@ -174,7 +194,7 @@ def _read_profile(name_or_path: str, folder: Path | None) -> tuple[bytes, str, P
             return path.read_bytes(), str(path), path.resolve().parent
         except OSError as exc:
             raise ProfileError(f"cannot read profile {path}: {exc.strerror}") from exc
-    if not name.isidentifier():
+    if not name.replace("-", "_").isidentifier():  # a plain name: no path tricks
         raise ProfileError(f"no embedded profile named {name!r}")
     resource = Path(__file__).parent / "profiles" / f"{name}.toml"
     try:

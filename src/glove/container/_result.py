@@ -86,10 +86,14 @@ class SandboxResult(msgspec.Struct, frozen=True):
         limits: every requested limit with its mechanism and whether it was hit.
         output: output accounting.
         error: a human-readable reason for setup, exec and limit outcomes.
-        violation: ``seccomp`` when the filter refused a call (or killed the command with
-            SIGSYS for a foreign-architecture syscall).
+        violation: ``seccomp`` when the filter refused a call that is not an expected probe
+            (or killed the command with SIGSYS for a foreign-architecture syscall).
         retained: per target inside, the retained image, its size and the bytes used.
-        denied_syscalls: how many times each syscall was refused by the seccomp filter.
+        denied_syscalls: how many times each syscall was refused by the seccomp filter,
+            expected probes excepted.
+        expected_denials: refusals of the documented probes well-behaved programs make
+            (``userns_probe``, ``namespace_probe``, ``io_uring_probe``), by probe; they are
+            not violations (see ``glove.container._denials``).
         usage: what the tree used (CPU, peak memory, scratch disk).
     """
 
@@ -103,6 +107,7 @@ class SandboxResult(msgspec.Struct, frozen=True):
     violation: str | None = None
     retained: dict[str, RetainedReport] = msgspec.field(default_factory=dict)
     denied_syscalls: dict[str, int] = msgspec.field(default_factory=dict)
+    expected_denials: dict[str, int] = msgspec.field(default_factory=dict)
     usage: Usage = msgspec.field(default_factory=Usage)
 
     def to_json(self) -> bytes:

@@ -16,6 +16,8 @@ DEFAULT_WORKSPACE_TARGET: Final = "/workspace"
 DEFAULT_HOSTNAME: Final = "glove"
 #: Targets the sandbox builds itself; a bind may not land on or under them.
 RESERVED_TARGETS: Final = ("/proc", "/dev", "/tmp")  # noqa: S108 - paths inside the sandbox
+#: Size of the root tmpfs (the writable scratch) when no disk limit is given.
+DEFAULT_SCRATCH_BYTES: Final = 1024 * 1024 * 1024
 #: Highest fd number a passed fd may take inside (fds stay small and countable).
 MAX_PASSED_FD: Final = 255
 

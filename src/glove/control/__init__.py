@@ -1,5 +1,16 @@
-"""The ``gloved`` control service: owner-only socket, root tree, client."""
+"""The ``gloved`` control service: owner-only socket, method registry, root tree, clients.
 
+The wire format and every error code: ``docs/protocol.md``. The server side:
+:class:`MethodRegistry` (typed methods, the lifecycle gate), :class:`ControlServer` (the
+socket actor), :func:`build_root` (the daemon's tree). The client side: :class:`Client`
+(blocking), :class:`AsyncClient`, and the one-shot :func:`call`.
+"""
+
+from glove.control._async_client import AsyncClient, AsyncStream
+from glove.control._auth import PeerCredentials, peer_credentials, peer_uid, read_secret
+from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
+from glove.control._client import Client, SyncStream, call
+from glove.control._connection import Limits
 from glove.control._daemon import build_root, run_daemon, serve
 from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import (
@@ -9,36 +20,70 @@ from glove.control._paths import (
     default_runtime_dir,
     prepare_runtime_dir,
 )
-from glove.control._server import ControlServer, MethodError, peer_uid
-from glove.control.client import call
+from glove.control._registry import (
+    DEFAULT_STREAM_DEADLINE_S,
+    DEFAULT_UNARY_DEADLINE_S,
+    CallContext,
+    MethodRegistry,
+    MethodSpec,
+)
+from glove.control._server import ControlServer
 from glove.control.errors import (
+    ClientClosed,
+    ClientTimeout,
+    ConnectionLost,
     ControlError,
     DaemonAlreadyRunning,
+    DaemonProtocolError,
     DaemonUnavailable,
+    MethodError,
     NotifyError,
+    RegistryError,
     RemoteError,
+    RequestInvalid,
     UnsafeRuntimeDir,
 )
 
 __all__ = [
+    "DEFAULT_STREAM_DEADLINE_S",
+    "DEFAULT_UNARY_DEADLINE_S",
+    "AsyncClient",
+    "AsyncStream",
+    "BuiltinMethods",
+    "CallContext",
+    "CapabilitiesProvider",
+    "Client",
+    "ClientClosed",
+    "ClientTimeout",
+    "ConnectionLost",
     "ControlError",
     "ControlServer",
     "DaemonAlreadyRunning",
+    "DaemonProtocolError",
     "DaemonUnavailable",
+    "Limits",
     "MethodError",
+    "MethodRegistry",
+    "MethodSpec",
     "Notifier",
     "NotifyError",
+    "PeerCredentials",
+    "RegistryError",
     "RemoteError",
+    "RequestInvalid",
     "RuntimePaths",
     "ServiceNotifier",
+    "SyncStream",
     "UnsafeRuntimeDir",
     "acquire_lock",
     "build_root",
     "call",
     "check_owner_only_dir",
     "default_runtime_dir",
+    "peer_credentials",
     "peer_uid",
     "prepare_runtime_dir",
+    "read_secret",
     "run_daemon",
     "serve",
 ]

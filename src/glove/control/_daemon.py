@@ -23,45 +23,52 @@ import asyncio
 import faulthandler
 import logging
 import os
+import resource
 import signal
-import time
-from typing import Any, Final
+from typing import Final
 
 from glove._version import __version__
 from glove.actors import ChildSpec, LoopLagMonitor, Supervisor, snapshot
+from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
 from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import RuntimePaths, acquire_lock
-from glove.control._server import ControlServer, Method
+from glove.control._registry import MethodRegistry
+from glove.control._server import ControlServer
 from glove.control.errors import NotifyError
-from glove.protocol import Health
 
 _log = logging.getLogger(__name__)
 
 EXIT_OK: Final = 0
 EXIT_CHILD_FAILED: Final = 1
+#: gloved's soft limit on open files, raised at start (never above the hard limit):
+#: connections, lingering refusals and every session's descriptors must fit, and a
+#: service manager's default soft limit is 1024.
+FD_SOFT_LIMIT: Final = 8192
 
 
-def build_root(paths: RuntimePaths, notifier: Notifier | None = None) -> Supervisor:
-    """Build (not start) the daemon's root supervision tree."""
-    started = time.monotonic()
+def build_root(
+    paths: RuntimePaths,
+    notifier: Notifier | None = None,
+    *,
+    registry: MethodRegistry | None = None,
+    capabilities: CapabilitiesProvider | None = None,
+) -> Supervisor:
+    """Build (not start) the daemon's root supervision tree.
+
+    ``registry`` carries the composition's methods (sessions, plans, receipts) and its
+    lifecycle predicate; the built-in ``health``, ``diag.tree`` and ``capabilities`` are
+    added to it here, ``capabilities`` answering from ``capabilities``.
+
+    Raises:
+        RegistryError: ``registry`` already has one of the built-in methods.
+    """
     root: Supervisor
-
-    async def health(_params: dict[str, Any]) -> Health:
-        return Health(
-            status="ok",
-            version=__version__,
-            pid=os.getpid(),
-            uptime_s=round(time.monotonic() - started, 3),
-        )
-
-    async def diag_tree(_params: dict[str, Any]) -> object:
-        return snapshot(root)
-
-    methods: dict[str, Method] = {"health": health, "diag.tree": diag_tree}
+    registry = registry if registry is not None else MethodRegistry()
+    BuiltinMethods(lambda: snapshot(root), capabilities=capabilities).register(registry)
     children = [
         ChildSpec("loop-lag", LoopLagMonitor),
         ChildSpec("sessions", lambda: Supervisor("sessions", strategy="one_for_one", intensity=0)),
-        ChildSpec("control", lambda: ControlServer(paths, methods)),
+        ChildSpec("control", lambda: ControlServer(paths, registry)),
     ]
     # -- service manager hook: last, so its first ping follows everything else starting.
     if notifier is not None and notifier.enabled:
@@ -149,4 +156,15 @@ def run_daemon(paths: RuntimePaths) -> int:
     """
     faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
+    raise_fd_limit()
     return asyncio.run(serve(paths))
+
+
+def raise_fd_limit(target: int = FD_SOFT_LIMIT) -> int:
+    """Raise the soft RLIMIT_NOFILE to ``target`` (capped by the hard limit); return it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = target if hard == resource.RLIM_INFINITY else min(target, hard)
+    if soft != resource.RLIM_INFINITY and soft < want:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        return want
+    return soft

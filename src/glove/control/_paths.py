@@ -2,7 +2,8 @@
 
 ``$XDG_RUNTIME_DIR/glove/`` (falling back to ``/run/user/<uid>/glove`` and then
 ``/tmp/glove-<uid>``) is a 0700 directory owned by the invoking user; it holds
-``gloved.sock`` (0600) and ``gloved.lock``. A directory that exists with another owner, a
+``gloved.sock`` (0600), ``bootstrap-secret`` (0600, rewritten at every start) and
+``gloved.lock``. A directory that exists with another owner, a
 group/other permission bit, or as a symlink is refused, never "fixed".
 """
 
@@ -20,6 +21,7 @@ from glove.control.errors import DaemonAlreadyRunning, UnsafeRuntimeDir
 
 SOCKET_NAME: Final = "gloved.sock"
 LOCK_NAME: Final = "gloved.lock"
+SECRET_NAME: Final = "bootstrap-secret"  # noqa: S105 - a file name, not a secret
 DIR_MODE: Final = 0o700
 SOCKET_MODE: Final = 0o600
 
@@ -34,6 +36,11 @@ class RuntimePaths:
     def socket(self) -> Path:
         """The control socket."""
         return self.directory / SOCKET_NAME
+
+    @property
+    def secret(self) -> Path:
+        """The per-start bootstrap secret a client proves in ``hello``."""
+        return self.directory / SECRET_NAME
 
     @property
     def lock(self) -> Path:

@@ -1,9 +1,11 @@
-"""Errors of host integration: installing and controlling the per-user service.
+"""Errors of host integration: setup, gloved's configuration, the per-user service.
 
 ::
 
     GloveError
     └── HostError
+        ├── UnsafePath                   a Glove file or directory is not owner-only (never fixed)
+        ├── GlovedConfigError            gloved.toml is missing, malformed or invalid
         └── ServiceError                 glove daemon could not do what was asked
             ├── UnsupportedPlatform      neither systemd (Linux) nor launchd (macOS)
             ├── ExecutableNotFound       no installed gloved next to the interpreter or on PATH
@@ -23,6 +25,14 @@ from glove.errors import GloveError
 
 class HostError(GloveError):
     """Base class of host integration errors."""
+
+
+class UnsafePath(HostError):
+    """A path Glove keeps its own files in is someone else's, open to others, or a link."""
+
+
+class GlovedConfigError(HostError):
+    """gloved.toml cannot be read, does not decode strictly, or breaks a rule."""
 
 
 class ServiceError(HostError):

@@ -30,7 +30,6 @@ from typing import Any, Final
 
 from glove.journal._checkpoint import MAX_TREE_SIZE, SignedCheckpoint, open_checkpoint
 from glove.journal._codec import MAX_PAYLOAD_BYTES
-from glove.journal._json import dumps_compact, dumps_pretty, loads_strict
 from glove.journal._keys import VerifierKey, b64decode_canonical, b64encode
 from glove.journal._merkle import (
     HASH_BYTES,
@@ -45,6 +44,7 @@ from glove.journal.errors import (
     ProofInvalid,
     ReceiptPayloadInvalid,
 )
+from glove.protocol._json import dumps_compact, dumps_pretty, loads_strict
 
 BUNDLE_FORMAT: Final = "glove-receipt-bundle/v1"
 MAX_BUNDLE_BYTES: Final = 8 * 1024 * 1024

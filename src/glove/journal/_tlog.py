@@ -165,6 +165,11 @@ class TransparencyLog:
         """Leaves in the tree: every durable record of the journal."""
         return self._seen
 
+    def receipt_seq(self, session_id: str) -> int | None:
+        """The sequence number of the last receipt of ``session_id``, if the log holds one."""
+        entry = self._sessions.get(session_id)
+        return entry.seq if entry is not None else None
+
     @property
     def last_checkpoint(self) -> SignedCheckpoint | None:
         """The last checkpoint signed and stored (or recovered at open)."""

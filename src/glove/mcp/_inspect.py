@@ -16,7 +16,7 @@ import msgspec
 from glove.actors import ChildSpec, Supervisor
 from glove.mcp._config import McpConfig
 from glove.mcp._kernel import ToolRegistry
-from glove.mcp._service import Mediation, _definition_factory, _wait_started
+from glove.mcp._service import STARTUP_MARGIN_S, _definition_factory, startup_failure, wait_started
 from glove.mcp._upstream import UpstreamActor
 
 
@@ -45,16 +45,25 @@ async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, dict[str, Any
     ]
     supervisor = Supervisor("mcp-tools", specs, strategy="one_for_all", intensity=0)
     task = asyncio.get_running_loop().create_task(supervisor.run(), name="mcp-tools")
-    mediation = Mediation(supervisor, task)
+    limit = max(u.startup_timeout_s for u in config.upstreams.values()) + STARTUP_MARGIN_S
     try:
-        await _wait_started(mediation, config)
+        await supervisor.started.wait()
+        nodes = [node for _, node, _ in supervisor.children()]
+        waiting = asyncio.ensure_future(wait_started(nodes, limit))
+        await asyncio.wait({waiting, task}, return_when=asyncio.FIRST_COMPLETED)
+        if not waiting.done() or waiting.exception() is not None:
+            waiting.cancel()
+            raise startup_failure(supervisor)
         registry = ToolRegistry()
         for uid in config.upstreams:
             node = supervisor.child(f"mcp-{uid}")
             assert isinstance(node, UpstreamActor)
             registry.set_upstream(uid, node.tools, strict=True)
     finally:
-        await mediation.stop()
+        supervisor.stop()
+        await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()
     definition_of = _definition_factory()
     definitions = {tool.name: definition_of(tool.info) for tool in registry.tools()}
     return registry, definitions

@@ -31,21 +31,18 @@ import asyncio
 import contextlib
 import logging
 import os
-import shutil
 import socket
 import stat
 import tempfile
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Coroutine
 from importlib import resources
 from pathlib import Path
-from typing import Final, TypeVar
+from typing import Any, Final
 
 import msgspec
 
-from glove.mcp._config import McpConfig
-from glove.mcp._service import READ_LIMIT_BYTES, Mediation, start_mediation
-from glove.mcp.errors import MediationFailed
+from glove.actors import Actor
+from glove.mcp._service import READ_LIMIT_BYTES, Mediation
 
 _log = logging.getLogger(__name__)
 
@@ -83,17 +80,6 @@ class GuestSetup(msgspec.Struct, frozen=True):
     def command(self, argv: list[str] | tuple[str, ...]) -> tuple[str, ...]:
         """The sandbox's command line: the relay, then the agent's ``argv``."""
         return (f"{GUEST_DIR}/{RELAY_NAME}", str(GUEST_CHANNEL_FD), "--", *argv)
-
-
-T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class MediationReport:
-    """What the mediation refused during one ``glove run`` (filled in as it runs)."""
-
-    denied: int = 0
-    first_denied: str | None = None
 
 
 def guest_env() -> dict[str, str]:
@@ -219,28 +205,41 @@ def prepare_guest_dir() -> Path:
 
 
 class _Attacher:
-    """Turns received sockets into agent endpoints of ``mediation``; owns them until then."""
+    """Turns received sockets into agent endpoints of ``mediation``; owns them until then.
 
-    def __init__(self, mediation: Mediation) -> None:
+    Each attach runs as a task of the owning actor (``spawn``): a connection that cannot be
+    wrapped is closed and logged; anything else is a bug that crashes the owner.
+    """
+
+    def __init__(
+        self,
+        mediation: Mediation,
+        spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
+    ) -> None:
         self._mediation = mediation
+        self._spawn = spawn
         self._pending: set[asyncio.Task[None]] = set()
 
     def live(self) -> int:
         return len(self._mediation.endpoints) + len(self._pending)
 
     def __call__(self, sock: socket.socket) -> None:
-        task = asyncio.get_running_loop().create_task(self._attach(sock))
+        task = self._spawn(self._attach(sock))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
     async def _attach(self, sock: socket.socket) -> None:
         try:
             reader, writer = await asyncio.open_connection(sock=sock, limit=READ_LIMIT_BYTES)
+        except OSError as exc:
+            sock.close()
+            _log.warning("an agent connection could not be served: %s", exc)
+            return
         except BaseException:
             sock.close()
             raise
-        if self._mediation.failed.done():
-            writer.close()
+        if self._mediation.supervisor.state != "running":
+            writer.close()  # the session is ending: nothing will serve it
             return
         self._mediation.attach(reader, writer)
 
@@ -250,80 +249,40 @@ class _Attacher:
         await asyncio.gather(*self._pending, return_exceptions=True)
 
 
-def _session_failure(task: asyncio.Task[None]) -> str:
-    """Why the mediation session ended, for the operator."""
-    if task.cancelled():
-        return "stopped"
-    exc = task.exception()
-    return "ended" if exc is None else repr(exc)
+class AgentChannel(Actor):
+    """The host end of ``glove run``'s channel, as an actor of the session tree.
 
-
-async def _stop_sandbox(sandbox: asyncio.Future[T]) -> None:
-    """Cancel the sandbox run (which kills its whole tree) and wait for it to finish."""
-    sandbox.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await sandbox
-
-
-async def run_mediated(
-    config: McpConfig,
-    build_and_run: Callable[[GuestSetup], Awaitable[T]],
-    *,
-    report: MediationReport | None = None,
-) -> T:
-    """Start the mediation, run the sandbox, tear down; return what the sandbox run returned.
-
-    ``build_and_run(setup)`` builds the sandbox spec from ``setup`` (the bound directory,
-    the environment, the passed channel and the relay's command line), runs it, and
-    returns its result (see :mod:`glove.run._agent`). ``report``, if given, is filled with
-    the calls the mediation refused.
-
-    If the mediation session fails while the agent runs (an upstream dies, the audit log
-    fails), the sandbox is killed: the session is the mediation and the agent together.
-
-    Raises:
-        GloveError: the mediation could not start (nothing was run).
-        MediationFailed: the mediation failed under the running agent, which was stopped.
+    Once the mediation is ready it reads the channel (:class:`ConnectionReceiver`) and turns
+    each connection into an agent endpoint of the mediation; at stop it closes the channel
+    and every connection not yet attached. It owns ``host_end`` from construction on.
     """
-    private = await asyncio.to_thread(prepare_guest_dir)
-    host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-    receiver: ConnectionReceiver | None = None
-    attacher: _Attacher | None = None
-    mediation = None
-    sandbox: asyncio.Future[T] | None = None
-    try:
-        mediation = await start_mediation(config)
-        attacher = _Attacher(mediation)
-        receiver = ConnectionReceiver(host_end, attacher, attacher.live)
-        receiver.start()
-        setup = GuestSetup(
-            bind_dir=str(private),
-            env=guest_env(),
-            pass_fds={GUEST_CHANNEL_FD: guest_end.fileno()},
+
+    def __init__(self, host_end: socket.socket, mediation: Mediation) -> None:
+        super().__init__("channel", mailbox_size=1)
+        self._host_end = host_end
+        self._mediation = mediation
+        self._receiver: ConnectionReceiver | None = None
+        self._attacher: _Attacher | None = None
+
+    async def on_start(self) -> None:
+        """Wait for the mediation to be ready, then start receiving connections."""
+        await self._mediation.ready
+        self._attacher = _Attacher(
+            self._mediation, lambda coro: self.spawn_task(coro, name="attach")
         )
-        sandbox = asyncio.ensure_future(build_and_run(setup))
-        await asyncio.wait({sandbox, mediation.failed}, return_when=asyncio.FIRST_COMPLETED)
-        if sandbox.done():
-            return sandbox.result()
-        # One strike: the mediation (an upstream, the audit log) failed under a running
-        # agent. The session is the mediation and the sandbox together, so the agent goes.
-        reason = _session_failure(mediation.failed)
-        await _stop_sandbox(sandbox)
-        raise MediationFailed(f"the mediation failed ({reason}); the agent was stopped")
-    finally:
-        if sandbox is not None and not sandbox.done():
-            await _stop_sandbox(sandbox)
-        guest_end.close()
-        if receiver is not None:
-            receiver.close()
+        self._receiver = ConnectionReceiver(self._host_end, self._attacher, self._attacher.live)
+        self._receiver.start()
+
+    async def on_stop(self) -> None:
+        """Close the channel and every connection not yet attached."""
+        if self._receiver is not None:
+            self._receiver.close()
         else:
-            host_end.close()
-        if attacher is not None:
-            await attacher.cancel()
-        if mediation is not None:
-            if report is not None and mediation.mediator is not None:
-                report.denied = mediation.mediator.denied
-                report.first_denied = mediation.mediator.first_denied
-            await mediation.stop()
+            self._host_end.close()
+        if self._attacher is not None:
+            await self._attacher.cancel()
+
+    def force_kill(self) -> None:
+        """Close the channel at once."""
         with contextlib.suppress(OSError):
-            await asyncio.to_thread(shutil.rmtree, private)
+            self._host_end.close()

@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import msgspec
 
-from glove.actors import ActorDead, Busy, ChildSpec, DeadlineExceeded, Supervisor
+from glove.actors import Actor, ActorDead, Busy, ChildSpec, DeadlineExceeded, Supervisor
 from glove.mcp._config import McpConfig
 from glove.mcp._endpoint import AgentEndpoint, ToolsChanged
 from glove.mcp._kernel import ExposedTool, Mediator, ToolRegistry
@@ -36,19 +36,30 @@ STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 class Mediation:
-    """A running mediation session; build it with :func:`start_mediation`."""
+    """A mediation session: its supervisor (audit, upstreams, kernel) and, once ready, its
+    mediator. Build it with :func:`build_mediation` (to run it as a child of a session tree)
+    or :func:`start_mediation` (which runs it on its own)."""
 
-    def __init__(self, supervisor: Supervisor, task: asyncio.Task[None]) -> None:
+    def __init__(self, supervisor: Supervisor, task: asyncio.Task[None] | None = None) -> None:
         self.supervisor = supervisor
         self._task = task
         self.endpoint: AgentEndpoint | None = None
         self.endpoints: list[AgentEndpoint] = []
         self.mediator: Mediator | None = None
         self._attached = 0
+        self.registry: ToolRegistry | None = None
+        #: Resolved once every upstream has started and the mediator is built.
+        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
     def failed(self) -> asyncio.Task[None]:
-        """The supervisor's task: done when the session has ended (failed or stopped)."""
+        """The supervisor's task: done when the session has ended (failed or stopped).
+
+        Raises:
+            RuntimeError: the mediation runs as a child of another tree (watch that tree).
+        """
+        if self._task is None:
+            raise RuntimeError("this mediation runs inside a session tree: watch the tree")
         return self._task
 
     def attach(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> AgentEndpoint:
@@ -94,21 +105,26 @@ class Mediation:
         if interrupt is not None:
             waits.add(asyncio.ensure_future(interrupt.wait()))
         try:
-            await asyncio.wait({*waits, self._task}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({*waits, self.failed}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for waiter in waits:
                 waiter.cancel()
         return await self.stop()
 
     async def stop(self) -> BaseException | None:
-        """Tear everything down; return the supervisor's failure, if it failed."""
+        """Tear everything down; return the supervisor's failure, if it failed.
+
+        Raises:
+            RuntimeError: the mediation runs as a child of another tree (stop that tree).
+        """
+        task = self.failed
         if self.supervisor.state == "running":
             # Only a running supervisor is told to stop: cancelling one that is already
             # tearing down after a failure would cut its teardown short.
             self.supervisor.stop()
-        await asyncio.wait({self._task})
-        if not self._task.cancelled():
-            self._task.exception()  # retrieved: the reason is read from the supervisor
+        await asyncio.wait({task})
+        if not task.cancelled():
+            task.exception()  # retrieved: the reason is read from the supervisor
         failure = self.supervisor.exit_reason
         if failure is None or isinstance(failure, asyncio.CancelledError):
             return None
@@ -124,35 +140,106 @@ def _definition_factory() -> Callable[[ToolInfo], Any]:
     return definition_of
 
 
-async def start_mediation(
-    config: McpConfig,
-    reader: asyncio.StreamReader | None = None,
-    writer: asyncio.StreamWriter | None = None,
-    *,
-    audit_factory: Callable[[str], Any] | None = None,
-) -> Mediation:
-    """Start the upstreams and the audit log, build the registry, then serve the agent.
+class KernelActor(Actor):
+    """The mediation's last child: once every upstream sibling has started, it builds the
+    tool registry and the :class:`Mediator` (policy, audit, forwarding) and resolves
+    :attr:`Mediation.ready`. An upstream that fails to start crashes its actor, which ends
+    the whole mediation (one strike) before this one is ready."""
 
-    Without ``reader`` and ``writer`` no agent is attached yet: call
-    :meth:`Mediation.attach` for each connection (``glove run`` does).
+    def __init__(
+        self, mediation: Mediation, config: McpConfig, policy: Any, run_id: str | None = None
+    ) -> None:
+        super().__init__("kernel", mailbox_size=1)
+        self._mediation = mediation
+        self._config = config
+        self._policy = policy
+        self._run_id = run_id
 
-    ``audit_factory(path)`` builds the audit actor (default :class:`glove.audit.AuditLog`);
-    tests inject failing storage through it.
+    async def on_start(self) -> None:
+        """Wait for the upstreams, then build the registry and the mediator.
+
+        Raises:
+            McpError: the upstreams did not all start in time.
+            ToolNameError: two tools collide.
+        """
+        from glove.audit import AuditError
+
+        supervisor, config = self._mediation.supervisor, self._config
+        limit = max(u.startup_timeout_s for u in config.upstreams.values()) + STARTUP_MARGIN_S
+        nodes = [supervisor.child(f"mcp-{uid}") for uid in config.upstreams]
+        await wait_started([*nodes, supervisor.child("audit")], limit)
+        registry = ToolRegistry()
+        for uid in config.upstreams:
+            node = supervisor.child(f"mcp-{uid}")
+            assert isinstance(node, UpstreamActor)
+            registry.set_upstream(uid, node.tools, strict=True)
+        self._mediation.registry = registry
+        timeouts = {key: value.call_timeout_s for key, value in config.upstreams.items()}
+
+        async def forward(
+            tool: ExposedTool,
+            arguments: dict[str, Any] | None,
+            token: int | str | None,
+            progress: Callable[[dict[str, Any]], None] | None,
+        ) -> msgspec.Raw:
+            node = supervisor.child(f"mcp-{tool.upstream_id}")
+            result: msgspec.Raw = await node.ask(  # type: ignore[union-attr]
+                CallTool(tool.info.name, arguments, token, progress),
+                timeout=timeouts[tool.upstream_id],
+            )
+            return result
+
+        self._mediation.mediator = Mediator(
+            registry,
+            self._policy,
+            supervisor.child("audit"),  # type: ignore[arg-type]
+            forward,
+            _definition_factory(),
+            # A record the encoder cannot write (nested too deeply) is refused like any failure.
+            audit_errors=(AuditError, ActorDead, Busy, DeadlineExceeded, RecursionError),
+            upstream_errors=(UpstreamError, ActorDead, Busy, KeyError),
+            timeout_errors=(DeadlineExceeded,),
+            run_id=self._run_id,
+        )
+        if not self._mediation.ready.done():
+            self._mediation.ready.set_result(None)
+
+
+async def wait_started(nodes: list[Actor | Supervisor], limit_s: float) -> None:
+    """Wait until every node has started.
 
     Raises:
-        GloveError: the policy file is invalid (``PolicyFileError``), an upstream failed to
-            start, or two tools collide (``ToolNameError``); nothing is left running.
+        McpError: they did not all start within ``limit_s``.
     """
-    from glove.audit import AuditError, AuditLog
+    try:
+        async with asyncio.timeout(limit_s):
+            for node in nodes:
+                await node.started.wait()
+    except TimeoutError as exc:
+        raise McpError(f"the upstreams did not start within {limit_s:.0f} s") from exc
+
+
+def build_mediation(
+    config: McpConfig,
+    *,
+    audit_factory: Callable[[str], Any] | None = None,
+    run_id: str | None = None,
+) -> Mediation:
+    """Build (not start) the mediation tree: ``audit``, one ``mcp-<id>`` per upstream, then
+    the ``kernel``. Run :attr:`Mediation.supervisor` as a child of a session tree and await
+    :attr:`Mediation.ready` before attaching agents. ``run_id`` names the run in every audit
+    record (a fresh one by default).
+
+    ``audit_factory(path)`` builds the audit actor (default: a shared
+    :class:`glove.audit.AuditLog`); tests inject failing storage through it.
+
+    Raises:
+        PolicyFileError: the policy file is invalid.
+    """
+    from glove.audit import AuditLog
     from glove.policy import load_policy
 
     policy = load_policy(config.policy)
-
-    def tools_changed(upstream_id: str) -> None:
-        node = supervisor.child(f"mcp-{upstream_id}")
-        assert isinstance(node, UpstreamActor)
-        registry.set_upstream(upstream_id, node.tools, strict=False)
-        mediation.tools_changed()
 
     def shared_log(path: str) -> AuditLog:
         # Shared: two runs with one configuration take turns on its log (their records say
@@ -160,6 +247,14 @@ async def start_mediation(
         return AuditLog(path, shared=True)
 
     make_audit = audit_factory or shared_log
+
+    def tools_changed(upstream_id: str) -> None:
+        node = supervisor.child(f"mcp-{upstream_id}")
+        assert isinstance(node, UpstreamActor)
+        if mediation.registry is not None:
+            mediation.registry.set_upstream(upstream_id, node.tools, strict=False)
+        mediation.tools_changed()
+
     specs = [ChildSpec("audit", lambda: make_audit(config.audit))]
     for upstream_id, upstream in config.upstreams.items():
         specs.append(
@@ -170,73 +265,54 @@ async def start_mediation(
                 ),
             )
         )
+    # The factories run when the supervisor starts, after `mediation` below exists.
+    specs.append(ChildSpec("kernel", lambda: KernelActor(mediation, config, policy, run_id)))
     supervisor = Supervisor("mcp", specs, strategy="one_for_all", intensity=0)
-    task = asyncio.get_running_loop().create_task(supervisor.run(), name="mcp-supervisor")
-    mediation = Mediation(supervisor, task)
-    registry = ToolRegistry()
+    mediation = Mediation(supervisor)
+    return mediation
+
+
+async def start_mediation(
+    config: McpConfig,
+    reader: asyncio.StreamReader | None = None,
+    writer: asyncio.StreamWriter | None = None,
+    *,
+    audit_factory: Callable[[str], Any] | None = None,
+) -> Mediation:
+    """Start the upstreams and the audit log, build the registry, then serve the agent.
+
+    Without ``reader`` and ``writer`` no agent is attached yet: call
+    :meth:`Mediation.attach` for each connection.
+
+    Raises:
+        GloveError: the policy file is invalid (``PolicyFileError``), an upstream failed to
+            start, or two tools collide (``ToolNameError``); nothing is left running.
+    """
+    mediation = build_mediation(config, audit_factory=audit_factory)
+    task = asyncio.get_running_loop().create_task(mediation.supervisor.run(), name="mcp-supervisor")
+    mediation._task = task
     try:
-        await _wait_started(mediation, config)
-        for upstream_id in config.upstreams:
-            node = supervisor.child(f"mcp-{upstream_id}")
-            assert isinstance(node, UpstreamActor)
-            registry.set_upstream(upstream_id, node.tools, strict=True)
+        await asyncio.wait({mediation.ready, task}, return_when=asyncio.FIRST_COMPLETED)
     except BaseException:
         await mediation.stop()
         raise
-    audit = supervisor.child("audit")
-    timeouts = {key: value.call_timeout_s for key, value in config.upstreams.items()}
-
-    async def forward(
-        tool: ExposedTool,
-        arguments: dict[str, Any] | None,
-        token: int | str | None,
-        progress: Callable[[dict[str, Any]], None] | None,
-    ) -> msgspec.Raw:
-        node = supervisor.child(f"mcp-{tool.upstream_id}")
-        result: msgspec.Raw = await node.ask(  # type: ignore[union-attr]
-            CallTool(tool.info.name, arguments, token, progress),
-            timeout=timeouts[tool.upstream_id],
-        )
-        return result
-
-    mediator = Mediator(
-        registry,
-        policy,
-        audit,  # type: ignore[arg-type]
-        forward,
-        _definition_factory(),
-        # A record the encoder cannot write (nested too deeply) is refused like any failure.
-        audit_errors=(AuditError, ActorDead, Busy, DeadlineExceeded, RecursionError),
-        upstream_errors=(UpstreamError, ActorDead, Busy, KeyError),
-        timeout_errors=(DeadlineExceeded,),
-    )
-    mediation.mediator = mediator
+    if not mediation.ready.done():
+        await mediation.stop()
+        raise startup_failure(mediation.supervisor)
     if reader is not None and writer is not None:
         mediation.attach(reader, writer)
     return mediation
 
 
-async def _wait_started(mediation: Mediation, config: McpConfig) -> None:
-    supervisor = mediation.supervisor
-    await supervisor.started.wait()
-    limit = max(u.startup_timeout_s for u in config.upstreams.values()) + STARTUP_MARGIN_S
+def startup_failure(supervisor: Supervisor) -> Exception:
+    """Why a mediation ended before it was ready: its first child's failure."""
     nodes = [node for _, node, _ in supervisor.children()]
-    waits = [asyncio.ensure_future(node.started.wait()) for node in nodes]
-    supervisor_task = mediation._task
-    try:
-        async with asyncio.timeout(limit):
-            while not all(w.done() for w in waits):
-                await asyncio.wait({*waits, supervisor_task}, return_when=asyncio.FIRST_COMPLETED)
-                if supervisor_task.done():
-                    break
-    finally:
-        for w in waits:
-            w.cancel()
-    if supervisor_task.done() or not all(node.started.is_set() for node in nodes):
-        failure = next((n.exit_reason for n in nodes if n.exit_reason is not None), None)
-        if isinstance(failure, McpError | Exception):
-            raise failure
-        raise McpError("the mediation failed to start")
+    failure = next((n.exit_reason for n in nodes if n.exit_reason is not None), None)
+    if failure is None and supervisor.exit_reason is not None:
+        failure = supervisor.exit_reason.__cause__ or supervisor.exit_reason
+    if isinstance(failure, Exception) and not isinstance(failure, asyncio.CancelledError):
+        return failure
+    return McpError("the mediation failed to start")
 
 
 def _stdio_is_one_socket() -> bool:

@@ -87,12 +87,67 @@ def _listen() -> socket.socket:
     return listener
 
 
-def _spawn(command: list[str]) -> int:
-    """Start the agent in its own process group with default signal handling.
+def _controls_terminal() -> bool:
+    """Whether stdin is a terminal whose foreground process group is the relay's own."""
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def _spawn_in_foreground(command: list[str]) -> int:
+    """Fork the agent into its own process group and make that group the terminal's
+    foreground one before it runs, so a TUI can read and set the terminal (a background
+    group would be stopped by SIGTTIN/SIGTTOU) and ^C reaches the agent alone.
+
+    Both sides call ``setpgid`` and the child calls ``tcsetpgrp`` (with SIGTTOU ignored)
+    before ``execvp``, as a shell does, so there is no window in which the agent runs in
+    the background. An exec failure comes back as its errno over a close-on-exec pipe.
 
     Raises:
         CannotRun: the agent could not be executed.
     """
+    failed_read, failed_write = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # the agent, before exec: never returns
+        try:
+            os.close(failed_read)
+            os.setpgid(0, 0)
+            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+            os.tcsetpgrp(0, os.getpid())
+            for signum in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}:
+                with contextlib.suppress(OSError, ValueError):
+                    signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            os.execvp(command[0], command)  # noqa: S606 - argv is a list, no shell
+        except OSError as exc:
+            os.write(failed_write, str(exc.errno or 0).encode())
+        except BaseException:  # noqa: BLE001 - the forked child must never unwind
+            os.write(failed_write, b"0")
+        os._exit(EXIT_CANNOT_RUN)
+    os.close(failed_write)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # EACCES once the child has exec'd: it already did it
+    failure = os.read(failed_read, 64)
+    os.close(failed_read)
+    if failure:
+        os.waitpid(pid, 0)
+        err = int(failure) if failure.isdigit() else 0
+        raise CannotRun(f"cannot run {command[0]!r}: {os.strerror(err)}")
+    return pid
+
+
+def _spawn(command: list[str]) -> int:
+    """Start the agent in its own process group with default signal handling.
+
+    On a terminal the agent's group becomes the foreground one (see
+    :func:`_spawn_in_foreground`); otherwise ``posix_spawnp`` starts it.
+
+    Raises:
+        CannotRun: the agent could not be executed.
+    """
+    if _controls_terminal():
+        return _spawn_in_foreground(command)
     try:
         return os.posix_spawnp(
             command[0],

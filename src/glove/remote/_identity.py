@@ -55,6 +55,7 @@ MEASURED_MODULES: Final = (
     "glove.errors",
     "glove.protocol",
     "glove.protocol._frames",
+    "glove.protocol._json",
     "glove.protocol.control",
     "glove.protocol.errors",
     "glove.remote",

@@ -12,14 +12,19 @@ sandbox; each upstream's program and the files it is started with are never show
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
+import secrets
 import shutil
+import signal
+import socket
 import stat
 import sys
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
+from glove.actors import ActorDead, Busy, ChildSpec, Supervisor
 from glove.container import (
     Bind,
     Protected,
@@ -27,28 +32,49 @@ from glove.container import (
     SandboxResult,
     SandboxSpec,
     describe,
-    run_async,
 )
 from glove.container._result import setup_failure
+from glove.container.linux._async_run import FdWriter, raw_terminal
+from glove.container.linux._pty import get_winsize, set_winsize
 from glove.errors import GloveError
 from glove.mcp._config import McpConfig, UpstreamConfig, child_environment, load_config
+from glove.mcp._kernel import RUN_ID_BYTES
 from glove.mcp._run import (
     GUEST_CHANNEL_FD,
     GUEST_DIR,
+    AgentChannel,
     GuestSetup,
-    MediationReport,
     guest_env,
     prepare_guest_dir,
-    run_mediated,
 )
-from glove.mcp.errors import MediationFailed
+from glove.mcp._service import build_mediation
 from glove.run._exec import dry_run, print_notes, report_result, write_status
 from glove.run._options import SandboxOptions
-from glove.run._prepare import Additions, build_from_options, current_directory, open_status
+from glove.run._prepare import (
+    Additions,
+    agent_argv,
+    build_from_options,
+    current_directory,
+    open_status,
+    prepare_agent_for,
+)
+from glove.session import (
+    SANDBOX_CHILD,
+    SandboxActor,
+    SendSignal,
+    SessionOutcome,
+    run_session,
+    session_tree,
+)
+
+if TYPE_CHECKING:
+    from glove.agents import AgentLaunch
 
 PROG: Final = "glove run"
 #: Exit code when the mediation failed while the agent ran (the agent was stopped).
 EXIT_MEDIATION_FAILED: Final = 124
+#: The operator's signals passed on to the agent.
+FORWARDED_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 #: Rotated audit files protected beside the log (``audit.log.1`` .. ``.N``).
 PROTECTED_ROTATIONS: Final = 16
 
@@ -109,6 +135,7 @@ def _spec_for(
     setup: GuestSetup | None,
     protected: tuple[Protected, ...],
     status_path: str | None,
+    agent: AgentLaunch | None = None,
 ) -> SandboxSpec:
     """The sandbox of this run; without ``setup``, the same without the guest parts."""
     additions = Additions(protected=protected)
@@ -118,7 +145,7 @@ def _spec_for(
             env=setup.env,
             pass_fds=setup.pass_fds,
             protected=protected,
-            argv=setup.command(opts.argv),
+            argv=setup.command(agent_argv(opts, agent)),
         )
     return build_from_options(
         opts,
@@ -126,10 +153,13 @@ def _spec_for(
         host_env=dict(os.environ),
         status_path=status_path,
         additions=additions,
+        agent=agent,
     )
 
 
-def _dry_run(opts: SandboxOptions, protected: tuple[Protected, ...]) -> int:
+def _dry_run(
+    opts: SandboxOptions, protected: tuple[Protected, ...], agent: AgentLaunch | None
+) -> int:
     """Describe the sandbox, guest parts included, without starting any upstream."""
     private = prepare_guest_dir()
     try:
@@ -138,25 +168,125 @@ def _dry_run(opts: SandboxOptions, protected: tuple[Protected, ...]) -> int:
             env=guest_env(),
             pass_fds={GUEST_CHANNEL_FD: GUEST_CHANNEL_FD},
         )
-        spec = _spec_for(opts, setup, protected, None)
+        spec = _spec_for(opts, setup, protected, None, agent)
         return dry_run(PROG, spec, as_json=opts.json, platform=opts.platform)
     finally:
         shutil.rmtree(private, ignore_errors=True)
 
 
-async def _mediated(
-    opts: SandboxOptions, config: McpConfig, protected: tuple[Protected, ...], status: str | None
-) -> tuple[SandboxResult, MediationReport]:
-    report = MediationReport()
+class _Run(NamedTuple):
+    result: SandboxResult
+    denied: int
+    first_denied: str | None
 
-    async def sandbox(setup: GuestSetup) -> SandboxResult:
-        spec = _spec_for(opts, setup, protected, status)
+
+def _forward_signals(loop: asyncio.AbstractEventLoop, tree: Supervisor) -> list[int]:
+    """Pass the operator's TERM, INT and HUP on to the agent, as glove exec does."""
+    sandbox = tree.child(SANDBOX_CHILD)
+    installed: list[int] = []
+
+    def forward(signum: int) -> None:
+        with contextlib.suppress(ActorDead, Busy):
+            sandbox.tell(SendSignal(signum))  # type: ignore[union-attr]
+
+    for signum in FORWARDED_SIGNALS:
+        with contextlib.suppress(ValueError, RuntimeError):
+            loop.add_signal_handler(signum, forward, signum)
+            installed.append(signum)
+    if os.isatty(0):
+
+        def follow_size() -> None:
+            box = sandbox.box if isinstance(sandbox, SandboxActor) else None
+            size = get_winsize(0)
+            if box is not None and box.master is not None and size is not None:
+                set_winsize(box.master, size)
+
+        with contextlib.suppress(ValueError, RuntimeError):
+            loop.add_signal_handler(signal.SIGWINCH, follow_size)
+            installed.append(signal.SIGWINCH)
+    return installed
+
+
+async def _session(
+    opts: SandboxOptions,
+    config: McpConfig,
+    protected: tuple[Protected, ...],
+    status: str | None,
+    agent: AgentLaunch | None,
+) -> _Run:
+    """One session tree: the mediation, the agent channel, then the sandbox (one strike)."""
+    loop = asyncio.get_running_loop()
+    private = await asyncio.to_thread(prepare_guest_dir)
+    host_end: socket.socket | None
+    host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    installed: list[int] = []
+    run_id = secrets.token_hex(RUN_ID_BYTES)
+    try:
+        mediation = build_mediation(config, run_id=run_id)
+        setup = GuestSetup(
+            bind_dir=str(private),
+            env=guest_env(),
+            pass_fds={GUEST_CHANNEL_FD: guest_end.fileno()},
+        )
+        spec = _spec_for(opts, setup, protected, status, agent)
         if not opts.quiet:
             print_notes(PROG, spec)
-        return await run_async(spec)
+        writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})
+        assert host_end is not None
+        channel, host_end = AgentChannel(host_end, mediation), None  # the channel owns it now
+        tree = session_tree(
+            f"session-{run_id}",
+            [
+                ChildSpec("mcp", lambda: mediation.supervisor),
+                ChildSpec("channel", lambda: channel),
+            ],
+            ChildSpec(
+                SANDBOX_CHILD,
+                lambda: SandboxActor(
+                    spec,
+                    on_output=writer.write,
+                    stdin=0,
+                    winsize_from=0,
+                    start_after=mediation.ready,
+                ),
+            ),
+        )
 
-    result = await run_mediated(config, sandbox, report=report)
-    return result, report
+        def started(tree: Supervisor) -> None:
+            installed.extend(_forward_signals(loop, tree))
+
+        with raw_terminal(0 if spec.pty else None):
+            outcome = await run_session(tree, on_started=started)
+        await writer.flush()
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        guest_end.close()
+        if host_end is not None:
+            host_end.close()
+        with contextlib.suppress(OSError):
+            await asyncio.to_thread(shutil.rmtree, private)
+    mediator = mediation.mediator
+    denied = (mediator.denied, mediator.first_denied) if mediator is not None else (0, None)
+    return _Run(_session_result(outcome), *denied)
+
+
+def _session_result(outcome: SessionOutcome) -> SandboxResult:
+    """The exit of ``glove run``: the agent's, or why the session ended without it."""
+    failure, result = outcome.failure, outcome.result
+    if failure is None:
+        return result if result is not None else setup_failure("the sandbox never started")
+    if outcome.failed_child == SANDBOX_CHILD or result is None or result.outcome == "setup_error":
+        # Nothing ran: the sandbox's launch failed, or the mediation failed to start.
+        why = str(failure) if isinstance(failure, GloveError) else repr(failure)
+        return setup_failure(why)
+    # One strike: the mediation (an upstream, the audit log) failed under a running agent,
+    # so the agent's whole sandbox was killed with it.
+    return SandboxResult(
+        outcome="mediation_failed",
+        exit_code=EXIT_MEDIATION_FAILED,
+        error=f"the mediation failed ({failure!r}); the agent was stopped",
+    )
 
 
 def run_agent(opts: SandboxOptions, config_path: str) -> int:
@@ -169,29 +299,29 @@ def run_agent(opts: SandboxOptions, config_path: str) -> int:
         stream=sys.stderr, level=logging.WARNING, format="glove run: %(levelname)s %(message)s"
     )
     status_fd = -1
-    report = MediationReport()
+    run = _Run(setup_failure("not started"), 0, None)
     try:
         status_path: str | None = None
         if opts.json_status is not None and not opts.dry_run:
             status_fd, status_path = open_status(opts.json_status)
         config = load_config(config_path)
         protected = mediator_protected(config_path, config)
+        agent = prepare_agent_for(opts, dict(os.environ))
         if opts.dry_run:
-            return _dry_run(opts, protected)
-        describe(_spec_for(opts, None, protected, status_path))  # the preflight checks
-        result, report = asyncio.run(_mediated(opts, config, protected, status_path))
-    except MediationFailed as exc:
-        result = SandboxResult(
-            outcome="mediation_failed", exit_code=EXIT_MEDIATION_FAILED, error=str(exc)
-        )
+            return _dry_run(opts, protected, agent)
+        preflight = _spec_for(opts, None, protected, status_path, agent)
+        describe(preflight)  # the preflight checks
+        if agent is not None:
+            from glove.agents import write_agent_config
+
+            write_agent_config(
+                agent, workdir=preflight.working_directory, mcp=True, sandbox_env=preflight.env
+            )
+        run = asyncio.run(_session(opts, config, protected, status_path, agent))
     except (GloveError, SandboxError) as exc:
-        result = setup_failure(str(exc))
+        run = _Run(setup_failure(str(exc)), 0, None)
     report_result(
-        PROG,
-        result,
-        quiet=opts.quiet,
-        denied_calls=report.denied,
-        first_denied=report.first_denied,
+        PROG, run.result, quiet=opts.quiet, denied_calls=run.denied, first_denied=run.first_denied
     )
-    write_status(PROG, status_fd, result)
-    return result.exit_code
+    write_status(PROG, status_fd, run.result)
+    return run.result.exit_code

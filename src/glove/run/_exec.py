@@ -21,8 +21,14 @@ from glove.container import (
     run,
 )
 from glove.container._result import setup_failure
+from glove.errors import GloveError
 from glove.run._options import SandboxOptions
-from glove.run._prepare import build_from_options, current_directory, open_status
+from glove.run._prepare import (
+    build_from_options,
+    current_directory,
+    open_status,
+    prepare_agent_for,
+)
 from glove.run._report import exit_summary, notes_before, render_description
 
 
@@ -109,17 +115,25 @@ def exec_command(opts: SandboxOptions) -> int:
         status_path: str | None = None
         if opts.json_status is not None and not opts.dry_run:
             status_fd, status_path = open_status(opts.json_status)
+        host_env = dict(os.environ)
+        agent = prepare_agent_for(opts, host_env)
         spec = build_from_options(
-            opts, cwd=current_directory(), host_env=dict(os.environ), status_path=status_path
+            opts, cwd=current_directory(), host_env=host_env, status_path=status_path, agent=agent
         )
         if opts.dry_run:
             return dry_run(prog, spec, as_json=opts.json, platform=opts.platform)
+        if agent is not None:
+            from glove.agents import write_agent_config
+
+            write_agent_config(
+                agent, workdir=spec.working_directory, mcp=False, sandbox_env=spec.env
+            )
         if not opts.quiet:
             print_notes(prog, spec)
         result = run(
             spec, stdin=sys.stdin.fileno(), stdout=sys.stdout.fileno(), stderr=sys.stderr.fileno()
         )
-    except SandboxError as exc:
+    except (SandboxError, GloveError) as exc:  # GloveError: the agent adapters' errors
         result = setup_failure(str(exc))
     report_result(prog, result, quiet=opts.quiet)
     write_status(prog, status_fd, result)

@@ -9,6 +9,7 @@ each and neither can drift. argparse, not typer: these commands sit on the launc
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from dataclasses import dataclass, field
 from typing import Final, Literal, NoReturn
@@ -65,6 +66,12 @@ class SandboxOptions:
     json: bool = False
     quiet: bool = False
     platform: str | None = None
+    agent: str | None = None
+    agent_install: str | None = None
+
+
+#: The agents ``--agent`` knows (each has an embedded profile of the same name).
+AGENT_NAMES: Final = ("claude", "codex")
 
 
 def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,6 +125,17 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("linux", "macos"),
         help="with --dry-run: the platform to describe; macos prints the Seatbelt profile",
     )
+    p.add_argument(
+        "--agent",
+        choices=AGENT_NAMES,
+        help="run this coding agent: its profile, install, persistent home and wiring (and "
+        "--pty when stdin is a terminal); what follows -- are the agent's own arguments",
+    )
+    p.add_argument(
+        "--agent-install",
+        metavar="DIR",
+        help="with --agent: the agent's install (a prefix or node_modules) instead of PATH",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no notes or exit summary on stderr")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS...]")
 
@@ -127,8 +145,10 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
     command = list(args.command)
     if command[:1] == ["--"]:
         command = command[1:]
-    if not command:
+    if not command and args.agent is None:
         parser.error("a command to run is required: " + parser.prog + " [OPTIONS] -- CMD")
+    if args.agent_install is not None and args.agent is None:
+        parser.error("--agent-install goes with --agent")
     if args.json and not args.dry_run:
         parser.error("--json goes with --dry-run (the result itself is --json-status)")
     if args.platform is not None and not args.dry_run:
@@ -142,7 +162,8 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         uses=args.uses,
         env=args.env,
         network=args.network,
-        pty=args.pty,
+        # --agent: a terminal on stdin means the agent's TUI, so it gets one inside too.
+        pty=args.pty or (args.agent is not None and not args.dry_run and _stdin_is_a_tty()),
         wall_time=args.wall_time,
         cpu_time=args.cpu_time,
         memory=args.memory,
@@ -155,4 +176,13 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         json=args.json,
         quiet=args.quiet,
         platform=args.platform,
+        agent=args.agent,
+        agent_install=args.agent_install,
     )
+
+
+def _stdin_is_a_tty() -> bool:
+    try:
+        return os.isatty(0)
+    except OSError:
+        return False

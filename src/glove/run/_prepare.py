@@ -10,7 +10,7 @@ import errno
 import fcntl
 import os
 from pathlib import Path
-from typing import Final, NamedTuple
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import msgspec
 
@@ -27,6 +27,9 @@ from glove.container import (
     parse_size,
 )
 from glove.run._options import SandboxOptions
+
+if TYPE_CHECKING:
+    from glove.agents import AgentLaunch
 
 #: Largest fd number accepted for ``--json-status FD``.
 MAX_STATUS_FD: Final = 1 << 16
@@ -157,6 +160,25 @@ def current_directory() -> str:
         raise SpecError(f"the current directory is not usable: {exc.strerror}") from exc
 
 
+def prepare_agent_for(opts: SandboxOptions, host_env: dict[str, str]) -> AgentLaunch | None:
+    """``--agent``: the agent's install, home and command line (None without ``--agent``).
+
+    Raises:
+        ProfileError: the profile cannot be loaded.
+        AgentError: the profile is not for this agent, the install or home is unusable.
+    """
+    if opts.agent is None:
+        return None
+    from glove.agents import agent_section, prepare_agent
+
+    name = opts.profile or opts.agent
+    profile = load_profile(name)
+    agent = agent_section(profile, name, opts.agent)
+    return prepare_agent(
+        profile, agent, list(opts.argv), install_dir=opts.agent_install, host_env=host_env
+    )
+
+
 def build_from_options(
     opts: SandboxOptions,
     *,
@@ -164,8 +186,12 @@ def build_from_options(
     host_env: dict[str, str],
     status_path: str | None = None,
     additions: Additions | None = None,
+    agent: AgentLaunch | None = None,
 ) -> SandboxSpec:
     """Build the sandbox spec the options (and the caller's additions) describe.
+
+    With ``agent`` (``--agent``), the agent's profile is the default profile, its binds and
+    variables come before the flags', and its command line is the command.
 
     Raises:
         SpecError: a malformed flag value or an invalid combination.
@@ -177,21 +203,27 @@ def build_from_options(
     protected = list(add.protected)
     if status_path is not None:
         protected.append(Protected(status_path, "the --json-status file"))
+    agent_binds = agent.binds if agent is not None else ()
+    agent_env = agent.env if agent is not None else {}
     overrides = Overrides(
         workspace=opts.workspace,
         workspace_mode=opts.workspace_mode,
-        binds=(*(parse_bind(text, cwd) for text in opts.binds), *add.binds),
+        binds=(*agent_binds, *(parse_bind(text, cwd) for text in opts.binds), *add.binds),
         uses=tuple(opts.uses),
-        env={**parse_env(opts.env), **add.env},
+        env={**agent_env, **parse_env(opts.env), **add.env},
         pty=opts.pty,
         limits=limit_overrides(opts),
         accept_weaker=frozenset(opts.accept_weaker),
         protected=tuple(protected),
     )
-    argv = add.argv if add.argv is not None else tuple(opts.argv)
-    spec = build_spec(
-        load_profile(opts.profile), argv, cwd=cwd, host_env=host_env, overrides=overrides
-    )
+    argv = add.argv if add.argv is not None else agent_argv(opts, agent)
+    profile = opts.profile or (opts.agent if agent is not None else None)
+    spec = build_spec(load_profile(profile), argv, cwd=cwd, host_env=host_env, overrides=overrides)
     if add.pass_fds:
         spec = msgspec.structs.replace(spec, pass_fds=dict(add.pass_fds))
     return spec
+
+
+def agent_argv(opts: SandboxOptions, agent: AgentLaunch | None) -> tuple[str, ...]:
+    """The command line to run: the agent's (``--agent``) or the one given after ``--``."""
+    return agent.argv if agent is not None else tuple(opts.argv)

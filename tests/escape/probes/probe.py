@@ -637,12 +637,56 @@ SYSCALLS: dict[str, Callable[[], object]] = {
     "socket_netlink_route": lambda: raw(41, 16, 3, 0),  # AF_NETLINK, SOCK_RAW, ROUTE
     "socket_netlink_dgram": lambda: raw(41, 16, 2, 0),
     "socket_netlink_uevent": lambda: raw(41, 16, 3, 15),  # NETLINK_KOBJECT_UEVENT
+    "socket_netlink_sock_diag": lambda: raw(41, 16, 3, 4),  # NETLINK_SOCK_DIAG
+    "socket_netlink_audit": lambda: raw(41, 16, 3, 9),  # NETLINK_AUDIT
+    "socket_netlink_generic": lambda: raw(41, 16, 3, 16),  # NETLINK_GENERIC
+    "socketpair_netlink": lambda: raw(53, 16, 3, 0, 0),
     "x32_ptrace": lambda: raw(0x40000000 | 101, 0, 0, 0, 0),  # x32 ABI number space
     "socket_vsock": lambda: raw(41, 40, 1, 0),  # AF_VSOCK: not isolated by the netns
     "syslog_read_all": lambda: raw(103, 3, 0, 0),  # the kernel log: host-wide
     "socket_inet_stream": lambda: raw(41, 2, 1, 0),
     "socket_unix_stream": lambda: raw(41, 1, 1, 0),
 }
+
+
+def _rtnetlink(sock: socket.socket, kind: int, flags: int, body: bytes) -> list[bytes]:
+    """Send one rtnetlink request; return the payloads of every reply message until done."""
+    header = struct.pack("=IHHII", 16 + len(body), kind, flags | 0x1, 1, 0)  # NLM_F_REQUEST
+    sock.send(header + body)
+    replies: list[bytes] = []
+    while True:
+        data = sock.recv(65536)
+        offset = 0
+        while offset < len(data):
+            length, msg_type, _f, _seq, _pid = struct.unpack_from("=IHHII", data, offset)
+            payload = data[offset + 16 : offset + length]
+            if msg_type == 3:  # NLMSG_DONE
+                return replies
+            replies.append(struct.pack("=H", msg_type) + payload)
+            if msg_type == 2:  # NLMSG_ERROR: the answer to a request without a dump
+                return replies
+            offset += (length + 3) & ~3
+
+
+def cmd_rtnetlink(arg: dict[str, Any]) -> object:
+    """List links over NETLINK_ROUTE, then try to take ``lo`` down: what the sandbox can do."""
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+    links = []
+    ifinfo = struct.pack("=BxHiII", 0, 0, 0, 0, 0)
+    for reply in _rtnetlink(sock, 18, 0x300, ifinfo):  # RTM_GETLINK, NLM_F_DUMP
+        if struct.unpack_from("=H", reply)[0] != 16:  # RTM_NEWLINK
+            continue
+        attrs = reply[2 + 16 :]
+        while len(attrs) >= 4:
+            alen, atype = struct.unpack_from("=HH", attrs)
+            if atype == 3:  # IFLA_IFNAME
+                links.append(attrs[4:alen].rstrip(b"\0").decode())
+            attrs = attrs[(alen + 3) & ~3 :]
+    lo = socket.if_nametoindex("lo")
+    down = struct.pack("=BxHiII", 0, 0, lo, 0, 1)  # ifi_flags 0, ifi_change IFF_UP
+    (answer,) = _rtnetlink(sock, 16, 0x4, down)  # RTM_NEWLINK, NLM_F_ACK
+    error = -struct.unpack_from("=i", answer, 2)[0]
+    return {"links": links, "lo_down": errno.errorcode.get(error, str(error)) if error else "ok"}
 
 
 def cmd_seccomp(arg: dict[str, Any]) -> object:
@@ -1047,6 +1091,7 @@ COMMANDS: dict[str, Callable[[dict[str, Any]], object]] = {
     "read": cmd_read,
     "run": cmd_run,
     "seccomp": cmd_seccomp,
+    "rtnetlink": cmd_rtnetlink,
     "sockets": cmd_sockets,
     "stdin": cmd_stdin,
     "spawn": cmd_spawn,

@@ -20,10 +20,9 @@ from glove.container._description import (
 )
 from glove.container._limits import plan_limits
 from glove.container._protect import check_protected
-from glove.container._spec import SandboxSpec
+from glove.container._spec import DEFAULT_SCRATCH_BYTES, SandboxSpec
 from glove.container.linux._cgroups import probe_host_limits
 from glove.container.linux._mounts import (
-    DEFAULT_SCRATCH_BYTES,
     DEVICE_NODES,
     open_sources,
     shown_sources,
@@ -31,7 +30,12 @@ from glove.container.linux._mounts import (
 from glove.container.linux._seccomp import DENIED_SYSCALLS
 
 #: Socket families the filter lets through.
-ALLOWED_SOCKET_FAMILIES: Final = ("AF_UNIX", "AF_INET", "AF_INET6")
+ALLOWED_SOCKET_FAMILIES: Final = (
+    "AF_UNIX",
+    "AF_INET",
+    "AF_INET6",
+    "AF_NETLINK (NETLINK_ROUTE only)",
+)
 
 
 def describe(spec: SandboxSpec) -> SandboxDescription:

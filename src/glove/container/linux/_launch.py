@@ -49,6 +49,23 @@ from glove.container._limits import (
 from glove.container._protect import check_protected
 from glove.container._result import EXIT_SETUP_FAILED
 from glove.container._spec import MAX_PASSED_FD, SandboxSpec
+from glove.container._status import (
+    MAX_STATUS_LINE_BYTES,
+    Disk,
+    ExecFailed,
+    Exited,
+    Ready,
+    RetainedUse,
+    SetupFailed,
+    Signaled,
+    Started,
+    StatusLineError,
+    StatusMessage,
+    Unshared,
+    Usage,
+)
+from glove.container._status import decode_line as decode_status_line
+from glove.container._status import encode as encode_status
 from glove.container.errors import SandboxSetupError
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._cgroups import (
@@ -66,6 +83,7 @@ from glove.container.linux._mounts import (
     shown_sources,
     used_bytes,
 )
+from glove.container.linux._pty import DEFAULT_WINSIZE, open_own_terminal
 from glove.container.linux._retained import (
     check_images_outside,
     close_retained,
@@ -113,6 +131,8 @@ class LaunchContext(msgspec.Struct, frozen=True):
     retained: tuple[tuple[str, int], ...] = ()
     notify_channel: int = -1
     seccomp_notify_bpf: bytes | None = None
+    pty_channel: int = -1
+    terminal_size: tuple[int, int] = DEFAULT_WINSIZE
 
 
 class SandboxProcess:
@@ -149,6 +169,9 @@ class SandboxProcess:
         self.reaped_status: int | None = None
         #: Launcher end of the socket the init sends its seccomp listener over (-1: none).
         self.notify_channel = -1
+        #: PTY mode: the master of the terminal the init made from the sandbox's own devpts
+        #: (-1: none, or setup failed before it was made). The caller owns and closes it.
+        self.pty_master = -1
 
     def send_signal(self, signum: int) -> None:
         """Send ``signum`` to the sandbox init (it forwards TERM, INT, HUP, QUIT, USR1/2)."""
@@ -190,9 +213,10 @@ class SandboxProcess:
         self.pidfd = self.status_fd = self.notify_channel = -1
 
 
-def _report(fd: int, line: str) -> None:
+def _report(fd: int, message: StatusMessage) -> None:
+    """Send one status message to the launcher (the channel's codec: ``_status``)."""
     with contextlib.suppress(OSError):
-        os.write(fd, (line.replace("\n", " ") + "\n").encode())
+        os.write(fd, encode_status(message))
 
 
 def _close_all_except(keep: set[int]) -> None:
@@ -265,21 +289,21 @@ def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:
         _close_all_except({*mapping, exec_write})
         _enter_command_context(ctx)
     except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
-        _report(exec_write, f"setup {exc}")
+        _report(exec_write, SetupFailed(str(exc)))
         os._exit(EXIT_SETUP_FAILED)
     try:
         os.execvpe(spec.argv[0], list(spec.argv), dict(spec.env))  # noqa: S606 - argv is a list, no shell
     except OSError as exc:
-        _report(exec_write, f"exec {exc.errno or errno.ENOENT}")
+        _report(exec_write, ExecFailed(exc.errno or errno.ENOENT))
     except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
-        _report(exec_write, f"exec {errno.EINVAL} {exc}")
+        _report(exec_write, ExecFailed(errno.EINVAL, str(exc)))
     os._exit(127)
 
 
-def _fork_command(ctx: LaunchContext) -> tuple[int, str]:
+def _fork_command(ctx: LaunchContext) -> tuple[int, bytes]:
     """Fork the command (PTY mode needs TIOCSCTTY between fork and exec).
 
-    Returns the pid and, if the exec failed, the failure line to report.
+    Returns the pid and, if the exec failed, the encoded failure message to relay.
     """
     exec_read, exec_write = (_above_targets(fd) for fd in os.pipe2(os.O_CLOEXEC))
     command = os.fork()
@@ -288,7 +312,7 @@ def _fork_command(ctx: LaunchContext) -> tuple[int, str]:
         _exec_command(ctx, exec_write)
     _forward(command)
     os.close(exec_write)
-    failure = os.read(exec_read, 512).decode(errors="replace").strip()
+    failure = os.read(exec_read, MAX_STATUS_LINE_BYTES)
     os.close(exec_read)
     return command, failure
 
@@ -301,7 +325,7 @@ def _search_path(name: str, env: dict[str, str]) -> list[str]:
     return [f"{entry or '.'}/{name}" for entry in path.split(":")]
 
 
-def _spawn_command(ctx: LaunchContext) -> tuple[int | None, str]:
+def _spawn_command(ctx: LaunchContext) -> tuple[int | None, bytes]:
     """Start the command with posix_spawn (vfork: no page-table copy of this interpreter).
 
     The init applies what posix_spawn cannot to itself first (the command inherits it): the
@@ -327,16 +351,17 @@ def _spawn_command(ctx: LaunchContext) -> tuple[int | None, str]:
                 if exc.errno == errno.EACCES:
                     denied = exc
                 elif exc.errno not in (errno.ENOENT, errno.ENOTDIR):
-                    return None, f"exec {exc.errno}"
+                    return None, encode_status(ExecFailed(exc.errno or errno.EINVAL))
                 last = exc
                 continue
             _forward(command)
-            return command, ""
+            return command, b""
     finally:
         for temp in staged.values():
             os.close(temp)
     failure = denied or last
-    return None, f"exec {failure.errno if failure and failure.errno else errno.ENOENT}"
+    number = failure.errno if failure and failure.errno else errno.ENOENT
+    return None, encode_status(ExecFailed(number))
 
 
 def _dup_above_targets(fd: int) -> int:
@@ -393,15 +418,24 @@ def _report_usage(ctx: LaunchContext) -> None:
     reaps orphans), so it is the whole tree's CPU time and its largest resident set.
     """
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    _report(
-        ctx.status_write,
-        f"usage {usage.ru_utime:.6f} {usage.ru_stime:.6f} {usage.ru_maxrss * 1024}",
-    )
+    _report(ctx.status_write, Usage(usage.ru_utime, usage.ru_stime, usage.ru_maxrss * 1024))
     with contextlib.suppress(OSError):
-        _report(ctx.status_write, f"disk {scratch_used_bytes()}")
+        _report(ctx.status_write, Disk(scratch_used_bytes()))
     for target, _ in ctx.retained:
         with contextlib.suppress(OSError):
-            _report(ctx.status_write, f"retained {used_bytes(target)} {target}")
+            _report(ctx.status_write, RetainedUse(used_bytes(target), target))
+
+
+def _own_terminal(ctx: LaunchContext) -> LaunchContext:
+    """PTY mode: make the command's terminal from the sandbox's devpts, send the launcher
+    the master, and return the context with the slave as the command's stdio."""
+    master, slave = open_own_terminal(ctx.terminal_size)
+    try:
+        with socket.socket(fileno=ctx.pty_channel) as channel:
+            socket.send_fds(channel, [b"T"], [master])
+    finally:
+        os.close(master)
+    return msgspec.structs.replace(ctx, stdio=(slave, slave, slave), pty_channel=-1)
 
 
 def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
@@ -414,6 +448,8 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
             os._exit(EXIT_SETUP_FAILED)
         os.close(ctx.go_read)
         build_root(ctx.spec, ctx.sources, ctx.retained)
+        if ctx.spec.pty:
+            ctx = _own_terminal(ctx)
         forbid_nested_user_namespaces()
         harden_proc()
         _keep_only_needed_fds(ctx)
@@ -421,7 +457,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         sc.set_own_cmdline(INIT_TITLE)
         sc.drop_all_capabilities(ctx.last_cap)
         _install_seccomp(ctx)
-        _report(status, "ready")
+        _report(status, Ready())
         command: int | None
         if ctx.spec.pty:
             command, failure = _fork_command(ctx)
@@ -430,16 +466,20 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         for fd in {*ctx.stdio, *ctx.spec.pass_fds.values()}:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        _report(status, failure or "started")
+        if failure:
+            with contextlib.suppress(OSError):
+                os.write(status, failure)  # already an encoded message (exec or setup)
+        else:
+            _report(status, Started())
         wait_status = _reap_until(command, ctx.launcher_pidfd) if command is not None else 0
         if not failure:
             if os.WIFSIGNALED(wait_status):
-                _report(status, f"signal {os.WTERMSIG(wait_status)}")
+                _report(status, Signaled(os.WTERMSIG(wait_status)))
             else:
-                _report(status, f"exit {os.waitstatus_to_exitcode(wait_status)}")
+                _report(status, Exited(os.waitstatus_to_exitcode(wait_status)))
         _report_usage(ctx)
     except BaseException as exc:  # noqa: BLE001 - the init must never unwind
-        _report(status, f"setup {type(exc).__name__}: {exc}{_where(exc)}")
+        _report(status, SetupFailed(f"{type(exc).__name__}: {exc}{_where(exc)}"))
         os._exit(EXIT_SETUP_FAILED)
     os._exit(0)
 
@@ -500,17 +540,19 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
     if pid == 0:
         try:
             sc.unshare(sc.SANDBOX_NAMESPACES)
-            _report(ctx.status_write, "unshared")
+            _report(ctx.status_write, Unshared())
             if os.read(ctx.go_read, 1) != GO_BYTE:
                 os._exit(EXIT_SETUP_FAILED)
             init = os.fork()
             if init == 0:
                 _init_main(ctx, handshake=False)
             os.close(ctx.status_write)
+            if ctx.pty_channel >= 0:
+                os.close(ctx.pty_channel)  # only the init sends on it: EOF if it dies first
             status = _reap_until(init, ctx.launcher_pidfd)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
-            _report(ctx.status_write, f"setup {type(exc).__name__}: {exc}")
+            _report(ctx.status_write, SetupFailed(f"{type(exc).__name__}: {exc}"))
         os._exit(EXIT_SETUP_FAILED)
     return pid, os.pidfd_open(pid)
 
@@ -525,8 +567,29 @@ def _await_unshared(status_fd: int) -> None:
         if not chunk:
             raise SandboxSetupError("the sandbox died while creating its namespaces")
         buffer += chunk
-    if buffer.strip() != b"unshared":
-        raise SandboxSetupError(buffer.decode(errors="replace").strip().removeprefix("setup "))
+    try:
+        message = decode_status_line(buffer.rstrip(b"\n"))
+    except StatusLineError as exc:
+        raise SandboxSetupError(f"the sandbox sent {exc}") from exc
+    if isinstance(message, SetupFailed):
+        raise SandboxSetupError(message.message)
+    if not isinstance(message, Unshared):
+        raise SandboxSetupError(f"the sandbox sent {message!r} before its namespaces")
+
+
+def _receive_terminal(channel: socket.socket) -> int:
+    """The pty master the init sends once its root is built; -1 if it sent none in time
+    (its setup failed: the status pipe says why)."""
+    ready, _, _ = select.select([channel], [], [], _GO_DEADLINE_S)
+    if not ready:
+        return -1
+    try:
+        _, fds, _, _ = socket.recv_fds(channel, 1, 1)
+    except OSError:
+        return -1
+    for extra in fds[1:]:
+        os.close(extra)
+    return fds[0] if fds else -1
 
 
 def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its unwinding
@@ -534,8 +597,14 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     stdio: tuple[int, int, int] = (0, 1, 2),
     *,
     report_violations: bool = False,
+    terminal_size: tuple[int, int] = DEFAULT_WINSIZE,
 ) -> SandboxProcess:
     """Start ``spec`` in a new sandbox and return once the child is released.
+
+    PTY mode (``spec.pty``): the init makes the command's terminal from the sandbox's own
+    devpts instance (``terminal_size`` rows and columns) and ``stdio`` is not used; the
+    returned process's ``pty_master`` is its master (the caller closes it), or -1 when the
+    setup failed before the terminal existed.
 
     With ``report_violations`` every seccomp denial is sent to the launcher, which must
     service ``SandboxProcess.notify_channel`` (``run`` does): until answered, the denied call
@@ -565,6 +634,9 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         if report_violations
         else (None, None)
     )
+    pty_parent, pty_child = (
+        socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if spec.pty else (None, None)
+    )
     cgroups: SandboxCgroups | None = None
     launcher_pidfd = os.pidfd_open(os.getpid())  # the init's lifeline to this process
     go_read, go_write = os.pipe2(os.O_CLOEXEC)
@@ -582,6 +654,8 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         go_read=go_read,
         status_write=status_write,
         launcher_pidfd=launcher_pidfd,
+        pty_channel=pty_child.fileno() if pty_child is not None else -1,
+        terminal_size=terminal_size,
     )
     pid = pidfd = -1
     started = time.monotonic()
@@ -619,6 +693,8 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         os.close(status_read)
         if parent_channel is not None:
             parent_channel.close()
+        if pty_parent is not None:
+            pty_parent.close()
         if isinstance(exc, OSError):
             raise SandboxSetupError(f"cannot set up the sandbox: {exc}") from exc
         raise
@@ -630,10 +706,15 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         close_retained(retained)
         if child_channel is not None:
             child_channel.close()
+        if pty_child is not None:
+            pty_child.close()
     process = SandboxProcess(
         pid=pid, pidfd=pidfd, status_fd=status_read, plans=plans, cgroups=cgroups, started=started
     )
     process.released = time.monotonic()
     if parent_channel is not None:
         process.notify_channel = parent_channel.detach()
+    if pty_parent is not None:
+        with pty_parent:
+            process.pty_master = _receive_terminal(pty_parent)
     return process

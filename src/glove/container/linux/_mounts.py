@@ -21,6 +21,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import posixpath
 import socket
 import stat
 import struct
@@ -30,7 +31,8 @@ from typing import Final
 import msgspec
 
 from glove.container._protect import Shown
-from glove.container._spec import Bind, SandboxSpec, normalize_inside
+from glove.container._resolv import RESOLV_CONF_PATH, resolv_conf
+from glove.container._spec import DEFAULT_SCRATCH_BYTES, Bind, SandboxSpec, normalize_inside
 from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux import _syscalls as sc
 
@@ -40,8 +42,6 @@ STAGING_DIR: Final = "/tmp"
 DEVICE_NODES: Final = ("null", "zero", "full", "random", "urandom", "tty")
 #: Mode of the world-writable scratch directories (sticky).
 STICKY_WORLD_MODE: Final = 0o1777
-#: Default size of the root tmpfs when no disk limit is given.
-DEFAULT_SCRATCH_BYTES: Final = 1024 * 1024 * 1024
 #: The scratch tmpfs gets one inode per this many bytes of its size (so inodes are bounded
 #: by the disk limit too), and never fewer than MIN_SCRATCH_INODES.
 BYTES_PER_SCRATCH_INODE: Final = 4096
@@ -98,6 +98,14 @@ FORBIDDEN_FS_MAGIC: Final = {
 }
 
 
+def _resolved(path: str) -> str:
+    """``path`` with its symlinks resolved, for a message (it may be changing under us)."""
+    try:
+        return os.path.realpath(path)
+    except OSError:  # swapped between realpath's lstat and readlink
+        return f"{path} (changing: it could not be resolved)"
+
+
 def _refuse_kernel_trees(bind: Bind, fd: int, info: os.stat_result) -> None:
     """Refuse the host root and kernel filesystems, whatever the spelling of the path.
 
@@ -130,8 +138,11 @@ def _open_one(bind: Bind) -> OpenedSource | None:
         if exc.errno == errno.ENOENT and bind.optional:
             return None
         if exc.errno == errno.ELOOP:
+            resolved = _resolved(bind.source)
             raise SpecError(
-                f"bind source {bind.source} goes through a symlink; give the resolved path"
+                f"bind source {bind.source} goes through a symlink (it resolves to "
+                f"{resolved}); symlinks on the way are never followed, so bind the resolved "
+                f"path: --bind {resolved}:{bind.destination}"
             ) from exc
         raise SpecError(
             f"cannot open bind source {bind.source}: {os.strerror(exc.errno or 0)}"
@@ -196,6 +207,49 @@ def _refuse_kernel_submounts(sources: list[OpenedSource]) -> None:
                 )
 
 
+def _link_inside(source: OpenedSource) -> str:
+    """Where a recreated symlink points inside the sandbox (its text read from its target)."""
+    if source.link.startswith("/"):
+        return normalize_inside(source.link)
+    return normalize_inside(posixpath.join(posixpath.dirname(source.target), source.link))
+
+
+def _shown_at(path: str, sources: list[OpenedSource]) -> bool:
+    """Whether ``path`` inside lies in (or is) a bound directory or file."""
+    for source in sources:
+        if source.kind == "symlink":
+            continue
+        base = source.target.rstrip("/") or "/"
+        if path == base or (source.kind == "dir" and path.startswith(base + "/")):
+            return True
+    return False
+
+
+def _refuse_dangling_links(sources: list[OpenedSource], required: set[str]) -> None:
+    """Refuse a required bind whose source is a symlink that would dangle inside.
+
+    A source whose last component is a symlink is recreated as the same link (its text),
+    never followed. When that text points at something the sandbox does not show (a
+    relative link bound at another path, such as ``node_modules/.bin/claude`` bound at
+    ``/opt/claude``), the command would meet "No such file or directory": say what the
+    link resolves to on the host and how to bind that instead. Optional (profile) binds are
+    left as they are.
+    """
+    for source in sources:
+        if source.kind != "symlink" or source.target not in required:
+            continue
+        inside = _link_inside(source)
+        if inside == source.target or _shown_at(inside, sources):
+            continue
+        resolved = _resolved(source.source)
+        raise SpecError(
+            f"bind source {source.source} is a symlink to {source.link!r}; it is recreated "
+            f"as that link, so at {source.target} it would point to {inside}, which the "
+            f"sandbox does not show. {source.source} resolves to {resolved}: bind that "
+            f"instead: --bind {resolved}:{source.target}"
+        )
+
+
 def open_sources(spec: SandboxSpec) -> list[OpenedSource]:
     """Open every bind source and the workspace (launcher side).
 
@@ -214,6 +268,7 @@ def open_sources(spec: SandboxSpec) -> list[OpenedSource]:
         if source is not None:
             opened.append(source)
     _refuse_kernel_submounts(opened)
+    _refuse_dangling_links(opened, {b.destination for b in binds if not b.optional})
     # Parents before children (stable, so a later bind at the same depth still wins): a
     # workspace shown at its own path under /usr must be mounted after /usr, not hidden by it.
     opened.sort(key=lambda item: item.target.rstrip("/").count("/"))
@@ -329,6 +384,29 @@ def _bind_source(root_fd: int, source: OpenedSource, origin: int) -> None:
         os.close(parent_fd)
 
 
+def _write_resolv_conf(root_fd: int, spec: SandboxSpec, sources: list[OpenedSource]) -> None:
+    """Write the sandbox's own ``/etc/resolv.conf`` unless a bind already shows one.
+
+    The file lives on the root tmpfs (read-only once the root is remounted), so lookups
+    fail at once offline instead of spinning on ``127.0.0.1:53`` (see ``_resolv``).
+    """
+    if any(source.target == RESOLV_CONF_PATH for source in sources):
+        return
+    parents, name = _split(RESOLV_CONF_PATH)
+    parent_fd = _walk_dirs(root_fd, parents)
+    try:
+        fd = os.open(
+            name, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+            dir_fd=parent_fd,
+        )  # fmt: skip
+        try:
+            os.write(fd, resolv_conf(spec.network))
+        finally:
+            os.close(fd)
+    finally:
+        os.close(parent_fd)
+
+
 def _make_dev(root: str) -> None:
     dev = f"{root}/dev"
     for node in DEVICE_NODES:
@@ -413,6 +491,7 @@ def build_root(
             _bind_source(root_fd, source, origin)
         for target, mount_fd in detached:
             _attach_detached(root_fd, target, mount_fd)
+        _write_resolv_conf(root_fd, spec, sources)
     finally:
         os.close(root_fd)
         for origin in origins:

@@ -1,9 +1,14 @@
 """PTY mode: a fresh pseudo-terminal per sandbox and the host terminal in raw mode.
 
-The sandbox gets the slave as its controlling terminal (``setsid`` + ``TIOCSCTTY`` in the
-command, see ``_launch``); the launcher keeps the master and pumps bytes both ways. The host
-terminal (when stdin is one) goes raw for the session and is restored on every exit path;
-SIGWINCH copies the host window size to the sandbox's terminal.
+The terminal comes from the sandbox's **own** devpts instance: the init opens
+``/dev/pts/ptmx`` once the root is built (:func:`open_own_terminal`), keeps the slave for the
+command and sends the master to the launcher over a socket (``_launch``). A slave from the
+host's devpts would not exist in the sandbox's ``/dev/pts`` (a new, empty instance), so
+``ttyname(0)`` would fail with ENODEV and ``tty`` would say "not a tty"; this one is
+``/dev/pts/0`` inside. The command gets it as its controlling terminal (``setsid`` +
+``TIOCSCTTY``), so ``/dev/tty`` opens it too; the launcher keeps the master and pumps bytes
+both ways. The host terminal (when stdin is one) goes raw for the session and is restored
+on every exit path; SIGWINCH copies the host window size to the sandbox's terminal.
 """
 
 from __future__ import annotations
@@ -23,6 +28,11 @@ from typing import Final
 DEFAULT_WINSIZE: Final = (24, 80)
 
 _WINSIZE_FORMAT: Final = "HHHH"
+#: The sandbox's own pty multiplexer (its devpts instance is mounted with ``newinstance``).
+SANDBOX_PTMX: Final = "/dev/pts/ptmx"
+#: ioctls: unlock the slave, and open it from the master without a path lookup.
+TIOCSPTLCK: Final = 0x40045431
+TIOCGPTPEER: Final = 0x5441
 
 
 def get_winsize(fd: int) -> tuple[int, int] | None:
@@ -41,15 +51,23 @@ def set_winsize(fd: int, size: tuple[int, int]) -> None:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack(_WINSIZE_FORMAT, *size, 0, 0))
 
 
-def open_sandbox_pty(host_fd: int) -> tuple[int, int]:
-    """Open a fresh pty sized like ``host_fd``; return (master, slave), both close-on-exec.
+def open_own_terminal(size: tuple[int, int]) -> tuple[int, int]:
+    """Open a pty from this mount namespace's ``/dev/pts`` (the sandbox's init calls it).
+
+    Returns (master, slave), both close-on-exec and not controlling terminals of the caller;
+    the slave is ``rows x columns`` of ``size``.
 
     Raises:
-        OSError: no pty could be allocated.
+        OSError: no pty could be allocated (no devpts instance, no TIOCGPTPEER).
     """
-    master, slave = os.openpty()
-    set_winsize(slave, get_winsize(host_fd) or DEFAULT_WINSIZE)
-    os.set_blocking(master, False)
+    master = os.open(SANDBOX_PTMX, os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        fcntl.ioctl(master, TIOCSPTLCK, struct.pack("i", 0))
+        slave = fcntl.ioctl(master, TIOCGPTPEER, os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    except BaseException:
+        os.close(master)
+        raise
+    set_winsize(slave, size)
     return master, slave
 
 

@@ -87,6 +87,11 @@ MAX_ALLOWED_FAMILY: Final = AF_INET6
 DENIED_LOW_FAMILIES: Final = tuple(
     family for family in range(MAX_ALLOWED_FAMILY) if family not in (AF_UNIX, AF_INET)
 )
+AF_NETLINK: Final = 16
+#: The one netlink protocol allowed: rtnetlink, to list the sandbox's own interfaces.
+NETLINK_ROUTE: Final = 0
+#: Families between AF_INET6 and AF_NETLINK, all refused.
+DENIED_MID_FAMILIES: Final = tuple(range(MAX_ALLOWED_FAMILY + 1, AF_NETLINK))
 SOCK_RAW: Final = 3
 SOCK_TYPE_MASK: Final = 0xF
 _NAMESPACE_FLAGS: Final = (
@@ -160,13 +165,24 @@ def _build(notify: bool) -> bytes:
         filt.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
     for request in (TIOCSTI, TIOCLINUX):
         filt.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, IOCTL_REQUEST_MASK, request))
-    # Socket families: an allowlist of AF_UNIX, AF_INET and AF_INET6. Everything else is
-    # refused: netlink and packet sockets reach kernel surfaces, and AF_VSOCK is not isolated
-    # by the network namespace at all (it reaches the hypervisor host on a VM).
+    # Socket families: an allowlist of AF_UNIX, AF_INET and AF_INET6, plus netlink's
+    # NETLINK_ROUTE for socket(). Everything else is refused: other netlink protocols and
+    # packet sockets reach kernel surfaces, and AF_VSOCK is not isolated by the network
+    # namespace at all (it reaches the hypervisor host on a VM). NETLINK_ROUTE is harmless
+    # here: it reads the sandbox's own network namespace (only `lo`), and changing anything
+    # needs CAP_NET_ADMIN, which nothing inside has; glibc's getaddrinfo (AI_ADDRCONFIG),
+    # getifaddrs and Node's os.networkInterfaces() open it (see _denials).
     for call in ("socket", "socketpair"):
-        filt.add_rule(deny, call, seccomp.Arg(0, seccomp.GT, MAX_ALLOWED_FAMILY))
-        for family in DENIED_LOW_FAMILIES:
+        filt.add_rule(deny, call, seccomp.Arg(0, seccomp.GT, AF_NETLINK))
+        for family in (*DENIED_LOW_FAMILIES, *DENIED_MID_FAMILIES):
             filt.add_rule(deny, call, seccomp.Arg(0, seccomp.EQ, family))
+    filt.add_rule(deny, "socketpair", seccomp.Arg(0, seccomp.EQ, AF_NETLINK))
+    filt.add_rule(
+        deny,
+        "socket",
+        seccomp.Arg(0, seccomp.EQ, AF_NETLINK),
+        seccomp.Arg(2, seccomp.NE, NETLINK_ROUTE),
+    )
     for family in (AF_INET, AF_INET6):  # no raw IP sockets
         filt.add_rule(
             deny,

@@ -509,8 +509,9 @@ def load_seccomp_listener(program: bytes) -> int:
     return _check(int(result), "seccomp listener")
 
 
-def receive_notification(listener: int) -> tuple[int, int, int] | None:
-    """Read one pending notification: (id, pid, syscall number), or None if it went away.
+def receive_notification(listener: int) -> tuple[int, int, int, tuple[int, ...]] | None:
+    """Read one pending notification: (id, pid, syscall number, its six arguments), or None
+    if it went away.
 
     Raises:
         OSError: the listener itself failed.
@@ -525,8 +526,8 @@ def receive_notification(listener: int) -> tuple[int, int, int] | None:
         if exc.errno in (errno.ENOENT, errno.EINTR, errno.EAGAIN):
             return None
         raise
-    ident, pid, _flags, number, *_rest = struct.unpack(_NOTIF_FORMAT, buffer)
-    return ident, pid, number
+    ident, pid, _flags, number, _arch, _ip, *args = struct.unpack(_NOTIF_FORMAT, buffer)
+    return ident, pid, number, tuple(args)
 
 
 def answer_notification(listener: int, ident: int, error: int) -> None:

@@ -1,4 +1,5 @@
-"""Strict JSON for receipts and bundles: one value, no duplicate keys, bounded (sans-IO).
+"""Strict JSON for plans, control frames, receipts and bundles: one value, no duplicate
+keys, bounded (sans-IO).
 
 ``loads_strict`` accepts exactly RFC 8259 JSON text with these extra refusals: a key that
 appears twice in one object (compared after unescaping, so ``"a"`` and ``"\\u0061"`` collide),
@@ -18,15 +19,23 @@ MAX_JSON_DEPTH: Final = 64
 """Deepest nesting of arrays and objects accepted."""
 
 
+#: Characters of a refused key quoted in an error message (a key may be as long as a frame).
+MAX_QUOTED_KEY_CHARS: Final = 64
+
+
 class _Refused(ValueError):
     """Raised inside the json hooks; turned into the caller's error type."""
+
+
+class _Duplicate(_Refused):
+    """A repeated key; the caller may map it to an error type of its own."""
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise _Refused(f"duplicate key {key!r}")
+            raise _Duplicate(f"duplicate key {key[:MAX_QUOTED_KEY_CHARS]!r}")
         out[key] = value
     return out
 
@@ -54,12 +63,17 @@ def _depth(value: Any, limit: int) -> None:
 
 
 def loads_strict(
-    text: str | bytes, error: type[Exception], *, max_depth: int = MAX_JSON_DEPTH
+    text: str | bytes,
+    error: type[Exception],
+    *,
+    max_depth: int = MAX_JSON_DEPTH,
+    duplicate_error: type[Exception] | None = None,
 ) -> Any:
     """Parse one strict JSON value (see the module docstring).
 
     Raises:
         error: anything that is not strict JSON, with the reason.
+        duplicate_error: a key repeated in one object, when given (else ``error``).
     """
     if isinstance(text, bytes):
         try:
@@ -75,6 +89,8 @@ def loads_strict(
         raise error(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
     except RecursionError as exc:
         raise error(f"not JSON: nested deeper than {max_depth}") from exc
+    except _Duplicate as exc:
+        raise (duplicate_error or error)(f"not strict JSON: {exc}") from exc
     except ValueError as exc:  # _Refused, and the int digit limit
         raise error(f"not strict JSON: {exc}") from exc
     return value

@@ -1,0 +1,182 @@
+"""The descriptors a supervisor watches, and what it does when each is ready.
+
+Both supervisors (blocking, :mod:`._supervise`; asyncio, :mod:`._async`) wire the command's
+standard streams the same way and service the same descriptors: the init's pidfd, its
+status pipe, the seccomp listener it sends over the notify channel, and the output pipes or
+PTY master. These are the I/O steps they share; each supervisor only decides *when*.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import socket
+import stat
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from glove.container._spec import SandboxSpec
+from glove.container.linux import _syscalls as sc
+from glove.container.linux._launch import SandboxProcess
+from glove.container.linux._seccomp import syscall_name
+
+#: Bytes read from a pipe or the PTY per call.
+READ_CHUNK_BYTES: Final = 64 * 1024
+
+Stream = Literal["stdout", "stderr", "pty"]
+
+
+def stdin_passes_directly(stdin: int) -> bool:
+    """Whether the host stdin can be handed to the command as is.
+
+    Only a pipe or a socket: a terminal, a file or a device could be reopened for writing
+    through ``/proc/self/fd/0`` (or written to directly, for a terminal opened read-write),
+    which would bypass the output limit and reach the host file. Those are pumped.
+    """
+    try:
+        mode = os.fstat(stdin).st_mode
+    except OSError:
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+@dataclass
+class Wiring:
+    """The command's standard streams, as created for one sandbox.
+
+    Attributes:
+        child: the fds the command gets as 0, 1 and 2.
+        child_ends: ours to close once the sandbox has started.
+        outputs: read ends (or the PTY master) to drain, and which stream each is.
+        stdin_target: where host stdin is pumped (a pipe's write end or a dup of the PTY
+            master), or None when stdin is handed over directly.
+        close_target_at_eof: close the target when host stdin ends (pipes, not a PTY).
+        master: the PTY master, in PTY mode.
+    """
+
+    child: tuple[int, int, int]
+    child_ends: list[int] = field(default_factory=list)
+    outputs: dict[int, Stream] = field(default_factory=dict)
+    stdin_target: int | None = None
+    close_target_at_eof: bool = False
+    master: int | None = None
+
+    def close_child_ends(self) -> None:
+        """Close our copies of the command's ends (idempotent)."""
+        for fd in self.child_ends:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.child_ends = []
+
+    def close(self) -> None:
+        """Close everything still open (idempotent)."""
+        self.close_child_ends()
+        for fd in [*self.outputs, *([self.stdin_target] if self.stdin_target is not None else [])]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.outputs = {}
+        self.stdin_target = None
+
+
+def wire_stdio(spec: SandboxSpec, stdin: int | None, winsize_from: int | None = None) -> Wiring:
+    """Create the pipes for one sandbox (in PTY mode, nothing yet: see :func:`adopt_terminal`).
+
+    ``stdin`` is the host fd to give the command, or None for an empty stdin (it reads
+    end of file at once).
+
+    Raises:
+        OSError: no pipe could be made.
+    """
+    del winsize_from  # the launch sizes the sandbox's own terminal
+    if spec.pty:
+        return Wiring(child=(-1, -1, -1))  # the init makes the terminal in its own devpts
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+    wiring = Wiring(child=(-1, out_w, err_w), child_ends=[out_w, err_w])
+    wiring.outputs = {out_r: "stdout", err_r: "stderr"}
+    if stdin is not None and stdin_passes_directly(stdin):
+        wiring.child = (stdin, out_w, err_w)
+        return wiring
+    in_r, in_w = os.pipe2(os.O_CLOEXEC)
+    wiring.child = (in_r, out_w, err_w)
+    wiring.child_ends.append(in_r)
+    if stdin is None:
+        os.close(in_w)  # an empty stdin: the command reads end of file at once
+    else:
+        os.set_blocking(in_w, False)
+        wiring.stdin_target = in_w
+        wiring.close_target_at_eof = True
+    return wiring
+
+
+def adopt_terminal(wiring: Wiring, process: SandboxProcess, *, pump_stdin: bool) -> None:
+    """PTY mode: take the master the sandbox's init made and sent (``process.pty_master``).
+
+    It becomes the one output (``"pty"``) and, when host stdin is pumped, a dup of it the
+    target. Nothing happens when the setup failed before the terminal existed (the status
+    pipe says why).
+    """
+    master = process.pty_master
+    process.pty_master = -1  # ours now: closed with the outputs
+    if master < 0:
+        return
+    wiring.outputs = {master: "pty"}
+    wiring.master = master
+    if pump_stdin:
+        pump = os.dup(master)
+        os.set_blocking(pump, False)
+        wiring.stdin_target = pump
+
+
+def read_output(fd: int) -> bytes | None:
+    """One chunk from an output fd; b"" at end of stream; None when nothing is ready.
+
+    Raises:
+        OSError: a read error other than the PTY's EIO (its other side closed: end).
+    """
+    try:
+        return os.read(fd, READ_CHUNK_BYTES)
+    except BlockingIOError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.EIO:  # PTY: the sandbox side is closed
+            return b""
+        raise
+
+
+def receive_listener(channel: int) -> int | None:
+    """Take the seccomp listener the init sends once; None when it sent none (EOF)."""
+    with socket.socket(fileno=os.dup(channel)) as chan:
+        try:
+            _, fds, _, _ = socket.recv_fds(chan, 16, 1)
+        except OSError:
+            return None
+    for extra in fds[1:]:
+        os.close(extra)
+    return fds[0] if fds else None
+
+
+class ListenerGone(Exception):
+    """The filter has no users left: stop watching its listener."""
+
+
+def answer_denial(listener: int) -> tuple[str, tuple[int, ...]] | None:
+    """Answer one pending seccomp notification with EPERM; return the syscall's name and
+    its arguments (to tell an expected probe from a violation).
+
+    A denied call blocks until answered, so this must run whenever the listener is
+    readable: nobody reading the notify fd would stall the sandbox.
+
+    Raises:
+        ListenerGone: no process uses the filter any more.
+    """
+    try:
+        notification = sc.receive_notification(listener)
+    except OSError as exc:
+        raise ListenerGone(str(exc)) from exc
+    if notification is None:
+        return None
+    ident, _pid, number, args = notification
+    sc.answer_notification(listener, ident, errno.EPERM)
+    return syscall_name(number), tuple(args)

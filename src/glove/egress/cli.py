@@ -1,0 +1,103 @@
+"""``glove network check``: what a sandbox could reach, and which rule decides a destination.
+
+Parse, call :mod:`glove.egress` (:func:`~glove.egress.network_report`,
+:func:`~glove.egress.explain`), print. Rules come from a profile's ``[network]`` table
+(``--profile NAME|PATH``) and from ``--allow``/``--deny`` (which imply mode ``proxy``);
+each ``QUERY`` (``HOST[:PORT]``) is answered with the rule that decides it.
+
+Exit codes: 0 the rules load (and every query is allowed); 1 a query is refused;
+2 a rule, the profile or a query is invalid.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+import typer
+
+if TYPE_CHECKING:
+    from glove.egress import Explanation, NetworkReport
+
+EXIT_OK: Final = 0
+EXIT_DENIED: Final = 1
+EXIT_INVALID: Final = 2
+#: Embedded profiles live beside the sandbox code.
+PROFILES_DIR: Final = Path(__file__).resolve().parent.parent / "container" / "profiles"
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``network`` command group to ``app``."""
+    group = typer.Typer(
+        help="Inspect what the egress rules let a sandbox reach.", no_args_is_help=True
+    )
+    group.command("check")(check_cmd)
+    app.add_typer(group, name="network")
+
+
+def _profile_bytes(name_or_path: str) -> tuple[bytes, str]:
+    if "/" in name_or_path or name_or_path.endswith(".toml"):
+        path = Path(name_or_path)
+    elif name_or_path.isidentifier():
+        path = PROFILES_DIR / f"{name_or_path}.toml"
+    else:
+        raise OSError(f"no embedded profile named {name_or_path!r}")
+    return path.read_bytes(), str(path)
+
+
+def check_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
+    queries: list[str] = typer.Argument(None, help="HOST[:PORT] to explain (repeatable)."),
+    profile: str | None = typer.Option(None, "--profile", help="Profile name or path."),
+    allow: list[str] = typer.Option([], "--allow", help="HOST[:PORTS][+sni][+read-only]."),
+    deny: list[str] = typer.Option([], "--deny", help="HOST[:PORTS], repeatable."),
+    mcp: bool = typer.Option(False, "--mcp", help="Include the glove run MCP socket."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+) -> None:
+    """List every host, port and socket the sandbox could reach; explain each QUERY."""
+    import msgspec
+
+    from glove.egress import NetworkPolicy, RuleError, explain, network_report, policy_from_toml
+
+    try:
+        if profile is not None:
+            data, origin = _profile_bytes(profile)
+            base = policy_from_toml(data, origin)
+        else:
+            base = NetworkPolicy()
+        mode = "proxy" if allow or deny else base.mode
+        policy = NetworkPolicy(mode=mode, allow=[*base.allow, *allow], deny=[*base.deny, *deny])
+        report = network_report(policy, mcp=mcp)
+        answers = [line for query in queries or [] for line in explain(policy, query)]
+    except (RuleError, OSError) as exc:
+        typer.echo(f"glove network check: {exc}", err=True)
+        raise typer.Exit(EXIT_INVALID) from exc
+    if as_json:
+        typer.echo(msgspec.json.encode({"report": report, "queries": answers}).decode())
+    else:
+        _print(report, answers)
+    if any(not answer.allowed for answer in answers):
+        raise typer.Exit(EXIT_DENIED)
+
+
+def _print(report: NetworkReport, answers: list[Explanation]) -> None:
+    typer.echo(f"network mode: {report.mode}")
+    if report.reachable:
+        typer.echo("reachable through the proxy:")
+    for item in report.reachable:
+        checks = f" [{', '.join(item.checks)}]" if item.checks else ""
+        typer.echo(f"  {item.hosts}, ports {item.ports}{checks}  ({item.rule})")
+        for denied in item.denied_within:
+            typer.echo(f"    except: {denied}")
+    for denied in report.denied:
+        typer.echo(f"refused: {denied}")
+    if report.sockets:
+        typer.echo("sockets inside the sandbox:")
+    for sock in report.sockets:
+        typer.echo(f"  {sock.address} {sock.transport}: {sock.serves}")
+    for note in report.notes:
+        typer.echo(f"note: {note}")
+    for answer in answers:
+        verdict = "allowed" if answer.allowed else "refused"
+        rule = answer.rule or "no rule"
+        extra = " (then the resolved address is checked)" if answer.address_check else ""
+        typer.echo(f"{answer.host}:{answer.port}: {verdict} by {rule}: {answer.reason}{extra}")

@@ -1,0 +1,139 @@
+"""``gloved.toml``: the owner's local configuration of the daemon, decoded strictly.
+
+It is the only place a command line, an environment or a host path comes from; a plan
+names a harness and exposures by identifier. The shape (see ``deploy/gloved.toml`` for the
+commented template ``glove setup`` writes)::
+
+    protected_root = "/home/alice/projects"   # optional: exposures must lie under it
+    accept_weaker = ["memory", "cpu_time"]    # limits a per-process mechanism may enforce
+
+    [limits]                                  # the local maxima a plan may ask for
+    wall_time_s = 3600
+    cpu_time_s = 1800
+    memory_bytes = 4294967296
+    pids = 512
+    disk_bytes = 8589934592
+    output_bytes = 67108864
+
+    [sessions]
+    max_running = 64                          # sessions alive at once; more are refused
+
+    [harnesses.demo]                          # the only source of command lines
+    argv = ["/bin/sh", "-c", "echo hello"]
+    env = { LANG = "C.UTF-8" }                # the command's environment (plus the sandbox's)
+    profile = "default"                       # a sandbox profile (name or path)
+
+    [remote_backend]                          # construction-only (docs/remote.md)
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from glove.host.errors import GlovedConfigError
+
+MAX_CONFIG_BYTES: Final = 256 * 1024
+HARNESS_ID_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+DEFAULT_MAX_RUNNING: Final = 64
+MAX_RUNNING_CEILING: Final = 1024
+
+
+class LocalLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The local maxima of the six limits (seconds and bytes)."""
+
+    wall_time_s: float = 86400.0
+    cpu_time_s: float = 28800.0
+    memory_bytes: int = 8 * 1024**3
+    pids: int = 4096
+    disk_bytes: int = 8 * 1024**3
+    output_bytes: int = 4 * 1024**3
+
+
+class HarnessConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One harness: what runs when a plan names it."""
+
+    argv: list[str]
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    profile: str = "default"
+
+
+class SessionsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[sessions]``: how many may be alive at once."""
+
+    max_running: int = DEFAULT_MAX_RUNNING
+
+
+class GlovedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The whole of gloved.toml."""
+
+    protected_root: str | None = None
+    accept_weaker: list[str] = msgspec.field(default_factory=lambda: ["memory", "cpu_time"])
+    limits: LocalLimits = msgspec.field(default_factory=LocalLimits)
+    sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
+    harnesses: dict[str, HarnessConfig] = msgspec.field(default_factory=dict)
+    remote_backend: dict[str, object] | None = None
+
+
+def _check(config: GlovedConfig, source: str) -> None:
+    for harness_id, harness in config.harnesses.items():
+        if not HARNESS_ID_RE.match(harness_id):
+            raise GlovedConfigError(
+                f"{source}: `harnesses.{harness_id}`: an id is 1-64 of [a-z0-9_-] starting "
+                "with a letter or digit"
+            )
+        if not harness.argv or not harness.argv[0]:
+            raise GlovedConfigError(f"{source}: `harnesses.{harness_id}.argv` names no program")
+        if any("\0" in arg for arg in harness.argv):
+            raise GlovedConfigError(f"{source}: `harnesses.{harness_id}.argv` has a NUL byte")
+    if config.protected_root is not None and not config.protected_root.startswith("/"):
+        raise GlovedConfigError(f"{source}: `protected_root` must be an absolute path")
+    if not 1 <= config.sessions.max_running <= MAX_RUNNING_CEILING:
+        raise GlovedConfigError(
+            f"{source}: `sessions.max_running` must be within 1..{MAX_RUNNING_CEILING}"
+        )
+    from glove.container import LIMIT_NAMES
+
+    unknown = set(config.accept_weaker) - {*LIMIT_NAMES, "all"}
+    if unknown:
+        raise GlovedConfigError(f"{source}: `accept_weaker` names unknown limits {sorted(unknown)}")
+
+
+def parse_gloved_config(data: bytes, source: str = "gloved.toml") -> GlovedConfig:
+    """Decode gloved.toml strictly.
+
+    Raises:
+        GlovedConfigError: too large, not TOML, an unknown or mistyped key (the message
+            names its path), or a broken rule.
+    """
+    if len(data) > MAX_CONFIG_BYTES:
+        raise GlovedConfigError(f"{source}: larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        config = msgspec.toml.decode(data, type=GlovedConfig)
+    except msgspec.DecodeError as exc:
+        raise GlovedConfigError(f"{source}: {exc}") from exc
+    _check(config, source)
+    return config
+
+
+def load_gloved_config(path: Path) -> GlovedConfig:
+    """Read and decode gloved.toml (owner-only, as every Glove file).
+
+    Raises:
+        GlovedConfigError: missing, unsafe, unreadable or invalid.
+    """
+    from glove.host._paths import read_private_file
+    from glove.host.errors import UnsafePath
+
+    try:
+        data = read_private_file(path, MAX_CONFIG_BYTES)
+    except FileNotFoundError as exc:
+        raise GlovedConfigError(f"{path} does not exist: run `glove setup`") from exc
+    except UnsafePath as exc:
+        raise GlovedConfigError(str(exc)) from exc
+    except OSError as exc:
+        raise GlovedConfigError(f"cannot read {path}: {exc.strerror}") from exc
+    return parse_gloved_config(data, str(path))

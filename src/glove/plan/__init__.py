@@ -1,0 +1,59 @@
+"""Plan v1: strict decoding, RFC 8785 canonical bytes, digests, validation (pure, sans-IO).
+
+A controller sends an identifier-only plan; gloved turns it into a :class:`ValidatedPlan`
+or a :class:`PlanError` that lists every problem with its JSON path::
+
+    plan = decode_plan(data)                   # strict JSON, refusals by name, typed decode
+    canon = canonical_bytes(plan)              # RFC 8785 (JCS) of the plan as decoded
+    digests = plan_digests(canon)              # .sha256 "sha256:<hex>", .blake3 "blake3:<hex>"
+    validated = validate_plan(plan, local)     # against the owner's LocalPolicy
+
+See ``docs/plans.md`` for the format, every rule and the error shape.
+"""
+
+from glove.plan._canonical import canonical_bytes, ecmascript_number, jcs_dumps
+from glove.plan._decode import REJECTED_MEMBERS, decode_plan
+from glove.plan._digest import PlanDigests, plan_digests
+from glove.plan._model import (
+    MAX_EXPOSURES,
+    MAX_PLAN_BYTES,
+    MAX_PLAN_DEPTH,
+    PLAN_LIMIT_NAMES,
+    PLAN_VERSION,
+    ExposurePolicy,
+    HarnessPolicy,
+    LocalPolicy,
+    Plan,
+    PlanLimits,
+    ValidatedPlan,
+)
+from glove.plan._validate import host_mechanisms, mechanism_is_full, validate_plan
+from glove.plan.errors import CanonicalError, LocalPolicyError, PlanError, PlanProblem
+
+__all__ = [
+    "MAX_EXPOSURES",
+    "MAX_PLAN_BYTES",
+    "MAX_PLAN_DEPTH",
+    "PLAN_LIMIT_NAMES",
+    "PLAN_VERSION",
+    "REJECTED_MEMBERS",
+    "CanonicalError",
+    "ExposurePolicy",
+    "HarnessPolicy",
+    "LocalPolicy",
+    "LocalPolicyError",
+    "Plan",
+    "PlanDigests",
+    "PlanError",
+    "PlanLimits",
+    "PlanProblem",
+    "ValidatedPlan",
+    "canonical_bytes",
+    "decode_plan",
+    "ecmascript_number",
+    "host_mechanisms",
+    "jcs_dumps",
+    "mechanism_is_full",
+    "plan_digests",
+    "validate_plan",
+]

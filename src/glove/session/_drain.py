@@ -1,0 +1,92 @@
+"""The ``drain`` actor: keeps a session's output on disk and digests it as it arrives.
+
+The sandbox actor hands every byte of the command's stdout and stderr (already counted
+against the output limit) to :meth:`OutputDrain.write`, which appends it to that stream's
+file in the session's directory and to its SHA-256. The files are fsync'ed when the session
+ends, before its terminal receipt records their digests, so a receipt never names bytes
+that are not on disk. A write that fails crashes the drain, and with it the session (one
+strike): output the receipt cannot account for ends the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from glove.actors import Actor
+
+STREAMS: Final = ("stdout", "stderr", "pty")
+
+
+class StreamDigest(msgspec.Struct, frozen=True):
+    """One stream's bytes on disk: their count and SHA-256."""
+
+    bytes: int
+    sha256: str
+
+
+class OutputDrain(Actor):
+    """Owns the session's output files (see the module docstring)."""
+
+    def __init__(self, directory: Path) -> None:
+        super().__init__("drain", mailbox_size=1)
+        self.directory = directory
+        self._fds: dict[str, int] = {}
+        self._hashes = {name: hashlib.sha256() for name in STREAMS}
+        self._counts = dict.fromkeys(STREAMS, 0)
+        self.closed = False
+
+    async def on_start(self) -> None:
+        """Create the session's directory (0700) and its files (0600)."""
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for name in STREAMS:
+            self._fds[name] = os.open(
+                self.directory / name,
+                os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+            )
+
+    def write(self, stream: str, data: bytes) -> None:
+        """Append ``data`` to ``stream`` (on the loop: a local file's append does not stall).
+
+        A failure crashes the drain (and the session).
+        """
+        fd = self._fds.get(stream)
+        if fd is None:
+            return
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError as exc:
+            self.crash(exc)
+            return
+        self._hashes[stream].update(data)
+        self._counts[stream] += len(data)
+
+    def digests(self) -> dict[str, StreamDigest]:
+        """Each stream that carried bytes, with its digest (stdout and stderr always)."""
+        return {
+            name: StreamDigest(self._counts[name], "sha256:" + self._hashes[name].hexdigest())
+            for name in STREAMS
+            if name != "pty" or self._counts[name]
+        }
+
+    async def sync(self) -> None:
+        """fsync every file (before the receipt names them)."""
+        for fd in self._fds.values():
+            await self.run_blocking(os.fsync, fd)
+
+    async def on_stop(self) -> None:
+        """fsync and close the files."""
+        for fd in self._fds.values():
+            try:
+                await self.run_blocking(os.fsync, fd)
+            finally:
+                os.close(fd)
+        self._fds = {}
+        self.closed = True

@@ -1,0 +1,301 @@
+"""Exposures: host directories the owner lets sessions see, by alias, pinned and generational.
+
+``glove init ALIAS PATH`` (over the authenticated socket) asks gloved to open PATH
+(``openat2(RESOLVE_NO_SYMLINKS)``, a directory), hold that descriptor for as long as the
+exposure lives, and record durably its alias, path, identity (device and inode), mode,
+target inside the sandbox and a **generation** number. Revoking or re-creating an alias
+bumps its generation (generations are never reused: the registry remembers revoked ones).
+
+A plan names aliases only. A session binds to the generation current when it was created;
+at *prepare* the alias must still be that generation, its pinned descriptor must still be
+the directory recorded, and the path must still lead to it (re-opened strictly and compared
+by identity): a revoked, re-created, replaced or moved exposure fails there, before
+anything launches. Holding the descriptor also keeps the inode alive, so its number cannot
+be reused by another directory while the exposure exists.
+
+The registry file is JSON, written atomically (temp, fsync, rename, fsync of the directory)
+before any change is acknowledged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+from pathlib import Path
+from typing import Final, Literal
+
+import msgspec
+
+from glove.container import Bind, Protected
+from glove.container._protect import Shown, check_protected
+from glove.container.errors import SpecError
+from glove.container.linux import _syscalls as sc
+from glove.session.errors import ExposureError
+
+MAX_REGISTRY_BYTES: Final = 1024 * 1024
+MAX_EXPOSURES: Final = 256
+REGISTRY_VERSION: Final = 1
+
+_O_PATH_DIR: Final = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_RESOLVE_STRICT: Final = sc.RESOLVE_NO_SYMLINKS | sc.RESOLVE_NO_MAGICLINKS
+
+Mode = Literal["ro", "rw"]
+
+
+class Exposure(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One exposure as recorded."""
+
+    alias: str
+    path: str
+    dev: int
+    ino: int
+    generation: int
+    mode: Mode
+    target: str
+    revoked: bool = False
+
+
+class _Registry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    version: int
+    exposures: list[Exposure]
+
+
+def default_target(alias: str) -> str:
+    """Where an exposure appears inside when ``--target`` is not given."""
+    return f"/workspace/{alias}"
+
+
+def _open_strict(path: str) -> int:
+    try:
+        return sc.openat2(path, _O_PATH_DIR, _RESOLVE_STRICT)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ExposureError(f"{path} goes through a symlink; give the resolved path") from exc
+        if exc.errno == errno.ENOTDIR:
+            raise ExposureError(f"{path} is not a directory") from exc
+        raise ExposureError(f"cannot open {path}: {os.strerror(exc.errno or 0)}") from exc
+
+
+class ExposureRegistry:
+    """The exposures of one daemon (owned by it; not thread-safe, call from its loop)."""
+
+    def __init__(
+        self,
+        file: Path,
+        *,
+        protected_root: str | None = None,
+        own_paths: tuple[Path, ...] = (),
+    ) -> None:
+        """``own_paths`` are Glove's own directories (config, state, runtime): never exposed."""
+        self._file = file
+        self._root = protected_root
+        self._own = own_paths
+        self._by_alias: dict[str, Exposure] = {}
+        self._fds: dict[str, int] = {}
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Read the registry and re-pin every live exposure (a missing file is empty).
+
+        An exposure whose directory is gone or changed is kept, unpinned: it is not current,
+        and a session that names it fails at prepare.
+
+        Raises:
+            ExposureError: the file is unreadable or malformed.
+        """
+        try:
+            data = self._file.read_bytes()
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise ExposureError(f"cannot read {self._file}: {exc.strerror}") from exc
+        if len(data) > MAX_REGISTRY_BYTES:
+            raise ExposureError(f"{self._file} is larger than {MAX_REGISTRY_BYTES} bytes")
+        try:
+            registry = msgspec.json.decode(data, type=_Registry)
+        except msgspec.DecodeError as exc:
+            raise ExposureError(f"{self._file} is not an exposure registry: {exc}") from exc
+        for exposure in registry.exposures:
+            self._by_alias[exposure.alias] = exposure
+            if not exposure.revoked:
+                with contextlib.suppress(ExposureError):
+                    self._pin(exposure)
+
+    def _save(self) -> None:
+        registry = _Registry(
+            REGISTRY_VERSION, sorted(self._by_alias.values(), key=lambda e: e.alias)
+        )
+        data = json.dumps(msgspec.to_builtins(registry), indent=1).encode() + b"\n"
+        tmp = self._file.with_name(f".{self._file.name}.tmp")
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        tmp.replace(self._file)
+        dir_fd = os.open(self._file.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    # -- pinning ------------------------------------------------------------------------------
+
+    def _pin(self, exposure: Exposure) -> None:
+        fd = _open_strict(exposure.path)
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != (exposure.dev, exposure.ino):
+            os.close(fd)
+            raise ExposureError(
+                f"exposure {exposure.alias!r}: {exposure.path} is another directory now"
+            )
+        self._unpin(exposure.alias)
+        self._fds[exposure.alias] = fd
+
+    def _unpin(self, alias: str) -> None:
+        fd = self._fds.pop(alias, None)
+        if fd is not None:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Release every pinned descriptor."""
+        for alias in list(self._fds):
+            self._unpin(alias)
+
+    # -- operations ---------------------------------------------------------------------------
+
+    def _check_allowed(self, path: str, fd: int) -> None:
+        if self._root is not None:
+            root = os.path.normpath(self._root)
+            if path != root and not path.startswith(root.rstrip("/") + "/"):
+                raise ExposureError(f"{path} is outside the protected root {root} (gloved.toml)")
+        info = os.fstat(fd)
+        shown = [Shown(path, (info.st_dev, info.st_ino), "exposure", True)]
+        own = [Protected(str(p), "Glove's own directory", tree=True) for p in self._own]
+        try:
+            check_protected(shown, own)
+        except SpecError as exc:
+            raise ExposureError(f"refusing to expose {path}: {exc}") from exc
+
+    def create(
+        self, alias: str, path: str, *, mode: Mode = "ro", target: str | None = None
+    ) -> Exposure:
+        """Pin ``path`` as ``alias`` (a new generation if the alias existed) and record it.
+
+        Raises:
+            ExposureError: a bad alias, target or path; a path outside the protected root,
+                through a symlink, not a directory, or holding Glove's own files.
+        """
+        from glove.container._spec import RESERVED_TARGETS, normalize_inside
+
+        if not path.startswith("/"):
+            raise ExposureError(f"the path must be absolute: {path!r}")
+        path = os.path.normpath(path)
+        inside = normalize_inside(target or default_target(alias))
+        if inside == "/" or any(
+            inside == r or inside.startswith(r + "/") for r in RESERVED_TARGETS
+        ):
+            raise ExposureError(f"target {inside!r} is the sandbox's own; choose another --target")
+        live = [e for e in self._by_alias.values() if not e.revoked and e.alias != alias]
+        if len(live) >= MAX_EXPOSURES:
+            raise ExposureError(f"at most {MAX_EXPOSURES} exposures")
+        fd = _open_strict(path)
+        try:  # O_DIRECTORY: it is a directory
+            self._check_allowed(path, fd)
+            info = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        previous = self._by_alias.get(alias)
+        exposure = Exposure(
+            alias=alias,
+            path=path,
+            dev=info.st_dev,
+            ino=info.st_ino,
+            generation=(previous.generation if previous else 0) + 1,
+            mode=mode,
+            target=inside,
+        )
+        self._by_alias[alias] = exposure
+        try:
+            self._save()
+        except BaseException:
+            os.close(fd)
+            if previous is None:
+                self._by_alias.pop(alias)
+            else:
+                self._by_alias[alias] = previous
+            raise
+        self._unpin(alias)
+        self._fds[alias] = fd
+        return exposure
+
+    def revoke(self, alias: str) -> Exposure:
+        """Revoke ``alias`` (its generation is bumped, so no session can still use it).
+
+        Raises:
+            ExposureError: no live exposure has that alias.
+        """
+        current = self._by_alias.get(alias)
+        if current is None or current.revoked:
+            raise ExposureError(f"no exposure named {alias!r}")
+        revoked = msgspec.structs.replace(current, revoked=True, generation=current.generation + 1)
+        self._by_alias[alias] = revoked
+        try:
+            self._save()
+        except BaseException:
+            self._by_alias[alias] = current
+            raise
+        self._unpin(alias)
+        return revoked
+
+    def get(self, alias: str) -> Exposure | None:
+        """The recorded exposure ``alias`` (revoked ones included)."""
+        return self._by_alias.get(alias)
+
+    def live(self) -> list[Exposure]:
+        """Every exposure not revoked, by alias."""
+        return sorted((e for e in self._by_alias.values() if not e.revoked), key=lambda e: e.alias)
+
+    def is_current(self, exposure: Exposure) -> bool:
+        """Whether a live exposure is pinned (its directory still the recorded one)."""
+        return not exposure.revoked and exposure.alias in self._fds
+
+    def resolve(self, alias: str, generation: int) -> Bind:
+        """The bind of ``alias`` for a session bound to ``generation`` (at prepare).
+
+        Raises:
+            ExposureError: revoked, re-created (another generation), not pinned, or the
+                path no longer leads to the pinned directory.
+        """
+        exposure = self._by_alias.get(alias)
+        if exposure is None or exposure.revoked:
+            raise ExposureError(f"exposure {alias!r} was revoked")
+        if exposure.generation != generation:
+            raise ExposureError(
+                f"exposure {alias!r} is generation {exposure.generation}, not {generation}: "
+                "it was re-created after the plan was validated"
+            )
+        pinned = self._fds.get(alias)
+        if pinned is None:
+            raise ExposureError(f"exposure {alias!r}: its directory is gone or changed")
+        held = os.fstat(pinned)
+        fd = _open_strict(exposure.path)
+        try:
+            now = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if (now.st_dev, now.st_ino) != (held.st_dev, held.st_ino) or (
+            held.st_dev,
+            held.st_ino,
+        ) != (exposure.dev, exposure.ino):
+            raise ExposureError(f"exposure {alias!r}: {exposure.path} is another directory now")
+        return Bind(source=exposure.path, target=exposure.target, mode=exposure.mode)

@@ -1,0 +1,113 @@
+"""The terminal receipt of a session: what it commits to, as canonical JSON (pure).
+
+One receipt per session, appended to the receipt journal (a transparency log) **before**
+the session's terminal state is visible. Values are strings, integers, booleans or null
+(times and CPU in microseconds: RFC 8785 numbers are exact only within 2**53), so its
+RFC 8785 encoding is simple for a third party to reproduce (a limit's value may be a
+fractional number of seconds, encoded as RFC 8785 numbers are)::
+
+    {"receipt": "glove-session/v1", "session_id": "...",
+     "plan": {"sha256": "sha256:...", "blake3": "blake3:..."},
+     "launch_binding": "sha256:..." | null,
+     "outcome": {"kind": "exited" | "signaled" | "limit" | "setup_error" | "exec_error" |
+                         "cancelled" | "daemon_lost",
+                 "exit_code": N | null, "signal": N | null, "limit": NAME | null,
+                 "mechanism": NAME | null, "error": TEXT | null},
+     "limits": {NAME: {"value": N, "mechanism": NAME, "hit": true | false | null}},
+     "usage": {"cpu_user_us": N, "cpu_system_us": N, "peak_rss_bytes": N,
+               "disk_bytes": N | null, "output_bytes": N, "wall_us": N},
+     "output": {STREAM: {"bytes": N, "sha256": "sha256:..."}},
+     "times": {"created_us": N, "launched_us": N | null, "ended_us": N}}
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from glove.container import SandboxResult
+
+RECEIPT_FORMAT: Final = "glove-session/v1"
+
+
+def _micro(seconds: float) -> int:
+    return round(seconds * 1_000_000)
+
+
+def outcome_of(
+    result: SandboxResult | None, *, kind: str | None = None, error: str | None = None
+) -> dict[str, Any]:
+    """The receipt's ``outcome`` from a sandbox result (or from ``kind`` without one)."""
+    if result is None:
+        return {
+            "kind": kind or "setup_error",
+            "exit_code": None,
+            "signal": None,
+            "limit": None,
+            "mechanism": None,
+            "error": error,
+        }
+    limit = next((name for name, r in result.limits.items() if r.hit), None)
+    outcome_kind = kind or result.outcome
+    if outcome_kind == "signaled" and result.error == "cancelled by the caller":
+        outcome_kind = "cancelled"
+    return {
+        "kind": outcome_kind,
+        "exit_code": result.exit_code,
+        "signal": result.signal,
+        "limit": limit,
+        "mechanism": result.limits[limit].mechanism if limit is not None else None,
+        "error": error or result.error,
+    }
+
+
+def terminal_receipt(
+    *,
+    session_id: str,
+    plan_sha256: str,
+    plan_blake3: str,
+    launch_binding: str | None,
+    result: SandboxResult | None,
+    outcome: dict[str, Any],
+    output: dict[str, dict[str, Any]],
+    created_ns: int,
+    launched_ns: int | None,
+    ended_ns: int,
+) -> dict[str, Any]:
+    """The receipt as a JSON value (encode it with :func:`glove.plan.jcs_dumps`)."""
+    limits: dict[str, Any] = {}
+    usage: dict[str, Any] = {
+        "cpu_user_us": 0,
+        "cpu_system_us": 0,
+        "peak_rss_bytes": 0,
+        "disk_bytes": None,
+        "output_bytes": 0,
+        "wall_us": 0,
+    }
+    if result is not None:
+        limits = {
+            name: {"value": r.value, "mechanism": r.mechanism, "hit": r.hit}
+            for name, r in result.limits.items()
+        }
+        usage = {
+            "cpu_user_us": _micro(result.usage.cpu_user_s),
+            "cpu_system_us": _micro(result.usage.cpu_system_s),
+            "peak_rss_bytes": result.usage.peak_rss_bytes,
+            "disk_bytes": result.usage.disk_bytes,
+            "output_bytes": result.output.bytes,
+            "wall_us": _micro(result.durations.total_s),
+        }
+    return {
+        "receipt": RECEIPT_FORMAT,
+        "session_id": session_id,
+        "plan": {"sha256": plan_sha256, "blake3": plan_blake3},
+        "launch_binding": launch_binding,
+        "outcome": outcome,
+        "limits": limits,
+        "usage": usage,
+        "output": output,
+        "times": {
+            "created_us": created_ns // 1000,
+            "launched_us": launched_ns // 1000 if launched_ns is not None else None,
+            "ended_us": ended_ns // 1000,
+        },
+    }

@@ -1,0 +1,626 @@
+"""The ``registry`` actor: gloved's sessions, plans, exposures and receipts.
+
+It owns the daemon's durable state: the session journal (every plan and transition), the
+receipt journal's transparency log (terminal receipts, checkpoints) and the exposure
+registry. The lifecycle of each session, durable at every step::
+
+    created (the plan and both digests are in the journal before the id is returned)
+      -> preparing (exposures resolved through their pinned descriptors; a revoked or stale
+         generation fails here)
+      -> composed (the sandbox spec and its launch binding)
+      -> running (the sandbox launched; ``session-<id>`` runs under ``sessions``)
+      -> finalizing (drained; resources accounted)
+      -> terminal (the receipt is appended and checkpointed, *then* the state is visible)
+
+A failure of one session (a bad exposure, a sandbox the host refuses) is that session's
+receipt, never the daemon's crash; a journal that cannot persist is (fail closed: the
+service manager restarts the daemon, which recovers).
+
+**Recovery** at start: every session the journal shows alive got no terminal state because
+the daemon died; its sandbox died with it (the sandbox's init watches its launcher), so it
+gets exactly one honest receipt, outcome ``daemon_lost``, unless the receipt journal
+already holds its receipt (the daemon died between the two appends). Journals that do not
+verify make the daemon refuse to start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import secrets
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from glove.actors import Actor, ChildSpec, Supervisor
+from glove.container import (
+    LimitRefused,
+    SandboxError,
+    SandboxResult,
+    SandboxSpec,
+    probe_host_limits,
+)
+from glove.host._gloved_config import GlovedConfig
+from glove.host._paths import GlovePaths
+from glove.journal import Journal, JournalWriter, RecordKind
+from glove.journal._entries import Entry
+from glove.journal._keys import SigningKey
+from glove.journal._tlog import TransparencyLog
+from glove.plan import (
+    ExposurePolicy,
+    HarnessPolicy,
+    LocalPolicy,
+    ValidatedPlan,
+    decode_plan,
+    host_mechanisms,
+    jcs_dumps,
+    validate_plan,
+)
+from glove.plan._model import CONTAINER_LIMIT_NAMES
+from glove.session._compose import compose_spec, launch_binding
+from glove.session._drain import OutputDrain
+from glove.session._exposures import ExposureRegistry
+from glove.session._receipt import outcome_of, terminal_receipt
+from glove.session._sandbox import SandboxActor
+from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
+from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
+from glove.session.errors import (
+    ExposureError,
+    SessionConflict,
+    SessionLimit,
+    SessionNotFound,
+)
+
+_log = logging.getLogger(__name__)
+
+#: Largest page of ``session.list``.
+MAX_LIST_PAGE: Final = 500
+#: Events a watcher may fall behind before its stream ends.
+MAX_WATCH_BACKLOG: Final = 64
+#: The plan's name of each container limit (gloved.toml's accept_weaker uses the latter).
+PLAN_NAME_OF: Final = {container: plan for plan, container in CONTAINER_LIMIT_NAMES.items()}
+PLAN_LIMIT_MAP: Final = {
+    "wall_time_s": "wall_time_s",
+    "cpu_time_s": "cpu_time_s",
+    "memory_bytes": "memory_bytes",
+    "pids": "pids",
+    "disk_bytes": "disk_bytes",
+    "output_bytes": "output_bytes",
+}
+
+
+class SessionView(msgspec.Struct, frozen=True):
+    """What ``session.status`` shows of one session."""
+
+    session_id: str
+    state: str
+    harness: str
+    created_ns: int
+    updated_ns: int
+    plan_sha256: str
+    plan_blake3: str
+    receipt_seq: int | None = None
+    outcome: dict[str, Any] | None = None
+    launch_binding: str | None = None
+    cleaned: bool = False
+
+
+@dataclass
+class _Live:
+    """What the registry holds for a session that is not terminal yet."""
+
+    stop: asyncio.Event
+    task: asyncio.Task[None] | None = None
+
+
+def new_session_id() -> str:
+    """A sortable, unguessable session id: UTC time then 64 random bits."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(8)
+
+
+class SessionRegistry(Actor):
+    """gloved's session lifecycle (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        config: GlovedConfig,
+        paths: GlovePaths,
+        hmac_key: bytes,
+        signing_key: SigningKey,
+        receipts: JournalWriter,
+        sessions_journal: JournalWriter,
+        sessions: Supervisor,
+    ) -> None:
+        super().__init__("registry", mailbox_size=1024)
+        self.config = config
+        self.paths = paths
+        self._hmac_key = hmac_key
+        self._signing_key = signing_key
+        self._receipts_writer = receipts
+        self._sessions_writer = sessions_journal
+        self._sessions = sessions
+        self.log: TransparencyLog | None = None
+        self.store: SessionStore | None = None
+        self.exposures = ExposureRegistry(
+            paths.exposures_file,
+            protected_root=config.protected_root,
+            own_paths=(paths.config_dir, paths.state_dir, paths.runtime_dir),
+        )
+        self._live: dict[str, _Live] = {}
+        self._watchers: dict[str, set[asyncio.Queue[SessionView | None]]] = {}
+        self._mechanisms: dict[str, str | None] = {}
+        self.recovered: list[str] = []
+        #: Where each receipt record sits (seq -> segment, offset), to page their payloads.
+        self._places: dict[int, tuple[int, int]] = {}
+
+    # -- start and recovery -------------------------------------------------------------------
+
+    async def on_start(self) -> None:
+        """Attach the journals, replay, recover the sessions the last daemon left alive.
+
+        Raises:
+            RecoveryRefused: a journal does not verify.
+            LogMismatch: the receipt journal and its checkpoint disagree.
+        """
+        await self._receipts_writer.started.wait()
+        await self._sessions_writer.started.wait()
+        self._receipts_writer.add_commit_listener(self._on_receipts_commit)
+        self.log = await TransparencyLog.attach(
+            Journal(self._receipts_writer), hmac_key=self._hmac_key, signing_key=self._signing_key
+        )
+        await asyncio.to_thread(self._index_receipts)
+        self.store = SessionStore(Journal(self._sessions_writer), self._hmac_key)
+        await self.store.replay()
+        self.exposures.load()
+        self._mechanisms = host_mechanisms(probe_host_limits())
+        for record in list(self.store.sessions.values()):
+            if record.state in LIVE_STATES:
+                await self._recover(record)
+        if self.recovered:
+            await self.log.checkpoint()
+
+    def _index_receipts(self) -> None:
+        from glove.journal import PosixStorage
+        from glove.journal._entries import iter_entries
+
+        path = self._receipts_writer.path
+        for entry in iter_entries(PosixStorage(), path, None):
+            if entry.kind == RecordKind.RECEIPT:
+                self._places.setdefault(entry.seq, entry.place)
+
+    def _on_receipts_commit(self, entries: Sequence[Entry]) -> None:
+        for entry in entries:
+            if entry.kind == RecordKind.RECEIPT:
+                self._places[entry.seq] = entry.place
+
+    async def receipts_page(self, after: int, limit: int) -> dict[str, Any]:
+        """A page of receipts after ``after``, each with its decoded payload.
+
+        Raises:
+            JournalError: the receipt journal is not running.
+        """
+        from glove.journal import PosixStorage
+        from glove.journal._entries import read_entry_at
+
+        assert self.log is not None
+        page = await self.log.journal.page(after=after, limit=limit)
+        path = self._receipts_writer.path
+
+        def read() -> list[dict[str, Any]]:
+            out: list[dict[str, Any]] = []
+            storage = PosixStorage()
+            for receipt in page.receipts:
+                place = self._places.get(receipt.seq)
+                body: dict[str, Any] = {}
+                if place is not None:
+                    entry = read_entry_at(storage, path, place[0], place[1], receipt.seq)
+                    body = json.loads(entry.payload)
+                out.append(
+                    {
+                        "seq": receipt.seq,
+                        "session_id": body.get("session_id"),
+                        "checkpoint": receipt.checkpoint,
+                        "t_ns": receipt.t_ns,
+                        "receipt": body,
+                    }
+                )
+            return out
+
+        receipts = await asyncio.to_thread(read)
+        return {"receipts": receipts, "next_cursor": page.next_cursor, "acked": page.acked}
+
+    async def receipts_ack(self, seq: int) -> int:
+        """Acknowledge exactly the next unacknowledged receipt.
+
+        Raises:
+            ReceiptAckError: ``seq`` is not the next one.
+        """
+        assert self.log is not None
+        return await self.log.journal.ack(seq)
+
+    async def _recover(self, record: SessionRecord) -> None:
+        assert self.log is not None
+        assert self.store is not None
+        seq = self.log.receipt_seq(record.session_id)
+        outcome = {
+            "kind": "daemon_lost",
+            "exit_code": None,
+            "signal": None,
+            "limit": None,
+            "mechanism": None,
+            "error": f"gloved stopped while the session was {record.state}; its sandbox "
+            "ended with it",
+        }
+        if seq is None:
+            payload = terminal_receipt(
+                session_id=record.session_id,
+                plan_sha256=record.sha256,
+                plan_blake3=record.blake3,
+                launch_binding=record.details.get("launch_binding"),
+                result=None,
+                outcome=outcome,
+                output={},
+                created_ns=record.created_ns,
+                launched_ns=record.details.get("launched_ns"),
+                ended_ns=time.time_ns(),
+            )
+            receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
+            seq = receipt.seq
+        await self.store.terminal(record.session_id, seq, outcome)
+        self.recovered.append(record.session_id)
+        _log.warning(
+            "session %s was %s when gloved stopped: receipt %d",
+            record.session_id,
+            record.state,
+            seq,
+        )
+
+    async def on_stop(self) -> None:
+        """Stop every live session (their trees die with ``sessions``), seal, release."""
+        for live in self._live.values():
+            live.stop.set()
+        tasks = [live.task for live in self._live.values() if live.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=10.0)
+        if self.log is not None:
+            with contextlib.suppress(Exception):
+                await self.log.checkpoint()
+        self.exposures.close()
+        for queues in self._watchers.values():
+            for queue in queues:
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait(None)
+
+    # -- views --------------------------------------------------------------------------------
+
+    def _view(self, record: SessionRecord) -> SessionView:
+        return SessionView(
+            session_id=record.session_id,
+            state=record.state,
+            harness=str(record.plan.get("harness", "")),
+            created_ns=record.created_ns,
+            updated_ns=record.state_ns,
+            plan_sha256=record.sha256,
+            plan_blake3=record.blake3,
+            receipt_seq=record.receipt_seq,
+            outcome=record.outcome,
+            launch_binding=record.details.get("launch_binding"),
+            cleaned=record.cleaned,
+        )
+
+    def _record(self, session_id: str) -> SessionRecord:
+        assert self.store is not None
+        record = self.store.sessions.get(session_id)
+        if record is None:
+            raise SessionNotFound(f"no session {session_id!r}")
+        return record
+
+    def _publish(self, record: SessionRecord) -> None:
+        view = self._view(record)
+        for queue in list(self._watchers.get(record.session_id, ())):
+            try:
+                queue.put_nowait(view)
+            except asyncio.QueueFull:
+                self._watchers[record.session_id].discard(queue)  # too slow: its stream ends
+        if record.terminal:
+            for queue in self._watchers.pop(record.session_id, set()):
+                with contextlib.suppress(asyncio.QueueFull):
+                    queue.put_nowait(None)
+
+    # -- the public operations (called by the control methods, on the loop) --------------------
+
+    def local_policy(self) -> LocalPolicy:
+        """The owner's rules a plan is judged by, now."""
+        cfg = self.config
+        harnesses = {
+            hid: HarnessPolicy(tuple(h.argv), dict(h.env), h.profile)
+            for hid, h in cfg.harnesses.items()
+        }
+        exposures = {
+            e.alias: ExposurePolicy(
+                generation=e.generation,
+                mode=e.mode,
+                target=e.target,
+                revoked=not self.exposures.is_current(e),
+            )
+            for e in self.exposures.live()
+        }
+        limits = msgspec.to_builtins(cfg.limits)
+        return LocalPolicy(
+            harnesses=harnesses,
+            exposures=exposures,
+            limits_max={PLAN_LIMIT_MAP[k]: v for k, v in limits.items()},
+            mechanisms=self._mechanisms,
+            accept_weaker=frozenset(
+                "all" if name == "all" else PLAN_NAME_OF[name] for name in cfg.accept_weaker
+            ),
+        )
+
+    def validate(self, data: bytes) -> ValidatedPlan:
+        """Decode and validate a plan against local policy.
+
+        Raises:
+            PlanError: every problem, each with its JSON path.
+        """
+        return validate_plan(decode_plan(data), self.local_policy())
+
+    def status(self, session_id: str) -> SessionView:
+        """One session's view.
+
+        Raises:
+            SessionNotFound: no such session.
+        """
+        return self._view(self._record(session_id))
+
+    def list(
+        self, *, state: str | None, after: str | None, limit: int
+    ) -> tuple[list[SessionView], str | None]:
+        """A page of sessions by id, optionally in one state; the cursor of the next page."""
+        assert self.store is not None
+        ids = sorted(self.store.sessions)
+        if after is not None:
+            ids = [i for i in ids if i > after]
+        picked: list[SessionView] = []
+        for session_id in ids:
+            record = self.store.sessions[session_id]
+            if state is None or record.state == state:
+                picked.append(self._view(record))
+                if len(picked) > min(limit, MAX_LIST_PAGE):
+                    break
+        page = picked[: min(limit, MAX_LIST_PAGE)]
+        more = len(picked) > len(page)
+        return page, (page[-1].session_id if more and page else None)
+
+    def watch(self, session_id: str) -> asyncio.Queue[SessionView | None]:
+        """A queue of the session's views: the current one, then each change; None ends it.
+
+        Raises:
+            SessionNotFound: no such session.
+        """
+        record = self._record(session_id)
+        queue: asyncio.Queue[SessionView | None] = asyncio.Queue(MAX_WATCH_BACKLOG)
+        queue.put_nowait(self._view(record))
+        if record.terminal:
+            queue.put_nowait(None)
+        else:
+            self._watchers.setdefault(session_id, set()).add(queue)
+        return queue
+
+    def unwatch(self, session_id: str, queue: asyncio.Queue[SessionView | None]) -> None:
+        """Forget a watcher (its stream ended)."""
+        self._watchers.get(session_id, set()).discard(queue)
+
+    async def create(self, data: bytes) -> SessionView:
+        """Validate the plan, persist the session, start its lifecycle; return its view.
+
+        Raises:
+            PlanError: the plan is invalid here.
+            SessionLimit: too many sessions are alive.
+        """
+        assert self.store is not None
+        validated = self.validate(data)
+        if len(self._live) >= self.config.sessions.max_running:
+            raise SessionLimit(
+                f"{len(self._live)} sessions are alive; gloved.toml allows "
+                f"{self.config.sessions.max_running}"
+            )
+        session_id = new_session_id()
+        generations = {alias: e.generation for alias, e in validated.exposures.items()}
+        record = await self.store.created(
+            session_id,
+            json.loads(validated.canonical),
+            validated.digests.sha256,
+            validated.digests.blake3,
+            generations,
+        )
+        live = _Live(asyncio.Event())
+        self._live[session_id] = live
+        live.task = self.spawn_task(
+            self._lifecycle(record, validated), name=f"session-{session_id}"
+        )
+        return self._view(record)
+
+    def stop_session(self, session_id: str) -> SessionView:
+        """Ask a live session to stop (its sandbox is killed); a terminal one is left as is.
+
+        Raises:
+            SessionNotFound: no such session.
+        """
+        record = self._record(session_id)
+        live = self._live.get(session_id)
+        if live is not None:
+            live.stop.set()
+        return self._view(record)
+
+    async def cleanup(self, session_id: str) -> SessionView:
+        """Remove a terminal session's output (its record and receipt stay).
+
+        Raises:
+            SessionNotFound: no such session.
+            SessionConflict: it is not terminal yet.
+        """
+        assert self.store is not None
+        record = self._record(session_id)
+        if not record.terminal:
+            raise SessionConflict(f"session {session_id} is {record.state}: stop it first")
+        if not record.cleaned:
+            directory = self.paths.sessions_data / session_id
+            await asyncio.to_thread(shutil.rmtree, directory, True)
+            await self.store.cleaned(session_id)
+        return self._view(record)
+
+    # -- the lifecycle ------------------------------------------------------------------------
+
+    async def _prepare(
+        self, record: SessionRecord, validated: ValidatedPlan
+    ) -> tuple[SandboxSpec, str]:
+        """Resolve the exposures and compose the sandbox; persist each step."""
+        await self._move(record, "preparing")
+        exposures = []
+        binds = []
+        for alias, generation in record.exposures.items():
+            binds.append(self.exposures.resolve(alias, generation))
+            exposure = self.exposures.get(alias)
+            assert exposure is not None
+            exposures.append(exposure)
+        harness = validated.harness
+        spec = compose_spec(
+            argv=tuple(harness.argv),
+            env=dict(harness.env),
+            profile=harness.profile,
+            binds=binds,
+            limits=validated.limits,
+            accept_weaker=frozenset(self.config.accept_weaker),
+        )
+        binding = launch_binding(spec, record.sha256, record.blake3, exposures)
+        await self._move(record, "composed", {"launch_binding": binding})
+        return spec, binding
+
+    async def _run(
+        self, record: SessionRecord, spec: SandboxSpec, drain: OutputDrain
+    ) -> tuple[SessionOutcome, int | None]:
+        """Run the session tree under ``sessions``; persist ``running`` once it launched."""
+        live = self._live[record.session_id]
+        tree = session_tree(
+            f"session-{record.session_id}",
+            [ChildSpec("drain", lambda: drain)],
+            ChildSpec(SANDBOX_CHILD, lambda: SandboxActor(spec, on_output=drain.write)),
+        )
+        launched: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+        def started(tree: Supervisor) -> None:
+            sandbox = tree.child(SANDBOX_CHILD)
+            assert isinstance(sandbox, SandboxActor)
+
+            def mark(_: object) -> None:
+                if not launched.done():
+                    launched.set_result(None)
+
+            waiter = asyncio.ensure_future(sandbox.launched.wait())
+            waiter.add_done_callback(mark)
+
+        running = asyncio.ensure_future(
+            run_session(tree, on_started=started, stop=live.stop, parent=self._sessions)
+        )
+        launched_ns: int | None = None
+        waits: set[asyncio.Future[Any]] = {launched, running}
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if launched.done():
+            launched_ns = time.time_ns()
+            await self._move(record, "running", {"launched_ns": launched_ns})
+        launched.cancel()
+        session = await running
+        await self._move(record, "finalizing")
+        return session, launched_ns
+
+    async def _lifecycle(self, record: SessionRecord, validated: ValidatedPlan) -> None:
+        assert self.store is not None
+        assert self.log is not None
+        session_id = record.session_id
+        result: SandboxResult | None = None
+        binding: str | None = None
+        launched_ns: int | None = None
+        drain = OutputDrain(self.paths.sessions_data / session_id)
+        outcome: dict[str, Any]
+        try:
+            spec, binding = await self._prepare(record, validated)
+            session, launched_ns = await self._run(record, spec, drain)
+            result = session.result
+            if session.failure is not None and result is None:
+                outcome = outcome_of(None, error=str(session.failure))
+            elif session.failure is not None:
+                outcome = outcome_of(result, error=f"the session failed: {session.failure!r}")
+            else:
+                outcome = outcome_of(result)
+        except (ExposureError, SandboxError, LimitRefused) as exc:
+            outcome = outcome_of(None, error=str(exc))
+        output = {name: msgspec.to_builtins(d) for name, d in drain.digests().items()}
+        payload = terminal_receipt(
+            session_id=session_id,
+            plan_sha256=record.sha256,
+            plan_blake3=record.blake3,
+            launch_binding=binding,
+            result=result,
+            outcome=outcome,
+            output=output,
+            created_ns=record.created_ns,
+            launched_ns=launched_ns,
+            ended_ns=time.time_ns(),
+        )
+        receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
+        await self.log.checkpoint()
+        await self.store.terminal(session_id, receipt.seq, outcome)
+        self._live.pop(session_id, None)
+        self._publish(record)
+
+    async def _move(
+        self, record: SessionRecord, state: str, details: dict[str, Any] | None = None
+    ) -> None:
+        assert self.store is not None
+        await self.store.transition(record.session_id, state, details)
+        self._publish(record)
+
+    # -- exposures and receipts ---------------------------------------------------------------
+
+    def expose(self, alias: str, path: str, mode: str, target: str | None) -> dict[str, Any]:
+        """Create (or re-create, a new generation) an exposure.
+
+        Raises:
+            ExposureError: it cannot be made.
+        """
+        if mode not in ("ro", "rw"):
+            raise ExposureError(f"mode must be ro or rw, not {mode!r}")
+        exposure = self.exposures.create(alias, path, mode=mode, target=target)  # type: ignore[arg-type]
+        return {
+            "alias": exposure.alias,
+            "generation": exposure.generation,
+            "mode": exposure.mode,
+            "target": exposure.target,
+        }
+
+    def revoke(self, alias: str) -> dict[str, Any]:
+        """Revoke an exposure.
+
+        Raises:
+            ExposureError: no such live exposure.
+        """
+        exposure = self.exposures.revoke(alias)
+        return {"alias": exposure.alias, "generation": exposure.generation, "revoked": True}
+
+
+def registry_spec(**kwargs: Any) -> ChildSpec:
+    """The root child that runs the registry."""
+    return ChildSpec("registry", lambda: SessionRegistry(**kwargs))
+
+
+def sessions_data_dir(paths: GlovePaths, session_id: str) -> Path:
+    """Where a session's output files are."""
+    return paths.sessions_data / session_id

@@ -1,0 +1,205 @@
+"""gloved's session service: its children in the root tree and its control methods.
+
+::
+
+    gloved            (rest_for_one, intensity 0)
+    ├─ loop-lag
+    ├─ receipts       JournalWriter: the receipt journal (a transparency log)
+    ├─ session-journal JournalWriter: plans and transitions
+    ├─ sessions       Supervisor one_for_one: one temporary session-<id> tree per session
+    ├─ registry       SessionRegistry: lifecycle, recovery, exposures, receipts
+    └─ control        ControlServer
+
+:func:`load_service` reads ``gloved.toml`` and the keys made by ``glove setup``; without
+them gloved still serves ``health``, ``diag.tree`` and ``capabilities`` (which then says
+the lifecycle is not operational, and why). With a ``[remote_backend]`` the runtime is the
+construction-only remote one (docs/remote.md): nothing is launched and every lifecycle
+method answers ``method_not_found``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from glove.actors import ChildSpec, Supervisor
+from glove.container import LIMIT_NAMES, limit_support, probe_host_limits
+from glove.errors import GloveError
+from glove.host._gloved_config import GlovedConfig, load_gloved_config
+from glove.host._paths import GlovePaths, glove_paths, read_private_file
+from glove.journal import JournalKind, JournalWriter
+from glove.journal._keys import SigningKey
+from glove.session._registry import MAX_LIST_PAGE, SessionRegistry, SessionView
+
+_log = logging.getLogger(__name__)
+
+SCHEMA_VERSION: Final = 1
+PROTOCOL_VERSION: Final = 1
+#: Lifecycle methods: present only when the constructed runtime is operational.
+LIFECYCLE_METHODS: Final = (
+    "plan.validate",
+    "session.create",
+    "session.status",
+    "session.list",
+    "session.watch",
+    "session.stop",
+    "session.cleanup",
+    "receipts.page",
+    "receipts.ack",
+    "exposure.create",
+    "exposure.revoke",
+)
+
+
+class Capabilities(msgspec.Struct, frozen=True):
+    """What ``capabilities`` answers."""
+
+    schema_version: int
+    protocol: int
+    lifecycle_operational: bool
+    runtimes: list[str]
+    limits: dict[str, str]
+    networks: list[str]
+    terminals: list[str]
+    reason: str | None = None
+    backend: str = "linux"
+
+
+@dataclass
+class SessionService:
+    """What gloved composes for sessions (or why it cannot)."""
+
+    paths: GlovePaths
+    config: GlovedConfig | None = None
+    hmac_key: bytes | None = None
+    signing_key: SigningKey | None = None
+    reason: str | None = None
+    remote: Any = None
+    registry: SessionRegistry | None = field(default=None, init=False)
+
+    @property
+    def operational(self) -> bool:
+        """Whether sessions can run here (the Linux runtime is constructed)."""
+        return self.config is not None and self.remote is None and self.reason is None
+
+    def children(self) -> list[ChildSpec]:
+        """The root children the session service adds, in start order (before control)."""
+        if not self.operational:
+            return []
+        assert self.config is not None
+        assert self.hmac_key is not None
+        assert self.signing_key is not None
+        receipts = JournalWriter(
+            self.paths.receipts_journal, self.hmac_key, kind=JournalKind.RECEIPTS, name="receipts"
+        )
+        journal = JournalWriter(
+            self.paths.sessions_journal,
+            self.hmac_key,
+            kind=JournalKind.PLAN,
+            name="session-journal",
+        )
+        sessions = Supervisor("sessions", strategy="one_for_one", intensity=0)
+        self.registry = SessionRegistry(
+            config=self.config,
+            paths=self.paths,
+            hmac_key=self.hmac_key,
+            signing_key=self.signing_key,
+            receipts=receipts,
+            sessions_journal=journal,
+            sessions=sessions,
+        )
+        registry = self.registry
+        return [
+            ChildSpec("receipts", lambda: receipts),
+            ChildSpec("session-journal", lambda: journal),
+            ChildSpec("sessions", lambda: sessions),
+            ChildSpec("registry", lambda: registry),
+        ]
+
+    def capabilities(self) -> Capabilities:
+        """The capability report for this construction."""
+        if self.remote is not None:
+            caps = msgspec.to_builtins(self.remote.capabilities())
+            return Capabilities(
+                schema_version=int(caps.get("schema_version", 0)),
+                protocol=PROTOCOL_VERSION,
+                lifecycle_operational=False,
+                runtimes=[],
+                limits=dict.fromkeys(LIMIT_NAMES, "unavailable"),
+                networks=[],
+                terminals=[],
+                reason="the remote_linux_container backend is construction-only",
+                backend=str(caps.get("backend", "remote_linux_container")),
+            )
+        support = limit_support(probe_host_limits())
+        limits = {name: item.mechanism or "unavailable" for name, item in support.items()}
+        return Capabilities(
+            schema_version=SCHEMA_VERSION if self.operational else 0,
+            protocol=PROTOCOL_VERSION,
+            lifecycle_operational=self.operational,
+            runtimes=["linux"] if self.operational else [],
+            limits=limits,
+            networks=["none"],
+            terminals=["pipes"],
+            reason=self.reason,
+        )
+
+
+def load_service(
+    paths: GlovePaths | None = None, config_path: Path | None = None
+) -> SessionService:
+    """Read what sessions need; a missing setup is a reason, an invalid one an error.
+
+    Raises:
+        GlovedConfigError: gloved.toml exists but is invalid (gloved must not start).
+        GloveError: the keys exist but are unsafe or malformed, or the remote backend's
+            section is invalid.
+    """
+    from glove.journal import load_signing_key
+
+    where = paths or glove_paths()
+    config_file = config_path or where.gloved_toml
+    if not config_file.exists():
+        return SessionService(where, reason=f"{config_file} does not exist: run `glove setup`")
+    config = load_gloved_config(config_file)
+    if config.remote_backend is not None:
+        from glove.remote import RemoteBackendConfig, compose_remote_runtime
+
+        try:
+            section = msgspec.convert(config.remote_backend, RemoteBackendConfig)
+        except msgspec.ValidationError as exc:
+            raise GloveError(f"{config_file}: [remote_backend]: {exc}") from exc
+        remote = compose_remote_runtime(
+            section, where.runtime_dir, local_materialization=False, apple_container=False
+        )
+        return SessionService(where, config=config, remote=remote)
+    raw = read_private_file(where.hmac_key, 1024).strip()
+    try:
+        key = bytes.fromhex(raw.decode())
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise GloveError(f"{where.hmac_key} is not 64 hex digits") from exc
+    signing = load_signing_key(where.signing_key)
+    return SessionService(where, config=config, hmac_key=key, signing_key=signing)
+
+
+# -- the control methods (params as decoded dicts; the control layer types them) -------------------
+
+
+async def watch_stream(registry: SessionRegistry, session_id: str) -> AsyncIterator[SessionView]:
+    """Each state of the session, as it happens, until terminal."""
+    queue = registry.watch(session_id)
+    try:
+        while (view := await queue.get()) is not None:
+            yield view
+    finally:
+        registry.unwatch(session_id, queue)
+
+
+def page_bound(limit: int) -> int:
+    """A page size within 1..MAX_LIST_PAGE."""
+    return max(1, min(limit, MAX_LIST_PAGE))

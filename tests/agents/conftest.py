@@ -1,0 +1,154 @@
+"""Helpers for the real-agent tests: the pinned npm agents, a mediated config, fake installs.
+
+The agents are the pinned ``@anthropic-ai/claude-code`` and ``@openai/codex`` that
+``scripts/setup`` installs into ``tests/agents/npm/node_modules``. A fake install wraps the
+real executable so that the scripted model API (``fake_model_api.py``) starts inside the
+same sandbox, on its own loopback, just before the agent: ``--agent-install`` points at it,
+so ``--agent`` finds a package of the right name whose executable is that wrapper.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+NPM = REPO / "tests" / "agents" / "npm" / "node_modules"
+FAKE_API = Path(__file__).parent / "fake_model_api.py"
+SDK_SERVER = REPO / "tests" / "mcp" / "fixtures" / "sdk_server.py"
+#: The scripted model API's port on the sandbox's own loopback.
+FAKE_PORT = 8765
+#: How long one contained agent run may take in these tests.
+AGENT_DEADLINE_S = 120.0
+
+POLICY = """version = 1
+[[tools]]
+name = "echo__echo"
+[[tools]]
+name = "echo__add"
+[[tools.args]]
+pointer = "/a"
+op = "range"
+min = 0
+max = 100
+"""
+#: The real package directories of each agent (bound read-only beside a fake install).
+PACKAGES = {
+    "claude": ("@anthropic-ai/claude-code", "bin/claude.exe"),
+    "codex": ("@openai/codex", "bin/codex.js"),
+}
+
+
+def agents_installed() -> Path:
+    """The pinned npm agents, or fail naming the fix."""
+    for name in ("claude", "codex"):
+        if not (NPM / ".bin" / name).exists():
+            pytest.fail(f"{NPM}/.bin/{name} is missing: run scripts/setup (it installs them)")
+    return NPM
+
+
+@dataclass
+class AgentBox:
+    """One test's layout: workspace, mediator config (outside it), XDG data home."""
+
+    root: Path
+    workspace: Path
+    config: Path
+    audit: Path
+    xdg: Path
+
+    def env(self) -> dict[str, str]:
+        """The environment ``glove`` runs with: the agents on PATH, a private data home."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+        env["PATH"] = f"{NPM / '.bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+        env["XDG_DATA_HOME"] = str(self.xdg)
+        return env
+
+    def glove(
+        self, *args: str, stdin: int | None = subprocess.DEVNULL, timeout: float = AGENT_DEADLINE_S
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``glove ARGS`` in the workspace; return the finished process (text)."""
+        return subprocess.run(
+            [sys.executable, "-m", "glove", *args],
+            cwd=self.workspace,
+            env=self.env(),
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
+    def audit_records(self) -> list[dict[str, object]]:
+        """The mediator's audit log, one record per line."""
+        return [json.loads(line) for line in self.audit.read_text().splitlines()]
+
+    def fake_install(self, agent: str) -> tuple[Path, list[str]]:
+        """A wrapper install of ``agent`` that starts the scripted model API first.
+
+        Returns the ``--agent-install`` directory and the ``--bind`` flags it needs (the real
+        packages and the fake API, read-only).
+        """
+        package, entry = PACKAGES[agent]
+        real = NPM / package
+        fake = self.root / f"install-{agent}" / "node_modules"
+        (fake / package / Path(entry).parent).mkdir(parents=True)
+        (fake / package / "package.json").write_text(json.dumps({"name": package}))
+        runner = f"node {real / entry}" if entry.endswith(".js") else str(real / entry)
+        log = self.workspace / "model.log"
+        wrapper = fake / package / entry
+        wrapper.write_text(
+            "#!/bin/sh\n"
+            f"python3 {FAKE_API} {FAKE_PORT} {log} &\n"
+            "while ! python3 -c \"import socket; socket.create_connection(('127.0.0.1', "
+            f'{FAKE_PORT})).close()" 2>/dev/null; do sleep 0.05; done\n'
+            f'exec {runner} "$@"\n'
+        )
+        wrapper.chmod(0o755)
+        (fake / ".bin").mkdir()
+        (fake / ".bin" / agent).symlink_to(Path("..") / package / entry)
+        binds = [str(real), str(FAKE_API.parent)]
+        if agent == "codex":
+            binds += [str(p) for p in (NPM / "@openai").iterdir() if p.name != "codex"]
+        flags: list[str] = []
+        for bind in binds:
+            flags += ["--bind", bind]
+        return fake, flags
+
+    def model_requests(self) -> list[dict[str, object]]:
+        """Every request the scripted model API received (path and body)."""
+        log = self.workspace / "model.log"
+        if not log.exists():
+            return []
+        return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@pytest.fixture
+def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentBox]:
+    """A fresh layout under /var/tmp (a workspace under /tmp would appear at /workspace)."""
+    agents_installed()
+    root = Path(tmp_path_factory.mktemp("agents", numbered=True))
+    base = Path("/var/tmp") / f"glove-agents-{os.getpid()}-{root.name}"
+    base.mkdir(parents=True)
+    workspace = base / "ws"
+    workspace.mkdir()
+    cfg = base / "cfg"
+    cfg.mkdir()
+    (cfg / "policy.toml").write_text(POLICY)
+    config = cfg / "glove.toml"
+    config.write_text(
+        'policy = "policy.toml"\naudit = "audit.log"\n[upstreams.echo]\n'
+        f"command = {json.dumps([sys.executable, str(SDK_SERVER), 'echo'])}\n"
+        'inherit_env = ["PATH", "HOME"]\n'
+    )
+    try:
+        yield AgentBox(base, workspace, config, cfg / "audit.log", base / "xdg")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

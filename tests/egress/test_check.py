@@ -1,0 +1,127 @@
+"""``glove network check`` as a library: the report, explanations, profiles and narrowing."""
+
+from __future__ import annotations
+
+import pytest
+
+from glove.egress import (
+    NetworkPolicy,
+    RuleError,
+    RuleSet,
+    explain,
+    narrow,
+    network_report,
+    policy_from_toml,
+)
+
+
+def test_report_lists_hosts_ports_checks_denies_and_sockets() -> None:
+    """Every allow rule is a line with its hosts, ports and checks; sockets are listed."""
+    policy = NetworkPolicy(
+        mode="proxy",
+        allow=["*.github.com:443+sni", "pypi.org", "127.0.0.1:8080"],
+        deny=["gist.github.com"],
+    )
+    report = network_report(policy, mcp=True)
+    assert report.mode == "proxy"
+    first, second, third = report.reachable
+    assert first.hosts == "every subdomain of github.com (not github.com itself)"
+    assert (first.ports, first.checks, first.denied_within) == (
+        "443",
+        ["sni"],
+        ["deny gist.github.com"],
+    )
+    assert (second.hosts, second.ports) == ("pypi.org only", "80,443")
+    assert third.hosts == "the address 127.0.0.1"
+    assert report.denied == ["deny gist.github.com"]
+    sockets = {(s.address, s.transport) for s in report.sockets}
+    assert sockets == {
+        ("127.0.0.1:3128", "tcp"),
+        ("127.0.0.1:1080", "tcp"),
+        ("127.0.0.1:53", "udp"),
+        ("127.0.0.1:53", "tcp"),
+        ("@glove-mcp", "unix-abstract"),
+    }
+
+
+def test_empty_allowlist_says_so() -> None:
+    """An empty allowlist is reported as reaching nothing, never as "all"."""
+    report = network_report(NetworkPolicy(mode="proxy"))
+    assert report.reachable == []
+    assert report.notes[0] == "the allowlist is empty: nothing is reachable"
+
+
+def test_mode_none_reaches_nothing() -> None:
+    """Mode none lists no host and no proxy socket."""
+    report = network_report(NetworkPolicy(mode="none", allow=["pypi.org"]))
+    assert report.reachable == []
+    assert report.sockets == []
+
+
+def test_explain_names_the_deciding_rule_per_port() -> None:
+    """HOST without a port shows 80 and 443; HOST:PORT one line; deny wins."""
+    policy = NetworkPolicy(
+        mode="proxy", allow=["*.example.org", "x.example.org:22"], deny=["bad.example.org"]
+    )
+    lines = explain(policy, "a.example.org")
+    assert [(e.port, e.allowed, e.rule) for e in lines] == [
+        (80, True, "allow *.example.org"),
+        (443, True, "allow *.example.org"),
+    ]
+    assert lines[0].address_check
+    (ssh,) = explain(policy, "x.example.org:22")
+    assert (ssh.allowed, ssh.rule) == (True, "allow x.example.org:22")
+    (bad,) = explain(policy, "bad.example.org:443")
+    assert (bad.allowed, bad.rule) == (False, "deny bad.example.org")
+    (nothing,) = explain(policy, "example.org:443")
+    assert (nothing.allowed, nothing.rule, nothing.reason) == (
+        False,
+        None,
+        "no rule allows this host and port",
+    )
+
+
+def test_explain_refuses_patterns_and_options() -> None:
+    """A query is one host and at most one port."""
+    policy = NetworkPolicy(mode="proxy", allow=["example.org"])
+    for query in ("*.example.org", "example.org+sni", "example.org:1-5", "*"):
+        with pytest.raises(RuleError):
+            explain(policy, query)
+
+
+def test_profile_network_table() -> None:
+    """The ``[network]`` table of a profile decodes strictly; other tables are ignored."""
+    toml = b"""
+hostname = "glove"
+[network]
+mode = "proxy"
+allow = ["pypi.org", "files.pythonhosted.org"]
+deny = ["evil.pypi.org"]
+[limits]
+pids = 10
+"""
+    policy = policy_from_toml(toml, "p.toml")
+    assert policy.rules().allow[0].text == "allow pypi.org"
+    with pytest.raises(RuleError, match="alow"):
+        policy_from_toml(b'[network]\nmode = "proxy"\nalow = []\n', "typo.toml")
+    with pytest.raises(RuleError, match="single label"):
+        policy_from_toml(b'[network]\nmode = "proxy"\nallow = ["com"]\n', "tld.toml")
+    assert policy_from_toml(b"", "empty.toml").mode == "none"
+
+
+def test_a_plan_can_only_narrow_the_local_allowlist() -> None:
+    """Plan rules inside local ones load (with both denylists); wider ones are refused."""
+    local = RuleSet.load(["*.github.com:443", "pypi.org+read-only"], ["gist.github.com"])
+    plan = RuleSet.load(
+        ["api.github.com:443+sni", "*.raw.github.com:443", "pypi.org+read-only"], ["x.y.org"]
+    )
+    merged = narrow(local, plan)
+    assert [r.text for r in merged.allow] == [
+        "allow api.github.com:443+sni",
+        "allow *.raw.github.com:443",
+        "allow pypi.org+read-only",
+    ]
+    assert [r.text for r in merged.deny] == ["deny gist.github.com", "deny x.y.org"]
+    for wider in ("github.com:443", "api.github.com:80", "pypi.org", "*.com.github.com:22"):
+        with pytest.raises(RuleError, match="not within the local allowlist"):
+            narrow(local, RuleSet.load([wider]))
