@@ -30,6 +30,10 @@ EXIT_INTERRUPTED: Final = 130
 # for the journal, policy or MCP imports); ``--help`` imports them all.
 _COMMAND_MODULES = {
     "setup": "glove.host.setup_cli",
+    "init": "glove.session.cli",
+    "capabilities": "glove.session.cli",
+    "plan": "glove.session.cli",
+    "session": "glove.session.cli",
     "doctor": "glove.host.doctor_cli",
     "exec": "glove.run.exec_cli",
     "run": "glove.run.run_cli",
@@ -86,7 +90,8 @@ def build_app(only: str | None = None) -> typer.Typer:
     ) -> None:
         """Glove: contain AI coding agents."""
 
-    wanted = [_COMMAND_MODULES[only]] if only in _COMMAND_MODULES else _COMMAND_MODULES.values()
+    every = list(dict.fromkeys(_COMMAND_MODULES.values()))  # a module may hold several
+    wanted = [_COMMAND_MODULES[only]] if only in _COMMAND_MODULES else every
     for module in wanted:
         importlib.import_module(module).register(app)
     return app

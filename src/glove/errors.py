@@ -6,9 +6,13 @@ and still tell a sandbox refusal from a journal failure::
 
     GloveError
     ├── actors.errors.ActorError          (ActorDead, Busy, DeadlineExceeded, ChildFailed)
-    ├── protocol.errors.ProtocolError     (FrameTooLarge, TruncatedFrame, MalformedFrame)
-    ├── control.errors.ControlError       (PeerRejected, DaemonAlreadyRunning, DaemonUnavailable,
-    │                                      NotifyError)
+    ├── protocol.errors.ProtocolError     (FrameTooLarge, TruncatedFrame, MalformedFrame,
+    │                                      DuplicateKey)
+    ├── protocol.errors.RequestError      (InvalidParams: one request refused, connection kept)
+    ├── control.errors.ControlError       (DaemonAlreadyRunning, DaemonUnavailable,
+    │                                      ConnectionLost, ClientClosed, ClientTimeout,
+    │                                      RemoteError, DaemonProtocolError, MethodError,
+    │                                      RegistryError, RequestInvalid, NotifyError)
     ├── host.errors.HostError             (ServiceError: glove daemon install and control)
     ├── container.errors.SandboxError     (setup, limits, profiles)
     ├── journal.errors.JournalError       (codec, chain, recovery, writer, receipts)

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from glove.actors import ChildFailed, ChildSpec, Supervisor, running
+from glove.actors import Actor, ChildFailed, ChildSpec, Supervisor, running
 from tests.actors._helpers import Boom, Record, Worker, until
 
 
@@ -180,3 +180,53 @@ async def test_cancel_mid_teardown_still_stops_the_remaining_children() -> None:
     assert "first" in log
     assert sup.child("first").state == "stopped"
     await until(lambda: sup.child("slow").state == "stopped", timeout=3.0)
+
+
+async def test_children_start_one_after_another() -> None:
+    """A child is built only once the one before it has finished starting (OTP init order):
+    a later sibling can rely on an earlier one's on_start having run."""
+    order: list[str] = []
+
+    class Slow(Actor):
+        async def on_start(self) -> None:
+            order.append(f"{self.name}:begin")
+            await asyncio.sleep(0.05)
+            order.append(f"{self.name}:end")
+
+    sup = Supervisor(
+        "root",
+        [ChildSpec("a", lambda: Slow("a")), ChildSpec("b", lambda: Slow("b"))],
+        strategy="rest_for_one",
+        intensity=0,
+    )
+    task = asyncio.create_task(sup.run())
+    await sup.started.wait()
+    assert order == ["a:begin", "a:end", "b:begin", "b:end"]
+    sup.stop()
+    await asyncio.wait({task})
+
+
+async def test_a_child_dying_while_starting_does_not_strand_its_siblings() -> None:
+    """one_for_one with restarts allowed: the first child fails its first start; it is
+    restarted and the sibling after it is started too."""
+    attempts: list[int] = []
+
+    class Flaky(Actor):
+        async def on_start(self) -> None:
+            attempts.append(1)
+            if len(attempts) == 1:
+                raise RuntimeError("first start fails")
+
+    sup = Supervisor(
+        "root",
+        [ChildSpec("flaky", lambda: Flaky("flaky")), ChildSpec("next", lambda: Actor("next"))],
+        strategy="one_for_one",
+        intensity=3,
+    )
+    task = asyncio.create_task(sup.run())
+    async with asyncio.timeout(5):
+        while not any(n == "next" and node.started.is_set() for n, node, _ in sup.children()):
+            await asyncio.sleep(0.01)
+    assert len(attempts) == 2
+    sup.stop()
+    await asyncio.wait({task})

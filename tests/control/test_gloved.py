@@ -46,10 +46,15 @@ def _wait_for(path: Path, proc: subprocess.Popen[bytes]) -> None:
 
 
 def _start(runtime: Path, argv: list[str] | None = None) -> subprocess.Popen[bytes]:
+    # A home of its own: the daemon must not read the real user's gloved.toml or keys.
+    base = runtime.parent.parent
+    env = {**os.environ, "XDG_CONFIG_HOME": str(base / "config")}
+    env["XDG_STATE_HOME"] = str(base / "state")
     proc = subprocess.Popen(
         argv or [sys.executable, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
+        env=env,
     )
     _wait_for(runtime / "gloved.sock", proc)
     return proc
@@ -176,7 +181,10 @@ def test_hello_and_capabilities_report_what_this_daemon_can_do(
             "limits": dict.fromkeys(LIMIT_NAMES, "unavailable"),
             "networks": [],
             "terminals": [],
+            "reason": caps["reason"],
+            "backend": "linux",
         }
+        assert "run `glove setup`" in caps["reason"]
         with pytest.raises(RemoteError) as info:
             client.call("health", {"verbose": True})
         assert info.value.code == "invalid_params"

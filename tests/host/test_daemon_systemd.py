@@ -82,8 +82,9 @@ def _alive(pid: int) -> bool:
 
 def _health(um: UserManager) -> dict[str, object]:
     probe = (
-        "import json, os; from glove.control import call; "
-        "print(json.dumps(call(os.environ['XDG_RUNTIME_DIR'] + '/glove/gloved.sock', 'health')))"
+        "import json, os, pathlib; from glove.control import call; "
+        "sock = pathlib.Path(os.environ['XDG_RUNTIME_DIR'], 'glove', 'gloved.sock'); "
+        "print(json.dumps(call(sock, 'health')))"
     )
     return _json(um.run(um.unpriv.python, "-c", probe))
 

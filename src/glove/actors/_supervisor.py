@@ -149,6 +149,23 @@ class Supervisor:
         task.add_done_callback(functools.partial(self._on_child_done, spec.name))
         return node
 
+    async def _start_in_order(self, names: list[str]) -> None:
+        """Start ``names`` one after another: each has finished starting (its ``on_start``
+        returned, or a supervisor started its own children) before the next is built, so a
+        later sibling may rely on an earlier one's state (OTP's ``init`` order). A child that
+        dies while starting stops the sequence; its exit is handled as any exit is (a restart
+        also starts the siblings that never started)."""
+        for name in names:
+            node = self._start(self._specs[name])
+            task = self._tasks[name]
+            waiter = asyncio.ensure_future(node.started.wait())
+            try:
+                await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waiter.cancel()
+            if task.done():
+                return
+
     def _on_child_done(self, name: str, task: asyncio.Task[None]) -> None:
         self._events.put_nowait((name, task))
 
@@ -178,8 +195,7 @@ class Supervisor:
         self._sup_main = asyncio.current_task()
         self.state = "running"
         try:
-            for name in list(self._order):
-                self._start(self._specs[name])
+            await self._start_in_order(list(self._order))
             self.started.set()
             while True:
                 name, task = await self._events.get()
@@ -222,7 +238,8 @@ class Supervisor:
         await self._stop(hit)
         for child in hit:
             self.restarts[child] += 1
-            self._start(self._specs[child])
+        # The hit children, and any that never started because this one died starting.
+        await self._start_in_order([n for n in self._order if n not in self._tasks])
 
     async def _stop(self, names: list[str]) -> None:
         """Stop the named children in reverse start order, each within its grace.

@@ -11,7 +11,7 @@ from glove.control._auth import PeerCredentials, peer_credentials, peer_uid, rea
 from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
 from glove.control._client import Client, SyncStream, call
 from glove.control._connection import Limits
-from glove.control._daemon import build_root, run_daemon, serve
+from glove.control._daemon import Composition, build_root, run_daemon, serve
 from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import (
     RuntimePaths,
@@ -55,6 +55,7 @@ __all__ = [
     "Client",
     "ClientClosed",
     "ClientTimeout",
+    "Composition",
     "ConnectionLost",
     "ControlError",
     "ControlServer",

@@ -91,7 +91,7 @@ def foreign(exc: BaseException, *, connecting: bool, where: Path) -> ControlErro
     if isinstance(exc, OSError):
         if connecting and exc.errno in _CONNECT_UNAVAILABLE:
             hint = "start it with `gloved`" if exc.errno != errno.EACCES else "not ours?"
-            return DaemonUnavailable(f"no gloved answers on {where} ({exc.strerror}); {hint}")
+            return DaemonUnavailable(f"no gloved listens on {where} ({exc.strerror}); {hint}")
         if connecting:
             return DaemonUnavailable(f"cannot connect to {where}: {exc.strerror or exc}")
         return ConnectionLost(f"the connection to gloved broke: {exc.strerror or exc}")

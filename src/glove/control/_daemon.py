@@ -4,8 +4,13 @@
 
     gloved (rest_for_one, intensity 0; the service manager restarts the process)
     ├─ loop-lag   LoopLagMonitor
-    ├─ sessions   Supervisor (one_for_one; sessions are temporary, never restarted)
+    ├─ ...        the composition's children (the session service: journals, sessions,
+    │             registry; without one, an empty ``sessions`` supervisor)
     └─ control    ControlServer (owner-only Unix socket)
+
+The composition (:class:`Composition`) is what the daemon runs: its children start before
+the control socket is bound, so ``READY=1`` (sent once every root child has started) comes
+after journal recovery, and no request is accepted before the state it reads exists.
 
 The process holds an exclusive lock in its runtime directory for its whole life, so a
 second instance refuses to start. SIGTERM and SIGINT stop the tree in reverse start order
@@ -25,10 +30,12 @@ import logging
 import os
 import resource
 import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Final
 
 from glove._version import __version__
-from glove.actors import ChildSpec, LoopLagMonitor, Supervisor, snapshot
+from glove.actors import ChildFailed, ChildSpec, LoopLagMonitor, Supervisor, snapshot
 from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
 from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import RuntimePaths, acquire_lock
@@ -46,28 +53,58 @@ EXIT_CHILD_FAILED: Final = 1
 FD_SOFT_LIMIT: Final = 8192
 
 
+@dataclass(frozen=True)
+class Composition:
+    """What a daemon runs beyond its socket: root children, methods, capabilities.
+
+    Attributes:
+        children: started in order after ``loop-lag`` and before ``control``.
+        register: adds the composition's methods to the registry.
+        operational: whether the lifecycle methods are offered now.
+        capabilities: what ``capabilities`` reports.
+    """
+
+    children: Sequence[ChildSpec] = ()
+    register: Callable[[MethodRegistry], None] = field(default=lambda _registry: None)
+    operational: Callable[[], bool] = field(default=lambda: False)
+    capabilities: CapabilitiesProvider | None = None
+
+
 def build_root(
     paths: RuntimePaths,
     notifier: Notifier | None = None,
     *,
     registry: MethodRegistry | None = None,
     capabilities: CapabilitiesProvider | None = None,
+    composition: Composition | None = None,
 ) -> Supervisor:
     """Build (not start) the daemon's root supervision tree.
 
     ``registry`` carries the composition's methods (sessions, plans, receipts) and its
     lifecycle predicate; the built-in ``health``, ``diag.tree`` and ``capabilities`` are
-    added to it here, ``capabilities`` answering from ``capabilities``.
+    added to it here, ``capabilities`` answering from ``capabilities`` (or the
+    composition's). ``composition`` adds its children and methods.
 
     Raises:
         RegistryError: ``registry`` already has one of the built-in methods.
     """
     root: Supervisor
     registry = registry if registry is not None else MethodRegistry()
+    if composition is not None:
+        composition.register(registry)
+        registry.set_lifecycle_predicate(composition.operational)
+        capabilities = capabilities or composition.capabilities
     BuiltinMethods(lambda: snapshot(root), capabilities=capabilities).register(registry)
+    middle = list(composition.children) if composition is not None else []
+    if not middle:
+        middle = [
+            ChildSpec(
+                "sessions", lambda: Supervisor("sessions", strategy="one_for_one", intensity=0)
+            )
+        ]
     children = [
         ChildSpec("loop-lag", LoopLagMonitor),
-        ChildSpec("sessions", lambda: Supervisor("sessions", strategy="one_for_one", intensity=0)),
+        *middle,
         ChildSpec("control", lambda: ControlServer(paths, registry)),
     ]
     # -- service manager hook: last, so its first ping follows everything else starting.
@@ -98,11 +135,22 @@ async def _all_started(root: Supervisor) -> None:
 
 
 async def _announce_ready(notifier: Notifier, root: Supervisor) -> None:
-    """``READY=1`` with the first status line. Issue 9 moves this after journal recovery."""
+    """``READY=1`` with the first status line (every root child, recovery included, is up)."""
     try:
         await notifier.ready(status=_status(root))
     except NotifyError as exc:
         _log.error("%s: the service manager will not see gloved as started", exc)
+
+
+def _failure_text(exc: BaseException | None, *, started: bool) -> str:
+    """One line for the operator: which child failed, and the innermost cause's words."""
+    path, cause = "gloved", exc
+    while isinstance(cause, ChildFailed):
+        path, cause = cause.path, cause.cause
+    what = f"{type(cause).__name__}: {cause}" if cause is not None else "it exited"
+    if not started:
+        return f"gloved: refusing to start: {path} could not start: {what}"
+    return f"gloved: {path} failed, stopping: {what}"
 
 
 def _stop_signalled(root: Supervisor, notifier: Notifier) -> None:
@@ -113,7 +161,11 @@ def _stop_signalled(root: Supervisor, notifier: Notifier) -> None:
 # -------------------------------------------------------------------------------------------------
 
 
-async def serve(paths: RuntimePaths, notifier: Notifier | None = None) -> int:
+async def serve(
+    paths: RuntimePaths,
+    notifier: Notifier | None = None,
+    composition: Composition | None = None,
+) -> int:
     """Run the daemon until SIGTERM/SIGINT (exit 0) or a root failure (exit 1).
 
     ``notifier`` defaults to the one the service manager's environment describes.
@@ -125,14 +177,15 @@ async def serve(paths: RuntimePaths, notifier: Notifier | None = None) -> int:
     notifier = Notifier.from_environ() if notifier is None else notifier
     lock_fd = acquire_lock(paths)
     try:
-        root = build_root(paths, notifier)
+        root = build_root(paths, notifier, composition=composition)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, _stop_signalled, root, notifier)
         task = loop.create_task(root.run(), name="gloved")
         started = loop.create_task(_all_started(root), name="gloved/started")
         await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
-        if started.done():
+        came_up = started.done()
+        if came_up:
             _log.info("gloved %s listening on %s", __version__, paths.socket)
             await _announce_ready(notifier, root)
         else:
@@ -141,14 +194,14 @@ async def serve(paths: RuntimePaths, notifier: Notifier | None = None) -> int:
         if task.cancelled():
             _log.info("gloved stopped")
             return EXIT_OK
-        _log.error("gloved: root failed: %r", task.exception())
+        _log.error("%s", _failure_text(task.exception(), started=came_up))
         return EXIT_CHILD_FAILED
     finally:
         notifier.close()
         os.close(lock_fd)
 
 
-def run_daemon(paths: RuntimePaths) -> int:
+def run_daemon(paths: RuntimePaths, composition: Composition | None = None) -> int:
     """Run :func:`serve` in a fresh event loop with the faulthandler backstop armed.
 
     SIGUSR1 dumps every thread's stack; so does the SIGABRT a service manager's watchdog
@@ -157,7 +210,7 @@ def run_daemon(paths: RuntimePaths) -> int:
     faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     raise_fd_limit()
-    return asyncio.run(serve(paths))
+    return asyncio.run(serve(paths, composition=composition))
 
 
 def raise_fd_limit(target: int = FD_SOFT_LIMIT) -> int:

@@ -6,6 +6,10 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from glove.control import Composition
 
 EXIT_REFUSED = 2
 EXIT_INTERNAL = 70
@@ -25,6 +29,12 @@ def main(argv: list[str] | None = None) -> None:
         help="directory for gloved.sock and gloved.lock (default: $XDG_RUNTIME_DIR/glove)",
     )
     parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="gloved.toml (default: $XDG_CONFIG_HOME/glove/gloved.toml, made by `glove setup`)",
+    )
+    parser.add_argument(
         "--log-level",
         default="info",
         type=str.lower,
@@ -36,11 +46,13 @@ def main(argv: list[str] | None = None) -> None:
         level=args.log_level.upper(), format="gloved: %(levelname)s %(name)s: %(message)s"
     )
     from glove.control import ControlError, prepare_runtime_dir, run_daemon
+    from glove.errors import GloveError
 
     try:
         paths = prepare_runtime_dir(args.runtime_dir)
-        code = run_daemon(paths)
-    except ControlError as exc:
+        composition = _compose(args.config, paths.directory)
+        code = run_daemon(paths, composition)
+    except (ControlError, GloveError) as exc:
         print(f"gloved: refusing to start: {exc}", file=sys.stderr)
         sys.exit(EXIT_REFUSED)
     except OSError as exc:
@@ -54,6 +66,24 @@ def main(argv: list[str] | None = None) -> None:
         print(f"gloved: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         sys.exit(EXIT_INTERNAL)
     sys.exit(code)
+
+
+def _compose(config: Path | None, runtime_dir: Path) -> Composition:
+    """The session service this daemon runs (not operational without ``glove setup``).
+
+    Raises:
+        GloveError: gloved.toml or the keys exist but are invalid or unsafe.
+    """
+    import dataclasses
+
+    from glove.host._paths import glove_paths
+    from glove.session import load_service
+
+    paths = dataclasses.replace(glove_paths(), runtime_dir=runtime_dir)
+    service = load_service(paths, config)
+    if service.reason is not None:
+        logging.getLogger("gloved").warning("sessions are off: %s", service.reason)
+    return service.composition()
 
 
 if __name__ == "__main__":

@@ -1,13 +1,16 @@
 """``glove receipts public-key|export|verify|consistency``: parse, call the library, print.
 
-``export`` reads the receipts journal directory offline (no daemon, no HMAC key); ``verify``
-and ``consistency`` need only the files named and the log's public key. Every failure is one
-line on stderr (and a JSON object on stdout with ``--json``) and one of these exit codes:
+``page`` and ``ack`` ask the running ``gloved`` (the controller's cursor over the receipt
+journal). ``export`` reads the receipts journal directory offline (no daemon, no HMAC key);
+``verify`` and ``consistency`` need only the files named and the log's public key. Every
+failure is one line on stderr (and a JSON object on stdout with ``--json``) and one of these
+exit codes:
 
 ==  ==========================================================================================
 0   verified
 1   a signature does not verify with the given public key
-2   usage error (a missing or unknown argument)
+11  gloved refused the request, or is not running (``page``, ``ack``; the code is printed)
+64  usage error (a missing or unknown argument)
 3   a proof does not hold: inclusion, consistency, or NEW is not an extension of OLD
 4   the entry does not match the receipt shown, or the session named
 5   an input is malformed: a bundle, a checkpoint, a key
@@ -42,6 +45,7 @@ EXIT_NOT_FOUND: Final = 7
 EXIT_NOT_SEALED: Final = 8
 EXIT_LOG: Final = 9
 EXIT_NO_PROOF: Final = 10
+EXIT_DAEMON: Final = 11
 EXIT_BY_ERROR: Final = {
     "SignatureInvalid": EXIT_SIGNATURE,
     "ProofInvalid": EXIT_PROOF,
@@ -76,16 +80,69 @@ class _Failure(Exception):
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``receipts`` command group to ``app`` (``page`` and ``ack`` join it later)."""
+    """Add the ``receipts`` command group to ``app``."""
     group = typer.Typer(
-        help="Receipts anyone can verify offline: public key, export, verify, consistency.",
+        help="Receipts: page and acknowledge them (gloved); export, verify, prove offline.",
         no_args_is_help=True,
     )
+    group.command("page")(page_cmd)
+    group.command("ack")(ack_cmd)
     group.command("public-key")(public_key_cmd)
     group.command("export")(export_cmd)
     group.command("verify")(verify_cmd)
     group.command("consistency")(consistency_cmd)
     app.add_typer(group, name="receipts")
+
+
+def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[str, Any]) -> Any:
+    from glove.control import Client, ControlError, RemoteError
+
+    try:
+        with Client.for_runtime_dir(runtime_dir) as client:
+            return client.call(method, params)
+    except RemoteError as exc:
+        typer.echo(f"glove receipts {verb}: {exc.code}: {exc.message}", err=True)
+        raise typer.Exit(EXIT_DAEMON) from exc
+    except ControlError as exc:
+        typer.echo(f"glove receipts {verb}: {exc}", err=True)
+        raise typer.Exit(EXIT_DAEMON) from exc
+
+
+def page_cmd(
+    after: int = typer.Option(0, "--after", help="Receipts after this sequence number."),
+    limit: int = typer.Option(100, "--limit", help="At most this many (1-1000)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
+    runtime_dir: Path | None = typer.Option(
+        None, "--runtime-dir", help="gloved's runtime directory (default: $XDG_RUNTIME_DIR/glove)."
+    ),
+) -> None:
+    """A page of terminal receipts from gloved, in order, with the acknowledged position."""
+    page = _daemon_call("page", runtime_dir, "receipts.page", {"after": after, "limit": limit})
+    if as_json:
+        typer.echo(json.dumps(page, sort_keys=True))
+        return
+    typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  CHECKPOINT")
+    for item in page["receipts"]:
+        outcome = (item.get("receipt") or {}).get("outcome") or {}
+        kind = str(outcome.get("kind", "-"))
+        if kind == "exited":
+            kind = f"exited {outcome.get('exit_code')}"
+        typer.echo(
+            f"{item['seq']:>6}  {item.get('session_id') or '-':<34}  {kind:<20}  "
+            f"{item.get('checkpoint') or '-'}"
+        )
+    typer.echo(f"acknowledged through {page['acked']}; next: --after {page['next_cursor']}")
+
+
+def ack_cmd(
+    seq: int = typer.Argument(..., help="The next unacknowledged receipt's sequence number."),
+    runtime_dir: Path | None = typer.Option(
+        None, "--runtime-dir", help="gloved's runtime directory (default: $XDG_RUNTIME_DIR/glove)."
+    ),
+) -> None:
+    """Acknowledge receipt SEQ (in order: exactly the next one)."""
+    result = _daemon_call("ack", runtime_dir, "receipts.ack", {"seq": seq})
+    typer.echo(f"acknowledged through {result['acked']}")
 
 
 def _run(verb: str, as_json: bool, action: Callable[[], T]) -> T:

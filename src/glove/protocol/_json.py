@@ -4,15 +4,17 @@ keys, bounded (sans-IO).
 ``loads_strict`` accepts exactly RFC 8259 JSON text with these extra refusals: a key that
 appears twice in one object (compared after unescaping, so ``"a"`` and ``"\\u0061"`` collide),
 ``NaN``/``Infinity`` and numbers that overflow to them, integers over Python's digit limit,
-and nesting deeper than ``max_depth``. ``dumps_compact`` and ``dumps_pretty`` are the two
-encodings Glove writes; both are deterministic functions of the value (object keys keep their
-order).
+nesting deeper than ``max_depth``, and strings or keys that are not Unicode text (a lone
+surrogate such as ``"\\ud800"``: I-JSON, RFC 7493 §2.1; no UTF-8 encoder can write it back).
+``dumps_compact`` and ``dumps_pretty`` are the two encodings Glove writes; both are
+deterministic functions of the value (object keys keep their order).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Final
 
 MAX_JSON_DEPTH: Final = 64
@@ -21,6 +23,9 @@ MAX_JSON_DEPTH: Final = 64
 
 #: Characters of a refused key quoted in an error message (a key may be as long as a frame).
 MAX_QUOTED_KEY_CHARS: Final = 64
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+#: Only these escapes can put a surrogate into a parsed string (pairs combine into one).
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class _Refused(ValueError):
@@ -62,6 +67,20 @@ def _depth(value: Any, limit: int) -> None:
             stack.extend((child, depth + 1) for child in children)
 
 
+def _unicode(value: Any) -> None:
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                raise _Refused("a string holds a lone surrogate (not Unicode text)")
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
 def loads_strict(
     text: str | bytes,
     error: type[Exception],
@@ -85,6 +104,8 @@ def loads_strict(
             text, object_pairs_hook=_pairs, parse_constant=_constant, parse_float=_float
         )
         _depth(value, max_depth)
+        if _SURROGATE_ESCAPE.search(text) or _SURROGATE.search(text):
+            _unicode(value)
     except json.JSONDecodeError as exc:
         raise error(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from exc
     except RecursionError as exc:

@@ -33,8 +33,8 @@ from glove.protocol.errors import DuplicateKey, InvalidParams, MalformedFrame
 PROTOCOL_VERSION: Final = 1
 #: The largest request frame accepted. A plan (at most 64 KiB) fits inside ``params`` with
 #: room for its envelope; strict JSON decoding runs on the daemon's event loop, so the cap
-#: bounds how long one frame can hold the loop (about 7 ms for a 256 KiB frame, measured in
-#: ``benchmarks/control``).
+#: bounds how long one frame can hold the loop (about 5 ms for a 256 KiB frame, 5x plain
+#: ``json.loads``, measured in ``benchmarks/control``).
 CONTROL_MAX_REQUEST_BYTES: Final = 256 * 1024
 #: The largest response or event frame the server sends (a ``diag.tree`` of many sessions).
 CONTROL_MAX_RESPONSE_BYTES: Final = 1024 * 1024
@@ -218,6 +218,10 @@ class Capabilities(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     limits: dict[str, str]
     networks: list[str]
     terminals: list[str]
+    #: Why the lifecycle is not operational (null when it is).
+    reason: str | None = None
+    #: The backend the daemon composed: ``linux``, ``macos`` or ``remote_linux_container``.
+    backend: str = "linux"
 
 
 def unavailable_capabilities() -> Capabilities:

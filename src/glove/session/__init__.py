@@ -1,6 +1,8 @@
 """Sessions: the ``session-<id>`` subtree that owns one contained run (``glove run`` and
 ``gloved`` alike), and the daemon's session lifecycle."""
 
+from typing import TYPE_CHECKING, Any
+
 from glove.session._sandbox import Kill, SandboxActor, SendSignal
 from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
 from glove.session.errors import (
@@ -12,8 +14,36 @@ from glove.session.errors import (
     SessionNotFound,
 )
 
+if TYPE_CHECKING:
+    from glove.session._methods import SESSION_ERROR_CODES, SessionMethods
+    from glove.session._registry import SessionRegistry, SessionView
+    from glove.session._service import LIFECYCLE_METHODS, SessionService, load_service
+
+#: gloved's parts, imported on first use: ``glove run`` needs only the session tree.
+_LAZY = {
+    "SESSION_ERROR_CODES": "glove.session._methods",
+    "SessionMethods": "glove.session._methods",
+    "SessionRegistry": "glove.session._registry",
+    "SessionView": "glove.session._registry",
+    "LIFECYCLE_METHODS": "glove.session._service",
+    "SessionService": "glove.session._service",
+    "load_service": "glove.session._service",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'glove.session' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
+    "LIFECYCLE_METHODS",
     "SANDBOX_CHILD",
+    "SESSION_ERROR_CODES",
     "ExposureError",
     "Kill",
     "RecoveryRefused",
@@ -22,8 +52,13 @@ __all__ = [
     "SessionConflict",
     "SessionError",
     "SessionLimit",
+    "SessionMethods",
     "SessionNotFound",
     "SessionOutcome",
+    "SessionRegistry",
+    "SessionService",
+    "SessionView",
+    "load_service",
     "run_session",
     "session_tree",
 ]

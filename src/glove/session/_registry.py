@@ -73,6 +73,7 @@ from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
 from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
 from glove.session.errors import (
     ExposureError,
+    RecoveryRefused,
     SessionConflict,
     SessionLimit,
     SessionNotFound,
@@ -246,20 +247,46 @@ class SessionRegistry(Actor):
         assert self.log is not None
         return await self.log.journal.ack(seq)
 
+    def _receipt_body(self, seq: int) -> dict[str, Any]:
+        """The decoded payload of receipt ``seq`` (blocking: a read of one record)."""
+        from glove.journal import PosixStorage
+        from glove.journal._entries import read_entry_at
+
+        place = self._places.get(seq)
+        if place is None:
+            return {}
+        entry = read_entry_at(PosixStorage(), self._receipts_writer.path, place[0], place[1], seq)
+        body = json.loads(entry.payload)
+        return body if isinstance(body, dict) else {}
+
     async def _recover(self, record: SessionRecord) -> None:
+        """Give a session the last daemon left alive its one terminal state.
+
+        Its receipt may already be in the receipt journal (the daemon died between the two
+        appends): then that receipt's outcome is the truth and no second receipt is made.
+        Otherwise the outcome is ``daemon_lost``: its sandbox died with the daemon.
+        """
         assert self.log is not None
         assert self.store is not None
+        was = record.state
         seq = self.log.receipt_seq(record.session_id)
-        outcome = {
-            "kind": "daemon_lost",
-            "exit_code": None,
-            "signal": None,
-            "limit": None,
-            "mechanism": None,
-            "error": f"gloved stopped while the session was {record.state}; its sandbox "
-            "ended with it",
-        }
-        if seq is None:
+        if seq is not None:
+            body = await asyncio.to_thread(self._receipt_body, seq)
+            outcome = body.get("outcome")
+            if not isinstance(outcome, dict):
+                raise RecoveryRefused(
+                    f"receipt {seq} of session {record.session_id} has no outcome: the "
+                    "receipt journal and the session journal disagree"
+                )
+        else:
+            outcome = {
+                "kind": "daemon_lost",
+                "exit_code": None,
+                "signal": None,
+                "limit": None,
+                "mechanism": None,
+                "error": f"gloved stopped while the session was {was}; its sandbox ended with it",
+            }
             payload = terminal_receipt(
                 session_id=record.session_id,
                 plan_sha256=record.sha256,
@@ -277,10 +304,11 @@ class SessionRegistry(Actor):
         await self.store.terminal(record.session_id, seq, outcome)
         self.recovered.append(record.session_id)
         _log.warning(
-            "session %s was %s when gloved stopped: receipt %d",
+            "session %s was %s when gloved stopped: receipt %d (%s)",
             record.session_id,
-            record.state,
+            was,
             seq,
+            outcome.get("kind"),
         )
 
     async def on_stop(self) -> None:
@@ -434,15 +462,19 @@ class SessionRegistry(Actor):
             )
         session_id = new_session_id()
         generations = {alias: e.generation for alias, e in validated.exposures.items()}
-        record = await self.store.created(
-            session_id,
-            json.loads(validated.canonical),
-            validated.digests.sha256,
-            validated.digests.blake3,
-            generations,
-        )
         live = _Live(asyncio.Event())
-        self._live[session_id] = live
+        self._live[session_id] = live  # the slot is taken before the first await
+        try:
+            record = await self.store.created(
+                session_id,
+                json.loads(validated.canonical),
+                validated.digests.sha256,
+                validated.digests.blake3,
+                generations,
+            )
+        except BaseException:
+            self._live.pop(session_id, None)
+            raise
         live.task = self.spawn_task(
             self._lifecycle(record, validated), name=f"session-{session_id}"
         )

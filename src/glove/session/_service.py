@@ -20,7 +20,6 @@ method answers ``method_not_found``.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -29,45 +28,35 @@ import msgspec
 
 from glove.actors import ChildSpec, Supervisor
 from glove.container import LIMIT_NAMES, limit_support, probe_host_limits
+from glove.control import Composition
 from glove.errors import GloveError
 from glove.host._gloved_config import GlovedConfig, load_gloved_config
 from glove.host._paths import GlovePaths, glove_paths, read_private_file
 from glove.journal import JournalKind, JournalWriter
 from glove.journal._keys import SigningKey
-from glove.session._registry import MAX_LIST_PAGE, SessionRegistry, SessionView
+from glove.protocol import PROTOCOL_VERSION, Capabilities, unavailable_capabilities
+from glove.protocol.control import UNAVAILABLE
+from glove.session._registry import SessionRegistry
 
 _log = logging.getLogger(__name__)
 
 SCHEMA_VERSION: Final = 1
-PROTOCOL_VERSION: Final = 1
 #: Lifecycle methods: present only when the constructed runtime is operational.
 LIFECYCLE_METHODS: Final = (
-    "plan.validate",
-    "session.create",
-    "session.status",
-    "session.list",
-    "session.watch",
-    "session.stop",
-    "session.cleanup",
-    "receipts.page",
-    "receipts.ack",
     "exposure.create",
+    "exposure.list",
     "exposure.revoke",
+    "plan.validate",
+    "receipts.ack",
+    "receipts.export",
+    "receipts.page",
+    "session.cleanup",
+    "session.create",
+    "session.list",
+    "session.status",
+    "session.stop",
+    "session.watch",
 )
-
-
-class Capabilities(msgspec.Struct, frozen=True):
-    """What ``capabilities`` answers."""
-
-    schema_version: int
-    protocol: int
-    lifecycle_operational: bool
-    runtimes: list[str]
-    limits: dict[str, str]
-    networks: list[str]
-    terminals: list[str]
-    reason: str | None = None
-    backend: str = "linux"
 
 
 @dataclass
@@ -86,6 +75,24 @@ class SessionService:
     def operational(self) -> bool:
         """Whether sessions can run here (the Linux runtime is constructed)."""
         return self.config is not None and self.remote is None and self.reason is None
+
+    def lifecycle_operational(self) -> bool:
+        """Whether the lifecycle methods are offered now: operational, registry running."""
+        registry = self.registry
+        return self.operational and registry is not None and registry.store is not None
+
+    def composition(self) -> Composition:
+        """What gloved runs for this service (its root children, methods, capabilities)."""
+        from glove.session._methods import SessionMethods
+
+        children = self.children()
+        methods = SessionMethods(lambda: self.registry)
+        return Composition(
+            children=children,
+            register=methods.register,
+            operational=self.lifecycle_operational,
+            capabilities=self.capabilities,
+        )
 
     def children(self) -> list[ChildSpec]:
         """The root children the session service adds, in start order (before control)."""
@@ -130,19 +137,21 @@ class SessionService:
                 protocol=PROTOCOL_VERSION,
                 lifecycle_operational=False,
                 runtimes=[],
-                limits=dict.fromkeys(LIMIT_NAMES, "unavailable"),
+                limits=dict.fromkeys(LIMIT_NAMES, UNAVAILABLE),
                 networks=[],
                 terminals=[],
                 reason="the remote_linux_container backend is construction-only",
                 backend=str(caps.get("backend", "remote_linux_container")),
             )
+        if not self.operational:
+            return msgspec.structs.replace(unavailable_capabilities(), reason=self.reason)
         support = limit_support(probe_host_limits())
-        limits = {name: item.mechanism or "unavailable" for name, item in support.items()}
+        limits = {name: item.mechanism or UNAVAILABLE for name, item in support.items()}
         return Capabilities(
-            schema_version=SCHEMA_VERSION if self.operational else 0,
+            schema_version=SCHEMA_VERSION,
             protocol=PROTOCOL_VERSION,
-            lifecycle_operational=self.operational,
-            runtimes=["linux"] if self.operational else [],
+            lifecycle_operational=self.lifecycle_operational(),
+            runtimes=["linux"],
             limits=limits,
             networks=["none"],
             terminals=["pipes"],
@@ -185,21 +194,3 @@ def load_service(
         raise GloveError(f"{where.hmac_key} is not 64 hex digits") from exc
     signing = load_signing_key(where.signing_key)
     return SessionService(where, config=config, hmac_key=key, signing_key=signing)
-
-
-# -- the control methods (params as decoded dicts; the control layer types them) -------------------
-
-
-async def watch_stream(registry: SessionRegistry, session_id: str) -> AsyncIterator[SessionView]:
-    """Each state of the session, as it happens, until terminal."""
-    queue = registry.watch(session_id)
-    try:
-        while (view := await queue.get()) is not None:
-            yield view
-    finally:
-        registry.unwatch(session_id, queue)
-
-
-def page_bound(limit: int) -> int:
-    """A page size within 1..MAX_LIST_PAGE."""
-    return max(1, min(limit, MAX_LIST_PAGE))

@@ -459,7 +459,11 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         _install_seccomp(ctx)
         _report(status, Ready())
         command: int | None
-        if ctx.spec.pty:
+        # posix_spawn makes the init apply the rlimits to itself first; an address-space
+        # limit below the init's own size (a fork of a large launcher: gloved's threads and
+        # arenas) would then fail the spawn's stack mapping (ENOMEM) and any later
+        # allocation of the init. The fork path applies it in the command's process only.
+        if ctx.spec.pty or any(p.mechanism == MECH_RLIMIT_AS for p in ctx.plans.values()):
             command, failure = _fork_command(ctx)
         else:
             command, failure = _spawn_command(ctx)
