@@ -174,3 +174,23 @@ async def test_launching_while_another_thread_wants_the_gil_never_hangs() -> Non
         sys.setswitchinterval(interval)
         stop.set()
         spinner.join()
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="cgroup limits here need root")
+async def test_cgroup_hits_end_the_sandbox_on_the_loop() -> None:
+    """The loop's cgroup poll ends the tree for CPU time (the v2 group's cpu.stat here) and
+    for a refused fork, each reported as its limit with its mechanism."""
+    spin, _ = await _run(_spec("python3", "-c", "while True: pass", cpu_time=0.5))
+    assert spin.outcome == "limit"
+    assert spin.error == "cpu_time limit reached"
+    assert spin.limits["cpu_time"].hit is True
+    assert spin.limits["cpu_time"].mechanism.startswith("cgroup-")
+    forks = (
+        "import os, time\ntry:\n    while True:\n        if os.fork() == 0:\n"
+        "            time.sleep(30)\nexcept OSError:\n    time.sleep(30)\n"
+    )
+    bomb, _ = await _run(_spec("python3", "-c", forks, pids=16))
+    assert bomb.outcome == "limit"
+    assert bomb.error == "pids limit reached"
+    assert bomb.limits["pids"].hit is True
+    assert bomb.limits["pids"].mechanism.startswith("cgroup-")

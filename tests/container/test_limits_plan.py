@@ -184,3 +184,88 @@ def test_self_test_launches_a_real_sandbox() -> None:
     worked, detail = self_test()
     assert worked, detail
     assert "ms" in detail
+
+
+HYBRID_ROOT = HostLimitSupport(
+    cgroup_v1_memory=True,
+    cgroup_v1_pids=True,
+    cgroup_v1_cpuacct=True,
+    cgroup_v2_group=True,
+    unavailable={
+        "cgroup-v2-memory": "the memory controller is bound to cgroup v1 (hierarchy 4)",
+        "cgroup-v2-pids": "the pids controller is bound to cgroup v1 (hierarchy 8)",
+    },
+)
+PURE_V2_ROOT = HostLimitSupport(cgroup_v2_group=True, cgroup_v2_memory=True, cgroup_v2_pids=True)
+#: An unprivileged launcher in a delegated v2 cgroup of a hybrid host: a group, no controllers.
+HYBRID_DELEGATED = HostLimitSupport(
+    host_uid=1000,
+    cgroup_v2_group=True,
+    unavailable={"cgroup-v2-memory": "the memory controller is bound to cgroup v1 (hierarchy 4)"},
+)
+
+
+def test_pure_v2_puts_every_cgroup_limit_on_v2() -> None:
+    """With a delegated v2 subtree and its controllers, memory, pids and CPU time use v2."""
+    plans = plan_limits(ALL, PURE_V2_ROOT, frozenset())
+    assert {n: p.mechanism for n, p in plans.items() if n in ("memory", "pids", "cpu_time")} == {
+        "cpu_time": "cgroup-v2-cpu-watchdog",
+        "memory": "cgroup-v2-memory",
+        "pids": "cgroup-v2-pids",
+    }
+    assert all(plan.full for plan in plans.values())
+
+
+def test_hybrid_root_chooses_per_limit() -> None:
+    """A hybrid host: CPU time from the v2 group's cpu.stat, memory and pids on v1."""
+    plans = plan_limits(ALL, HYBRID_ROOT, frozenset())
+    assert plans["cpu_time"].mechanism == "cgroup-v2-cpu-watchdog"
+    assert plans["memory"].mechanism == "cgroup-v1-memory"
+    assert plans["pids"].mechanism == "cgroup-v1-pids"
+
+
+def test_v2_controller_without_a_group_is_not_used() -> None:
+    """A controller flag alone (no group to put a sandbox in) never selects a v2 mechanism."""
+    host = HostLimitSupport(cgroup_v2_memory=True, cgroup_v2_pids=True, host_uid=1000)
+    plans = plan_limits(Limits(memory=2**30, pids=10), host, frozenset({"all"}))
+    assert plans["memory"].mechanism == "rlimit-as-per-process"
+    assert plans["pids"].mechanism == "rlimit-nproc-userns"
+
+
+def test_delegated_without_controllers_refuses_memory_with_the_reason() -> None:
+    """Delegated on a hybrid host: memory has only the rlimit; the refusal names why v2 and
+    v1 were passed over, and CPU time is still whole-tree on v2."""
+    with pytest.raises(LimitRefused) as info:
+        plan_limits(Limits(memory=2**30), HYBRID_DELEGATED, frozenset())
+    reason = info.value.reason
+    assert "cgroup-v2-memory: the memory controller is bound to cgroup v1" in reason
+    assert "cgroup-v1-memory: not offered to this launcher" in reason
+    assert "--accept-weaker memory" in reason
+    cpu = plan_limits(Limits(cpu_time=1.0), HYBRID_DELEGATED, frozenset())["cpu_time"]
+    assert cpu.mechanism == "cgroup-v2-cpu-watchdog"
+    assert cpu.full
+
+
+def test_root_refusal_lists_every_rung() -> None:
+    """Root with nothing usable for pids: the refusal lists each mechanism and its reason."""
+    bare = HostLimitSupport(unavailable={"cgroup-v2": "no cgroup2 filesystem"})
+    with pytest.raises(LimitRefused) as info:
+        plan_limits(Limits(pids=10), bare, frozenset({"all"}))
+    reason = info.value.reason
+    assert reason.startswith("no mechanism on this machine (cgroup-v2-pids: no cgroup2 filesystem")
+    assert "rlimit-nproc-userns: host uid 0 is exempt from RLIMIT_NPROC" in reason
+
+
+def test_explain_limit_names_the_choice_and_what_was_passed_over() -> None:
+    """explain_limit says the chosen mechanism, its strength and each better one skipped."""
+    from glove.container._limits import explain_limit
+
+    assert explain_limit("pids", HYBRID_ROOT) == (
+        "cgroup-v1-pids (whole sandbox), passed over cgroup-v2-pids (the pids controller is "
+        "bound to cgroup v1 (hierarchy 8))"
+    )
+    assert explain_limit("cpu_time", HYBRID_ROOT) == "cgroup-v2-cpu-watchdog (whole sandbox)"
+    assert explain_limit("memory", UNPRIV).startswith(
+        "rlimit-as-per-process (per process, only with --accept-weaker), passed over"
+    )
+    assert explain_limit("pids", ROOT_BARE).startswith("none; passed over cgroup-v2-pids (")

@@ -198,10 +198,12 @@ while len(children) < 64:
         os.read(read_fd, 1)
         os._exit(0)
     children.append(pid)
+# Printed at once: on a cgroup pids limit the supervisor ends the sandbox at its next
+# poll (50 ms) after the refused fork.
+print(len(children), flush=True)
 os.close(write_fd)
 for pid in children:
     os.waitpid(pid, 0)
-print(len(children))
 """
 PIDS_LIMIT = 12
 
@@ -228,7 +230,8 @@ async def _forks_under(
         cwd=folder,
     )
     out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT_S)
-    assert proc.returncode == 0, err.decode()
+    ended_by_the_limit = proc.returncode == 137 and b"pids limit" in err
+    assert proc.returncode == 0 or ended_by_the_limit, err.decode()
     return int(out)
 
 

@@ -6,6 +6,12 @@ output bytes. Each requested limit is matched against what the host offers
 *full* (it bounds the whole sandbox tree) or *weaker* (it bounds each process, or less); a
 weaker one is used only when the operator accepted it for that limit, otherwise the limit is
 refused with the reason. Nothing here touches the system.
+
+On Linux each of memory, PIDs and CPU time has a ladder, best first: cgroup v2 (a child group
+of a delegated v2 subtree), cgroup v1 (a writable v1 hierarchy), an rlimit. The planner takes
+the first rung the host offers *for that limit*, so a hybrid host (controllers bound to v1, an
+empty v2 tree) gets v1 memory and PIDs next to v2 CPU accounting, which needs no controller.
+Every rung passed over carries the probe's reason, for refusals and ``glove doctor``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,13 @@ MECH_TMPFS_SIZE: Final = "tmpfs-size"
 MECH_CGROUP_V1_MEMORY: Final = "cgroup-v1-memory"
 MECH_CGROUP_V1_PIDS: Final = "cgroup-v1-pids"
 MECH_CGROUP_V1_CPUACCT: Final = "cgroup-v1-cpuacct-watchdog"
+#: cgroup v2: ``memory.max`` (swap 0, OOM kills the whole group), ``pids.max``, and the tree's
+#: CPU from ``cpu.stat`` (a core file: no controller needed) polled by the watchdog.
+MECH_CGROUP_V2_MEMORY: Final = "cgroup-v2-memory"
+MECH_CGROUP_V2_PIDS: Final = "cgroup-v2-pids"
+MECH_CGROUP_V2_CPU: Final = "cgroup-v2-cpu-watchdog"
+#: Mechanisms whose CPU-time limit the supervisor's watchdog enforces from the group's usage.
+CGROUP_CPU_WATCHDOGS: Final = frozenset({MECH_CGROUP_V1_CPUACCT, MECH_CGROUP_V2_CPU})
 MECH_RLIMIT_NPROC_USERNS: Final = "rlimit-nproc-userns"
 MECH_RLIMIT_AS: Final = "rlimit-as-per-process"
 MECH_RLIMIT_CPU: Final = "rlimit-cpu-per-process"
@@ -158,11 +171,16 @@ class HostLimitSupport(msgspec.Struct, frozen=True):
     """What this host can use to enforce limits (probed by ``linux._cgroups``).
 
     Attributes:
+        cgroup_v2_group: each sandbox can get its own cgroup v2 group (a writable, delegated
+            v2 subtree with ``cgroup.kill``): teardown, ``cgroup.events`` and ``cpu.stat``.
+        cgroup_v2_memory: the v2 ``memory`` controller is (or can be) enabled for those groups.
+        cgroup_v2_pids: the v2 ``pids`` controller is (or can be) enabled for those groups.
         cgroup_v1_memory: a writable cgroup v1 memory hierarchy.
         cgroup_v1_pids: a writable cgroup v1 pids hierarchy.
         cgroup_v1_cpuacct: a writable cgroup v1 cpuacct hierarchy.
         host_uid: the launcher's uid; RLIMIT_NPROC is per user namespace only when non-zero.
         platform: ``linux``, or ``macos`` for the Seatbelt backend's mechanisms.
+        unavailable: for a mechanism the probe found unusable, why (for a person to read).
     """
 
     cgroup_v1_memory: bool = False
@@ -170,6 +188,10 @@ class HostLimitSupport(msgspec.Struct, frozen=True):
     cgroup_v1_cpuacct: bool = False
     host_uid: int = 0
     platform: Literal["linux", "macos"] = "linux"
+    cgroup_v2_group: bool = False
+    cgroup_v2_memory: bool = False
+    cgroup_v2_pids: bool = False
+    unavailable: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class LimitPlan(msgspec.Struct, frozen=True):
@@ -188,33 +210,84 @@ class LimitPlan(msgspec.Struct, frozen=True):
     full: bool
 
 
+#: Linux's ladder per limit: (mechanism, full), best first.
+LINUX_LADDERS: Final[dict[str, tuple[tuple[str, bool], ...]]] = {
+    "wall_time": ((MECH_WATCHDOG, True),),
+    "cpu_time": (
+        (MECH_CGROUP_V2_CPU, True),
+        (MECH_CGROUP_V1_CPUACCT, True),
+        (MECH_RLIMIT_CPU, False),
+    ),
+    "memory": (
+        (MECH_CGROUP_V2_MEMORY, True),
+        (MECH_CGROUP_V1_MEMORY, True),
+        (MECH_RLIMIT_AS, False),
+    ),
+    "pids": (
+        (MECH_CGROUP_V2_PIDS, True),
+        (MECH_CGROUP_V1_PIDS, True),
+        # The kernel counts RLIMIT_NPROC per (user namespace, uid); a fresh user namespace
+        # makes it a per-sandbox cap. Host uid 0 is exempt from the check entirely.
+        (MECH_RLIMIT_NPROC_USERNS, True),
+    ),
+    "disk": ((MECH_TMPFS_SIZE, True),),
+    "output": ((MECH_PIPE_ACCOUNTING, True),),
+}
+
+
+def mechanism_available(mechanism: str, host: HostLimitSupport) -> bool:
+    """Whether ``host`` offers ``mechanism`` (Linux names; the unconditional ones are True)."""
+    offered = {
+        MECH_CGROUP_V2_CPU: host.cgroup_v2_group,
+        MECH_CGROUP_V2_MEMORY: host.cgroup_v2_group and host.cgroup_v2_memory,
+        MECH_CGROUP_V2_PIDS: host.cgroup_v2_group and host.cgroup_v2_pids,
+        MECH_CGROUP_V1_CPUACCT: host.cgroup_v1_cpuacct,
+        MECH_CGROUP_V1_MEMORY: host.cgroup_v1_memory,
+        MECH_CGROUP_V1_PIDS: host.cgroup_v1_pids,
+        MECH_RLIMIT_NPROC_USERNS: host.host_uid != 0,
+    }
+    return offered.get(mechanism, True)
+
+
+def unavailable_reason(mechanism: str, host: HostLimitSupport) -> str:
+    """Why ``host`` does not offer ``mechanism``: the probe's words, or a generic reason."""
+    if mechanism == MECH_RLIMIT_NPROC_USERNS:
+        return "host uid 0 is exempt from RLIMIT_NPROC"
+    if mechanism in host.unavailable:
+        return host.unavailable[mechanism]
+    if mechanism.startswith("cgroup-v2-") and not host.cgroup_v2_group:
+        return host.unavailable.get("cgroup-v2", "no writable, delegated cgroup v2 subtree")
+    return "not offered to this launcher"
+
+
 def _candidates(name: LimitName, host: HostLimitSupport) -> list[tuple[str, bool]]:
     """List (mechanism, full) pairs usable for a limit here, best first."""
     if host.platform == "macos":
         return list(MACOS_CANDIDATES[name])
-    if name == "wall_time":
-        return [(MECH_WATCHDOG, True)]
-    if name == "output":
-        return [(MECH_PIPE_ACCOUNTING, True)]
-    if name == "disk":
-        return [(MECH_TMPFS_SIZE, True)]
-    found: list[tuple[str, bool]] = []
-    if name == "memory":
-        if host.cgroup_v1_memory:
-            found.append((MECH_CGROUP_V1_MEMORY, True))
-        found.append((MECH_RLIMIT_AS, False))
-    elif name == "pids":
-        if host.cgroup_v1_pids:
-            found.append((MECH_CGROUP_V1_PIDS, True))
-        if host.host_uid != 0:
-            # The kernel counts RLIMIT_NPROC per (user namespace, uid); a fresh user namespace
-            # makes it a per-sandbox cap. Host uid 0 is exempt from the check entirely.
-            found.append((MECH_RLIMIT_NPROC_USERNS, True))
-    elif name == "cpu_time":
-        if host.cgroup_v1_cpuacct:
-            found.append((MECH_CGROUP_V1_CPUACCT, True))
-        found.append((MECH_RLIMIT_CPU, False))
-    return found
+    return [(m, full) for m, full in LINUX_LADDERS[name] if mechanism_available(m, host)]
+
+
+def passed_over(name: LimitName, host: HostLimitSupport) -> list[tuple[str, str]]:
+    """The better Linux mechanisms for ``name`` that ``host`` lacks, each with the reason."""
+    if host.platform == "macos":
+        return []
+    skipped: list[tuple[str, str]] = []
+    for mechanism, _full in LINUX_LADDERS[name]:
+        if mechanism_available(mechanism, host):
+            break
+        skipped.append((mechanism, unavailable_reason(mechanism, host)))
+    return skipped
+
+
+def explain_limit(name: LimitName, host: HostLimitSupport) -> str:
+    """One sentence for a person: which mechanism ``name`` gets here and why not a better one."""
+    candidates = _candidates(name, host)
+    skipped = ", ".join(f"{m} ({why})" for m, why in passed_over(name, host))
+    if not candidates:
+        return f"none; passed over {skipped}" if skipped else "none"
+    chosen, full = candidates[0]
+    kind = "whole sandbox" if full else "per process, only with --accept-weaker"
+    return f"{chosen} ({kind})" + (f", passed over {skipped}" if skipped else "")
 
 
 def plan_limits(
@@ -238,21 +311,17 @@ def plan_limits(
         if value is None:
             continue
         candidates = _candidates(name, host)
+        skipped = "; ".join(f"{m}: {why}" for m, why in passed_over(name, host))
         if not candidates:
             raise LimitRefused(
                 name,
                 MACOS_NO_MECHANISM
                 if host.platform == "macos"
-                else "no mechanism on this machine: no writable cgroup controller, and the "
-                "per-user-namespace RLIMIT_NPROC does not apply to host uid 0",
+                else f"no mechanism on this machine ({skipped})",
             )
         mechanism, full = candidates[0]
         if not full and name not in accept_weaker and "all" not in accept_weaker:
-            where = (
-                "on macOS"
-                if host.platform == "macos"
-                else "here (no writable cgroup v1/v2 controller)"
-            )
+            where = "on macOS" if host.platform == "macos" else f"here ({skipped})"
             raise LimitRefused(
                 name,
                 f"no whole-sandbox mechanism {where}; "

@@ -7,6 +7,7 @@ Every class derives from :class:`glove.errors.GloveError` through :class:`Sandbo
     ├── ProfileError               a profile file is missing, unreadable or fails strict decoding
     ├── LimitRefused               a requested limit cannot be enforced on this machine
     ├── UnsupportedPlatform        this machine lacks a kernel feature the sandbox needs
+    ├── CgroupFormatError          a cgroup or /proc file is not in the kernel's format
     └── SandboxSetupError          building the sandbox failed; the command never ran
 
 A command that runs but cannot be executed (not found, not executable) is not an error: it is
@@ -46,6 +47,10 @@ class LimitRefused(SandboxError):
 
 class UnsupportedPlatform(SandboxError):
     """The machine lacks a kernel feature the sandbox cannot work without."""
+
+
+class CgroupFormatError(SandboxError, ValueError):
+    """A cgroup interface file, ``/proc/self/cgroup`` or ``mountinfo`` could not be parsed."""
 
 
 class SandboxSetupError(SandboxError):

@@ -312,21 +312,26 @@ def check_pidfd_clone3() -> Check:
 
 
 def check_limits() -> Check:
-    """Which mechanism enforces each of the six limits here, or why it is refused."""
+    """Which mechanism enforces each of the six limits here, why not a better one, or why
+    the limit is refused; and what a cgroup v2 group gives every sandbox."""
     from glove.container import limit_support, probe_host_limits
+    from glove.container._limits import explain_limit
 
-    support = limit_support(probe_host_limits())
-    parts = []
-    weaker = []
-    for name, s in support.items():
-        if s.full:
-            parts.append(f"{name}: {s.mechanism}")
-        elif s.mechanism is not None:
-            parts.append(f"{name}: {s.mechanism} only with --accept-weaker ({s.reason})")
-            weaker.append(name)
-        else:
-            parts.append(f"{name}: refused ({s.reason})")
-            weaker.append(name)
+    host = probe_host_limits()
+    support = limit_support(host)
+    parts = [f"{name}: {explain_limit(name, host)}" for name in support]  # type: ignore[arg-type]
+    weaker = [name for name, s in support.items() if not s.full]
+    if host.cgroup_v2_group:
+        parts.append(
+            "teardown: a sandbox with a cgroup limit (the default profile has several) is "
+            "also in its own cgroup v2 group, ended with cgroup.kill"
+        )
+    else:
+        parts.append(
+            "teardown: pid-namespace kill only (no cgroup v2 group: "
+            + host.unavailable.get("cgroup-v2", "no v2 site")
+            + ")"
+        )
     if not weaker:
         return Check("limits", "ok", False, "all six limits enforceable", detail="; ".join(parts))
     return Check(

@@ -31,7 +31,6 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from typing import Final
 
-from glove.container._limits import MECH_CGROUP_V1_CPUACCT
 from glove.container._observe import DenialTable, OomWatch, OutputCap
 from glove.container._result import EXIT_SETUP_FAILED, Durations, SandboxResult
 from glove.container._spec import SandboxSpec
@@ -215,8 +214,7 @@ class AsyncSandbox:
         if wall is not None:
             delay = max(0.0, process.released + wall - time.monotonic())
             self._timers.append(loop.call_later(delay, self._kill_for, "wall_time"))
-        cpu = process.plans.get("cpu_time")
-        if cpu is not None and cpu.mechanism == MECH_CGROUP_V1_CPUACCT:
+        if process.cgroups is not None:  # CPU time, an OOM kill, a refused fork
             self._timers.append(loop.call_later(CPU_POLL_INTERVAL_S, self._poll_cpu))
 
     def _add_reader(self, fd: int, callback: Callable[[int], None]) -> None:
@@ -239,13 +237,9 @@ class AsyncSandbox:
         process = self._process
         if self._exited or process is None:
             return
-        cpu = process.plans.get("cpu_time")
-        if (
-            cpu is not None
-            and process.cgroups is not None
-            and process.cgroups.cpu_seconds() >= cpu.value
-        ):
-            self._kill_for("cpu_time")
+        reached = process.cgroups.reached() if process.cgroups is not None else None
+        if reached is not None:
+            self._kill_for(reached)
             return
         self._timers.append(self._loop.call_later(CPU_POLL_INTERVAL_S, self._poll_cpu))
 

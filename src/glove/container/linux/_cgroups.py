@@ -1,29 +1,40 @@
-"""cgroup v1 limits (memory, pids, cpuacct) and the probe that says what is usable.
+"""cgroup limits for one sandbox: the probe, v1 groups, and the set the launcher holds.
 
 This host runs the hybrid layout: v1 controllers under ``/sys/fs/cgroup/<controller>`` and a
 v2 tree at ``/sys/fs/cgroup/unified`` with no resource controllers delegated. A launcher may
-use a controller when it can create a group under ``<controller>/glove`` (root, or a parent
-that an administrator chowned to the user). Each sandbox gets its own group per controller,
-created before the child is released and removed after the tree is dead. Groups are siblings
-of whatever cgroup the launcher itself runs in, never children of it.
+use a v1 controller when it can create a group under ``<controller>/glove`` (root, or a
+parent that an administrator chowned to the user). Each sandbox gets its own group per v1
+controller, created before the child is released and removed after the tree is dead; v1
+groups are siblings of whatever cgroup the launcher itself runs in, never children of it.
+
+cgroup v2 (``_cgroup_v2``) is probed beside v1 and preferred per limit; a v2 group, when the
+launcher has a place for one, is also the sandbox's teardown handle (``cgroup.kill``).
+:class:`SandboxCgroups` is what the launcher and the supervisor hold: it routes each call to
+the group the plan put that limit in.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Final
 
 from glove.container._limits import (
+    CGROUP_CPU_WATCHDOGS,
     MECH_CGROUP_V1_CPUACCT,
     MECH_CGROUP_V1_MEMORY,
     MECH_CGROUP_V1_PIDS,
+    MECH_CGROUP_V2_CPU,
+    MECH_CGROUP_V2_MEMORY,
+    MECH_CGROUP_V2_PIDS,
     HostLimitSupport,
     LimitPlan,
 )
 from glove.container.errors import SandboxSetupError
+from glove.container.linux._cgroup_v2 import V2Group, V2Probe, claim_site, probe_v2
 
 CGROUP_V1_ROOT: Final = Path("/sys/fs/cgroup")
 #: The directory under each controller that holds Glove's sandbox groups.
@@ -39,30 +50,54 @@ _CONTROLLERS: Final = {
 }
 
 
-def _controller_usable(controller: str) -> bool:
+def _controller_usable(controller: str) -> str | None:
+    """None when this launcher can make v1 groups for ``controller``, else why not."""
     hierarchy = CGROUP_V1_ROOT / controller
-    if not (hierarchy / "cgroup.procs").exists():
-        return False
+    if not (hierarchy / "cgroup.procs").exists() or (hierarchy / "cgroup.controllers").exists():
+        return f"no cgroup v1 {controller} hierarchy at {hierarchy}"
     base = hierarchy / GLOVE_GROUP
     if base.is_dir():
-        return os.access(base, os.W_OK | os.X_OK)
+        if os.access(base, os.W_OK | os.X_OK):
+            return None
+        return f"{base} is not writable by uid {os.geteuid()}"
     if os.geteuid() != 0:
-        return False
+        return f"{base} does not exist and only root may create it"
     try:
         base.mkdir(mode=0o755, exist_ok=True)
-    except OSError:
-        return False
-    return True
+    except OSError as exc:
+        return f"cannot create {base}: {exc.strerror}"
+    return None
+
+
+def _support(v2: V2Probe) -> HostLimitSupport:
+    why: dict[str, str] = {}
+    v1: dict[str, bool] = {}
+    for mechanism, controller in _CONTROLLERS.items():
+        reason = _controller_usable(controller)
+        v1[controller] = reason is None
+        if reason is not None:
+            why[mechanism] = reason
+    site = v2.site
+    if site is None:
+        why["cgroup-v2"] = v2.why_not.get("cgroup-v2", "no cgroup v2 site")
+    for mechanism, controller in ((MECH_CGROUP_V2_MEMORY, "memory"), (MECH_CGROUP_V2_PIDS, "pids")):
+        if controller in v2.why_not:
+            why[mechanism] = v2.why_not[controller]
+    return HostLimitSupport(
+        cgroup_v1_memory=v1["memory"],
+        cgroup_v1_pids=v1["pids"],
+        cgroup_v1_cpuacct=v1["cpuacct"],
+        host_uid=os.geteuid(),
+        cgroup_v2_group=site is not None,
+        cgroup_v2_memory=site is not None and "memory" in site.controllers,
+        cgroup_v2_pids=site is not None and "pids" in site.controllers,
+        unavailable=why,
+    )
 
 
 def probe_host_limits() -> HostLimitSupport:
-    """Report which limit mechanisms this launcher can use."""
-    return HostLimitSupport(
-        cgroup_v1_memory=_controller_usable("memory"),
-        cgroup_v1_pids=_controller_usable("pids"),
-        cgroup_v1_cpuacct=_controller_usable("cpuacct"),
-        host_uid=os.geteuid(),
-    )
+    """Report which limit mechanisms this launcher can use, and why the others are not."""
+    return _support(probe_v2())
 
 
 def _write(path: Path, value: str) -> None:
@@ -71,6 +106,42 @@ def _write(path: Path, value: str) -> None:
         os.write(fd, value.encode())
     finally:
         os.close(fd)
+
+
+def group_name() -> str:
+    """A fresh name for one sandbox's groups (the launcher's pid and 48 random bits)."""
+    return f"sbx-{os.getpid()}-{os.urandom(6).hex()}"
+
+
+_swept: set[Path] = set()
+_sweep_lock = threading.Lock()
+
+
+def sweep_stale_groups(base: Path) -> int:
+    """Remove the empty sandbox groups under ``base`` whose launcher is gone; return how many.
+
+    A launcher killed with SIGKILL cannot remove its groups; its sandbox died with it (the
+    init watches the launcher), so what is left is empty. A group's name carries its
+    launcher's pid (``sbx-<pid>-<random>``); a live pid (even a reused one) keeps its group,
+    and ``rmdir`` refuses a group that still holds a process. Done once per base and process.
+    """
+    with _sweep_lock:
+        if base in _swept:
+            return 0
+        _swept.add(base)
+    removed = 0
+    with contextlib.suppress(OSError):
+        for entry in base.iterdir():
+            _, _, rest = entry.name.partition("sbx-")
+            pid = rest.partition("-")[0]
+            if not entry.name.startswith("sbx-") or not pid.isdigit():
+                continue
+            if Path(f"/proc/{pid}").exists():
+                continue
+            with contextlib.suppress(OSError):
+                entry.rmdir()
+                removed += 1
+    return removed
 
 
 def _read_int_field(path: Path, field: str) -> int:
@@ -83,19 +154,19 @@ def _read_int_field(path: Path, field: str) -> int:
 
 
 class CgroupSet:
-    """One sandbox's v1 groups, one per controller its limit plan needs.
+    """One sandbox's v1 groups, one per v1 controller its limit plan names.
 
     Call :meth:`place` with the sandbox init's pid before releasing it, :meth:`destroy`
     after the whole tree is dead.
     """
 
-    def __init__(self, plans: dict[str, LimitPlan]) -> None:
+    def __init__(self, plans: dict[str, LimitPlan], name: str | None = None) -> None:
         """Create the groups and write the limits.
 
         Raises:
             SandboxSetupError: a group or a limit file could not be written.
         """
-        self.name = f"sbx-{os.getpid()}-{os.urandom(6).hex()}"
+        self.name = name or group_name()
         self.dirs: dict[str, Path] = {}
         try:
             for plan in plans.values():
@@ -162,3 +233,156 @@ class CgroupSet:
                         break
                     time.sleep(RMDIR_RETRY_STEP_S)
         self.dirs = {}
+
+
+class SandboxCgroups:
+    """Every cgroup one sandbox is in: a v2 group (when the launcher has a v2 site) and the v1
+    groups for limits the plan put on v1. The launcher and the supervisor call only this.
+
+    Call :meth:`place` with the sandbox init's pid before releasing it; :meth:`kill` ends the
+    whole tree through ``cgroup.kill`` (a no-op without a v2 group: the pid-namespace kill
+    does it); :meth:`destroy` after the tree is dead.
+    """
+
+    def __init__(self, plans: dict[str, LimitPlan], v2: V2Probe | None = None) -> None:
+        """Create the groups the plans need (probing cgroup v2 again unless given).
+
+        Raises:
+            SandboxSetupError: a group, a controller or a limit could not be set up, or the
+                v2 site the planner relied on is gone.
+        """
+        self.plans = plans
+        name = group_name()
+        v2 = v2 if v2 is not None else probe_v2()
+        need = frozenset(
+            controller
+            for mechanism, controller in (
+                (MECH_CGROUP_V2_MEMORY, "memory"),
+                (MECH_CGROUP_V2_PIDS, "pids"),
+            )
+            if any(p.mechanism == mechanism for p in plans.values())
+        )
+        uses_v2 = need or any(p.mechanism == MECH_CGROUP_V2_CPU for p in plans.values())
+        site = v2.site
+        if uses_v2 and (site is None or not need <= site.controllers):
+            raise SandboxSetupError(
+                "the cgroup v2 site the limits were planned on is gone: "
+                + "; ".join(v2.why_not.values())
+            )
+        self.v2: V2Group | None = None
+        self.v1: CgroupSet | None = None
+        if site is not None:
+            claim_site(site, need)
+            sweep_stale_groups(site.base)
+            self.v2 = V2Group(site, plans, name)
+        if any(p.mechanism in _CONTROLLERS for p in plans.values()):
+            for mechanism, controller in _CONTROLLERS.items():
+                if any(p.mechanism == mechanism for p in plans.values()):
+                    sweep_stale_groups(CGROUP_V1_ROOT / controller / GLOVE_GROUP)
+            try:
+                self.v1 = CgroupSet(plans, name)
+            except SandboxSetupError:
+                self.destroy()
+                raise
+
+    def place(self, pid: int) -> None:
+        """Move ``pid`` into every group.
+
+        Raises:
+            SandboxSetupError: the kernel refused a move.
+        """
+        if self.v2 is not None:
+            self.v2.place(pid)
+        if self.v1 is not None:
+            self.v1.place(pid)
+
+    def kill(self) -> None:
+        """SIGKILL the whole tree at once through ``cgroup.kill`` (when there is a v2 group)."""
+        if self.v2 is not None:
+            self.v2.kill()
+
+    def _mechanism(self, limit: str) -> str | None:
+        plan = self.plans.get(limit)
+        return plan.mechanism if plan is not None else None
+
+    def cpu_seconds(self) -> float:
+        """CPU time used by the whole tree so far, in seconds (0 without a cgroup for it)."""
+        mechanism = self._mechanism("cpu_time")
+        if mechanism == MECH_CGROUP_V2_CPU and self.v2 is not None:
+            return self.v2.cpu_seconds()
+        if mechanism == MECH_CGROUP_V1_CPUACCT and self.v1 is not None:
+            return self.v1.cpu_seconds()
+        return 0.0
+
+    def memory_oom_killed(self) -> bool:
+        """Whether the memory limit made the kernel kill a task of the sandbox."""
+        mechanism = self._mechanism("memory")
+        if mechanism == MECH_CGROUP_V2_MEMORY and self.v2 is not None:
+            return self.v2.memory_oom_killed()
+        return (
+            mechanism == MECH_CGROUP_V1_MEMORY
+            and self.v1 is not None
+            and (self.v1.memory_oom_killed())
+        )
+
+    def pids_hit(self) -> bool:
+        """Whether a fork was refused because the pids limit was reached."""
+        mechanism = self._mechanism("pids")
+        if mechanism == MECH_CGROUP_V2_PIDS and self.v2 is not None:
+            return self.v2.pids_hit()
+        return mechanism == MECH_CGROUP_V1_PIDS and self.v1 is not None and self.v1.pids_hit()
+
+    def reached(self) -> str | None:
+        """The first limit whose cgroup says it was reached (the supervisor then kills the
+        tree): ``memory`` after an OOM kill, ``pids`` after a refused fork, ``cpu_time`` once
+        the tree's CPU time is at the limit; None while none is."""
+        if self.memory_oom_killed():
+            return "memory"
+        if self.pids_hit():
+            return "pids"
+        cpu = self.plans.get("cpu_time")
+        cpu_watched = cpu is not None and cpu.mechanism in CGROUP_CPU_WATCHDOGS
+        if cpu_watched and cpu is not None and self.cpu_seconds() >= cpu.value:
+            return "cpu_time"
+        return None
+
+    def destroy(self) -> None:
+        """Kill what is left, wait until the v2 group is empty, remove every group."""
+        if self.v2 is not None:
+            self.v2.destroy()
+        if self.v1 is not None:
+            self.v1.destroy()
+
+
+def open_sandbox_cgroups(plans: dict[str, LimitPlan]) -> SandboxCgroups | None:
+    """The groups for a sandbox whose plans use a cgroup mechanism, or None when none does.
+
+    Raises:
+        SandboxSetupError: a group could not be set up.
+    """
+    if not any(p.mechanism.startswith("cgroup-") for p in plans.values()):
+        return None
+    return SandboxCgroups(plans)
+
+
+def claim_cgroup_v2() -> str:
+    """Claim this launcher's cgroup v2 site now, for a daemon at start-up (``gloved``):
+    move into the site's ``supervisor/`` leaf when it has one and enable every controller
+    the site offers, so later launches only make groups. Launches claim lazily otherwise.
+
+    Returns a line for the log saying what was claimed, or why there is no v2 site.
+
+    Raises:
+        SandboxSetupError: the kernel refused the move or a controller.
+    """
+    probe = probe_v2()
+    site = probe.site
+    if site is None:
+        return "cgroup v2: no site (" + "; ".join(probe.why_not.values()) + ")"
+    claim_site(site, site.controllers)
+    missing = "; ".join(f"{c}: {why}" for c, why in sorted(probe.why_not.items()))
+    enabled = " ".join(sorted(site.controllers)) or "none"
+    moved = f", launcher moved into {site.leaf}" if site.leaf and site.controllers else ""
+    return f"cgroup v2: sandbox groups under {site.base}, controllers {enabled}{moved}" + (
+        f" (missing: {missing})" if missing else ""
+    )

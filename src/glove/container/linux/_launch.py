@@ -72,7 +72,11 @@ from glove.container._status import decode_line as decode_status_line
 from glove.container._status import encode as encode_status
 from glove.container.errors import SandboxSetupError
 from glove.container.linux import _syscalls as sc
-from glove.container.linux._cgroups import CgroupSet, probe_host_limits
+from glove.container.linux._cgroups import (
+    SandboxCgroups,
+    open_sandbox_cgroups,
+    probe_host_limits,
+)
 from glove.container.linux._mounts import (
     OpenedSource,
     build_root,
@@ -155,7 +159,7 @@ class SandboxProcess:
         pidfd: int,
         status_fd: int,
         plans: dict[str, LimitPlan],
-        cgroups: CgroupSet | None,
+        cgroups: SandboxCgroups | None,
         started: float,
     ) -> None:
         """Wrap a launched sandbox (use :func:`launch`)."""
@@ -179,8 +183,11 @@ class SandboxProcess:
             signal.pidfd_send_signal(self.pidfd, signum)
 
     def kill(self) -> None:
-        """Kill the whole sandbox tree (SIGKILL to the init of its pid namespace)."""
+        """Kill the whole sandbox tree (SIGKILL to the init of its pid namespace, and
+        ``cgroup.kill`` of its v2 group when it has one)."""
         self.send_signal(signal.SIGKILL)
+        if self.cgroups is not None:
+            self.cgroups.kill()
 
     def poll(self) -> int | None:
         """Reap the init if it has exited; return its wait status or None."""
@@ -535,8 +542,20 @@ def _reap_until(child: int, launcher_pidfd: int) -> int:
             os.read(wake_read, 4096)
 
 
+def _with_reaper(plans: dict[str, LimitPlan]) -> dict[str, LimitPlan]:
+    """``plans`` with room for the fork path's reaper in the pids limit."""
+    pids = plans.get("pids")
+    if pids is None:
+        return plans
+    return {**plans, "pids": msgspec.structs.replace(pids, value=int(pids.value) + 1)}
+
+
 def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
-    """fork, unshare, fork: the fallback when clone3 is unavailable."""
+    """fork, unshare, fork: when clone3 is unavailable or the launcher has threads.
+
+    The first child (the *reaper*) stays outside the new pid namespace, reaps the init,
+    forwards the signals the launcher sends it, and takes the init down with it when it dies.
+    """
     pid = os.fork()
     if pid == 0:
         try:
@@ -544,9 +563,20 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
             _report(ctx.status_write, Unshared())
             if os.read(ctx.go_read, 1) != GO_BYTE:
                 os._exit(EXIT_SETUP_FAILED)
+            reaper = os.pidfd_open(os.getpid())
             init = os.fork()
             if init == 0:
+                # The init dies with its reaper (a SIGKILL of the sandbox is sent to the
+                # reaper, whose pidfd the launcher holds), so nothing outlives a kill. Its
+                # parent is outside its pid namespace (getppid() is 0): a pidfd of the reaper
+                # says whether it died before the death signal was armed.
+                sc.prctl(sc.PR_SET_PDEATHSIG, signal.SIGKILL)
+                if select.select([reaper], [], [], 0)[0]:
+                    os._exit(EXIT_SETUP_FAILED)
+                os.close(reaper)
                 _init_main(ctx, handshake=False)
+            os.close(reaper)
+            _forward(init)  # TERM, INT, HUP... reach the init, which passes them on
             os.close(ctx.status_write)
             if ctx.pty_channel >= 0:
                 os.close(ctx.pty_channel)  # only the init sends on it: EOF if it dies first
@@ -638,7 +668,16 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     pty_parent, pty_child = (
         socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET) if spec.pty else (None, None)
     )
-    cgroups: CgroupSet | None = None
+    # clone3 goes through ctypes, so Python bytecode runs in the child between the syscall
+    # and PyOS_AfterFork_Child. If another thread of this process was waiting for the GIL,
+    # the copied "drop the GIL" request makes the child hand the GIL to a thread that does
+    # not exist in it, and wait forever (seen under gloved). os.fork() keeps that window in
+    # C, so a multi-threaded launcher takes the fork path. There, the reaper between the
+    # launcher and the init is Glove's own process inside the sandbox's group and user
+    # namespace: the pids limit enforced is one more, so the sandbox keeps every task asked.
+    use_fork = os.environ.get(LAUNCH_MODE_ENV) == "fork" or threading.active_count() > 1
+    enforced = _with_reaper(plans) if use_fork else plans
+    cgroups: SandboxCgroups | None = None
     launcher_pidfd = os.pidfd_open(os.getpid())  # the init's lifeline to this process
     go_read, go_write = os.pipe2(os.O_CLOEXEC)
     status_read, status_write = os.pipe2(os.O_CLOEXEC)
@@ -646,7 +685,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         retained=tuple((item.target, item.mount_fd) for item in retained),
         spec=spec,
         sources=sources,
-        plans=plans,
+        plans=enforced,
         stdio=stdio,
         seccomp_bpf=bpf,
         seccomp_notify_bpf=notify_bpf,
@@ -661,14 +700,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     pid = pidfd = -1
     started = time.monotonic()
     try:
-        if any(p.mechanism.startswith("cgroup-") for p in plans.values()):
-            cgroups = CgroupSet(plans)
-        # clone3 goes through ctypes, so Python bytecode runs in the child between the
-        # syscall and PyOS_AfterFork_Child. If another thread of this process was waiting for
-        # the GIL, the copied "drop the GIL" request makes the child hand the GIL to a thread
-        # that does not exist in it, and wait forever (seen under gloved). os.fork() keeps
-        # that window in C, so a multi-threaded launcher takes the fork path.
-        use_fork = os.environ.get(LAUNCH_MODE_ENV) == "fork" or threading.active_count() > 1
+        cgroups = open_sandbox_cgroups(enforced)
         if not use_fork:
             try:
                 pid, pidfd = sc.clone3(sc.SANDBOX_NAMESPACES)

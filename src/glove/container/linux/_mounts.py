@@ -119,6 +119,10 @@ def _refuse_kernel_trees(bind: Bind, fd: int, info: os.stat_result) -> None:
             f"refusing to bind {bind.source}: it is the host root (/); run from a project "
             "directory or pass --workspace DIR"
         )
+    if stat.S_ISLNK(info.st_mode):
+        # Recreated inside as the same link, never mounted. (fstatfs of a link's O_PATH
+        # descriptor is ELOOP on some filesystems, 9p among them.)
+        return
     magic = sc.filesystem_magic(fd)
     if magic in FORBIDDEN_FS_MAGIC:
         raise SpecError(

@@ -25,7 +25,6 @@ import threading
 import time
 from typing import Final
 
-from glove.container._limits import MECH_CGROUP_V1_CPUACCT
 from glove.container._observe import DenialTable, OomWatch, OutputCap
 from glove.container._result import EXIT_SETUP_FAILED, Durations, SandboxResult
 from glove.container._spec import SandboxSpec
@@ -282,14 +281,9 @@ class _Supervisor:
         now = time.monotonic()
         if deadline is not None and now >= deadline:
             self._kill(process, "wall_time")
-        cpu = process.plans.get("cpu_time")
-        if (
-            cpu is not None
-            and cpu.mechanism == MECH_CGROUP_V1_CPUACCT
-            and process.cgroups is not None
-            and process.cgroups.cpu_seconds() >= cpu.value
-        ):
-            self._kill(process, "cpu_time")
+        reached = process.cgroups.reached() if process.cgroups is not None else None
+        if reached is not None:  # memory OOM, a refused fork, or the tree's CPU time
+            self._kill(process, reached)
 
     def supervise(  # noqa: PLR0912, PLR0915 - one select loop; branches are its event kinds
         self, process: SandboxProcess, outputs: list[int]
@@ -316,7 +310,7 @@ class _Supervisor:
                 self._stdin_maybe_close()
         wall = self.spec.limits.wall_time
         deadline = process.released + wall if wall is not None else None
-        cpu_polled = "cpu_time" in process.plans
+        cpu_polled = "cpu_time" in process.plans or process.cgroups is not None
         exited_at: float | None = None
         open_outputs = set(outputs)
         while True:
