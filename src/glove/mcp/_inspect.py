@@ -16,7 +16,7 @@ import msgspec
 from glove.actors import ChildSpec, Supervisor
 from glove.mcp._config import McpConfig
 from glove.mcp._kernel import ToolRegistry
-from glove.mcp._service import Mediation, _definition_factory, _wait_started
+from glove.mcp._service import Mediation, _definition_factory, _load_policy, _wait_started
 from glove.mcp._upstream import UpstreamActor
 
 
@@ -52,7 +52,7 @@ async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, dict[str, Any
         for uid in config.upstreams:
             node = supervisor.child(f"mcp-{uid}")
             assert isinstance(node, UpstreamActor)
-            registry.set_upstream(uid, node.tools, strict=True)
+            registry.set_upstream(uid, node.tools, strict=True, expose=config.upstreams[uid].expose)
     finally:
         await mediation.stop()
     definition_of = _definition_factory()
@@ -66,9 +66,7 @@ async def list_tools(config: McpConfig) -> list[ToolListing]:
     Raises:
         GloveError: the policy is invalid, or an upstream failed to start.
     """
-    from glove.policy import load_policy
-
-    policy = load_policy(config.policy)
+    policy = _load_policy(config)
     registry, definitions = await upstream_tools(config)
     listings: list[ToolListing] = []
     for tool in registry.tools():

@@ -1,9 +1,15 @@
-"""Compose the mediator: policy, audit log, upstream actors, kernel and agent endpoint.
+"""Compose the mediator: policy, audit log, upstream actors, kernel and agent endpoints.
 
 The pieces run under one supervisor, ``one_for_all`` with intensity 0, the session rule
 of the architecture: one strike (an upstream that dies, an audit log whose fdatasync
 failed) tears the whole mediation down. Every call still pending then gets an error
 answer before the agent's stream closes.
+
+Traffic that starts at an upstream goes through :class:`_Events`: list changes refresh the
+catalog and reach every agent; log messages and resource updates reach the agents when
+the policy lets them; server-to-client requests are decided, audited and relayed to the
+agent whose request is in flight to that upstream (or the first agent that supports
+them); a dropped non-JSON stdout line is audited.
 """
 
 from __future__ import annotations
@@ -21,18 +27,31 @@ from typing import Any, Final
 import msgspec
 
 from glove.actors import ActorDead, Busy, ChildSpec, DeadlineExceeded, Supervisor
+from glove.mcp._catalog import Catalog
 from glove.mcp._config import McpConfig
-from glove.mcp._endpoint import AgentEndpoint, ToolsChanged
-from glove.mcp._kernel import ExposedTool, Mediator, ToolRegistry
+from glove.mcp._contracts import Refusal
+from glove.mcp._endpoint import AgentEndpoint, Notify, ToolsChanged
+from glove.mcp._features import client_capabilities as declared_capabilities
+from glove.mcp._kernel import ExposedTool, Mediator
 from glove.mcp._messages import ToolInfo
-from glove.mcp._upstream import CallTool, UpstreamActor
-from glove.mcp.errors import McpError, UpstreamError
+from glove.mcp._session import AgentSession
+from glove.mcp._upstream import CallTool, Forward, UpstreamActor
+from glove.mcp.errors import METHOD_NOT_FOUND, McpError, UpstreamError
 
 _log = logging.getLogger(__name__)
 
 STARTUP_MARGIN_S: Final = 5.0
 READ_LIMIT_BYTES: Final = 256 * 1024
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Dropped stdout lines of one upstream audited one by one; after that one in every
+#: :data:`DROPPED_LINES_SAMPLE` is (with the running count), so a flood cannot flood the log.
+MAX_AUDITED_DROPPED_LINES: Final = 100
+DROPPED_LINES_SAMPLE: Final = 1000
+LIST_CHANGED_METHODS: Final = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
 
 
 class Mediation:
@@ -44,6 +63,8 @@ class Mediation:
         self.endpoint: AgentEndpoint | None = None
         self.endpoints: list[AgentEndpoint] = []
         self.mediator: Mediator | None = None
+        #: Every live agent session (stdio endpoints and HTTP sessions alike).
+        self.sessions: list[AgentSession] = []
         self._attached = 0
 
     @property
@@ -58,10 +79,16 @@ class Mediation:
             RuntimeError: the session is not running.
         """
         assert self.mediator is not None
-        endpoint = AgentEndpoint(reader, writer, self.mediator)
+        endpoint = AgentEndpoint(reader, writer, self.mediator, on_roots_changed=self.roots_changed)
         self._attached += 1
         self.endpoints.append(endpoint)
-        endpoint.closed_callback = self.endpoints.remove
+        self.sessions.append(endpoint.session)
+
+        def closed(gone: AgentEndpoint) -> None:
+            self.endpoints.remove(gone)
+            self.sessions.remove(gone.session)
+
+        endpoint.closed_callback = closed
         if self.endpoint is None:
             self.endpoint = endpoint
         self.supervisor.start_child(
@@ -74,6 +101,39 @@ class Mediation:
         for endpoint in list(self.endpoints):
             with contextlib.suppress(ActorDead, Busy):
                 endpoint.tell(ToolsChanged())
+
+    def notify_agents(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send every connected agent a notification (stdio endpoints through their actor)."""
+        stdio = {id(endpoint.session) for endpoint in self.endpoints}
+        for endpoint in list(self.endpoints):
+            with contextlib.suppress(ActorDead, Busy):
+                endpoint.tell(Notify(method, params))
+        for session in list(self.sessions):
+            if id(session) not in stdio:
+                session.notify(method, params)
+
+    def roots_changed(self) -> None:
+        """An agent's roots changed: tell the upstreams that may ask for roots."""
+        mediator = self.mediator
+        if mediator is None:
+            return
+        from glove.mcp._upstream import Notify as UpstreamNotify
+
+        for upstream_id, node in self.upstreams.items():
+            if mediator.feature_allowed(upstream_id, "roots"):
+                with contextlib.suppress(ActorDead, Busy):
+                    node.tell(UpstreamNotify("notifications/roots/list_changed"))
+
+    def relay_target(self, upstream_id: str, capability: str) -> AgentSession | None:
+        """The agent a server-to-client request of ``upstream_id`` goes to: the one with a
+        request in flight to that upstream, else the first that declared ``capability``."""
+        capable = [
+            s for s in self.sessions if isinstance(s.client_capabilities.get(capability), dict)
+        ]
+        busy = [s for s in capable if s.busy_with(upstream_id)]
+        if busy:
+            return busy[-1]
+        return capable[0] if capable else None
 
     @property
     def upstreams(self) -> dict[str, UpstreamActor]:
@@ -124,35 +184,123 @@ def _definition_factory() -> Callable[[ToolInfo], Any]:
     return definition_of
 
 
+class _Events:
+    """The mediation's side of every upstream's own traffic (see the module docstring)."""
+
+    def __init__(self, mediation: Mediation, catalog: Catalog) -> None:
+        self._mediation = mediation
+        self._catalog = catalog
+        self._dropped: dict[str, int] = {}
+
+    def _node(self, upstream_id: str) -> UpstreamActor | None:
+        node = self._mediation.supervisor.child(f"mcp-{upstream_id}")
+        return node if isinstance(node, UpstreamActor) else None
+
+    def list_changed(self, upstream_id: str, kind: str) -> None:
+        node = self._node(upstream_id)
+        if node is None:
+            return
+        if kind == "tools":
+            self._catalog.set_upstream(upstream_id, tools=node.tools, strict=False)
+            self._mediation.tools_changed()
+            return
+        if kind == "prompts":
+            self._catalog.set_upstream(upstream_id, prompts=node.prompts, strict=False)
+        else:
+            self._catalog.set_upstream(
+                upstream_id, resources=node.resources, templates=node.templates, strict=False
+            )
+        self._mediation.notify_agents(LIST_CHANGED_METHODS[kind])
+
+    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> None:
+        mediator = self._mediation.mediator
+        if mediator is None:
+            return
+        if method == "notifications/message":
+            shown = mediator.exposed_log(upstream_id, params)
+        elif method == "notifications/resources/updated":
+            shown = mediator.exposed_update(upstream_id, params)
+        else:
+            return  # anything else from a server (its own cancellations, ...) stays here
+        if shown is None:
+            return
+        for session in list(self._mediation.sessions):
+            session.notify(method, shown, related=session.related_for(upstream_id))
+
+    async def server_request(
+        self, upstream_id: str, method: str, params: dict[str, Any] | None
+    ) -> Any:
+        mediator = self._mediation.mediator
+        if mediator is None:
+            raise Refusal(METHOD_NOT_FOUND, "Glove relays no server-to-client requests yet")
+        capability = await mediator.decide_server_request(upstream_id, method, params)
+        session = self._mediation.relay_target(upstream_id, capability)
+        if session is None:
+            raise Refusal(METHOD_NOT_FOUND, f"no connected agent supports {capability}")
+        return await session.request(method, params, related=session.related_for(upstream_id))
+
+    def garbage(self, upstream_id: str, excerpt: bytes) -> None:
+        count = self._dropped.get(upstream_id, 0) + 1
+        self._dropped[upstream_id] = count
+        node = self._node(upstream_id)
+        mediator = self._mediation.mediator
+        if node is None or mediator is None:
+            return
+        if count > MAX_AUDITED_DROPPED_LINES and count % DROPPED_LINES_SAMPLE:
+            return
+        record: dict[str, object] = {
+            "kind": "mcp.upstream_output",
+            "decision": "dropped",
+            "upstream": upstream_id,
+            "reason": 'a line on the server\'s stdout was not JSON (stdout = "lenient")',
+            "excerpt": excerpt.decode("utf-8", "replace"),
+            "dropped_so_far": count,
+        }
+        node.spawn_task(_record_quietly(mediator, record), name="audit-dropped-line")
+
+
+async def _record_quietly(mediator: Mediator, record: dict[str, object]) -> None:
+    with contextlib.suppress(Refusal):
+        await mediator.record(record)
+
+
+def _load_policy(config: McpConfig) -> Any:
+    from glove.policy import allow_all_policy, load_policy
+
+    if config.builtin_policy is not None:
+        return allow_all_policy()
+    return load_policy(config.policy)
+
+
 async def start_mediation(
     config: McpConfig,
     reader: asyncio.StreamReader | None = None,
     writer: asyncio.StreamWriter | None = None,
     *,
     audit_factory: Callable[[str], Any] | None = None,
+    client_capabilities: dict[str, Any] | None = None,
+    run_id: str | None = None,
 ) -> Mediation:
-    """Start the upstreams and the audit log, build the registry, then serve the agent.
+    """Start the upstreams and the audit log, build the catalog, then serve the agent.
 
     Without ``reader`` and ``writer`` no agent is attached yet: call
-    :meth:`Mediation.attach` for each connection (``glove run`` does).
+    :meth:`Mediation.attach` for each connection (``glove run`` does), or register an
+    :class:`~glove.mcp._session.AgentSession` in :attr:`Mediation.sessions` (the HTTP
+    front does).
 
     ``audit_factory(path)`` builds the audit actor (default :class:`glove.audit.AuditLog`);
-    tests inject failing storage through it.
+    tests inject failing storage through it. ``client_capabilities``, when the agent's are
+    known before the upstreams start (an HTTP session), narrows what Glove declares
+    upstream to what that agent supports. ``run_id`` names the run in audit records.
 
     Raises:
         GloveError: the policy file is invalid (``PolicyFileError``), an upstream failed to
-            start, or two tools collide (``ToolNameError``); nothing is left running.
+            start, or two tools, prompts or resources collide (``ToolNameError``); nothing
+            is left running.
     """
     from glove.audit import AuditError, AuditLog
-    from glove.policy import load_policy
 
-    policy = load_policy(config.policy)
-
-    def tools_changed(upstream_id: str) -> None:
-        node = supervisor.child(f"mcp-{upstream_id}")
-        assert isinstance(node, UpstreamActor)
-        registry.set_upstream(upstream_id, node.tools, strict=False)
-        mediation.tools_changed()
+    policy = _load_policy(config)
 
     def shared_log(path: str) -> AuditLog:
         # Shared: two runs with one configuration take turns on its log (their records say
@@ -160,26 +308,46 @@ async def start_mediation(
         return AuditLog(path, shared=True)
 
     make_audit = audit_factory or shared_log
+    catalog = Catalog({uid: upstream.expose for uid, upstream in config.upstreams.items()})
     specs = [ChildSpec("audit", lambda: make_audit(config.audit))]
+    events_box: list[_Events] = []
+
+    def make_upstream(upstream_id: str, upstream: Any) -> UpstreamActor:
+        return UpstreamActor(
+            upstream_id,
+            upstream,
+            events=events_box[0],
+            client_capabilities=client_capabilities_of(upstream_id),
+        )
+
+    def client_capabilities_of(upstream_id: str) -> dict[str, Any]:
+        return declared_capabilities(policy, upstream_id, client_capabilities)
+
     for upstream_id, upstream in config.upstreams.items():
         specs.append(
             ChildSpec(
                 f"mcp-{upstream_id}",
-                lambda i=upstream_id, u=upstream: UpstreamActor(  # type: ignore[misc]
-                    i, u, on_tools_changed=tools_changed
-                ),
+                lambda i=upstream_id, u=upstream: make_upstream(i, u),  # type: ignore[misc]
             )
         )
     supervisor = Supervisor("mcp", specs, strategy="one_for_all", intensity=0)
     task = asyncio.get_running_loop().create_task(supervisor.run(), name="mcp-supervisor")
     mediation = Mediation(supervisor, task)
-    registry = ToolRegistry()
+    events_box.append(_Events(mediation, catalog))
+    registry = catalog.tools
     try:
         await _wait_started(mediation, config)
         for upstream_id in config.upstreams:
             node = supervisor.child(f"mcp-{upstream_id}")
             assert isinstance(node, UpstreamActor)
-            registry.set_upstream(upstream_id, node.tools, strict=True)
+            catalog.set_upstream(
+                upstream_id,
+                tools=node.tools,
+                prompts=node.prompts,
+                resources=node.resources,
+                templates=node.templates,
+                strict=True,
+            )
     except BaseException:
         await mediation.stop()
         raise
@@ -199,6 +367,23 @@ async def start_mediation(
         )
         return result
 
+    async def request(
+        upstream_id: str,
+        method: str,
+        params: dict[str, Any] | None,
+        token: int | str | None,
+        progress: Callable[[dict[str, Any]], None] | None,
+    ) -> msgspec.Raw:
+        node = supervisor.child(f"mcp-{upstream_id}")
+        result: msgspec.Raw = await node.ask(  # type: ignore[union-attr]
+            Forward(method, params, token, progress), timeout=timeouts[upstream_id]
+        )
+        return result
+
+    def capabilities_of(upstream_id: str) -> dict[str, Any]:
+        node = supervisor.child(f"mcp-{upstream_id}")
+        return node.capabilities if isinstance(node, UpstreamActor) else {}
+
     mediator = Mediator(
         registry,
         policy,
@@ -209,6 +394,10 @@ async def start_mediation(
         audit_errors=(AuditError, ActorDead, Busy, DeadlineExceeded, RecursionError),
         upstream_errors=(UpstreamError, ActorDead, Busy, KeyError),
         timeout_errors=(DeadlineExceeded,),
+        run_id=run_id,
+        catalog=catalog,
+        request=request,
+        upstream_capabilities=capabilities_of,
     )
     mediation.mediator = mediator
     if reader is not None and writer is not None:

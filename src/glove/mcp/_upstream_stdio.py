@@ -71,7 +71,7 @@ class StdioTransport:
         spawn(self._read_stdout(deliver), "stdout")
         spawn(self._drain_stderr(), "stderr")
 
-    def send(self, frame: bytes, *, expects_reply: bool = False) -> None:  # noqa: ARG002
+    def send(self, frame: bytes, *, expects_reply: bool = False) -> None:
         """Write one frame to the server's stdin (buffered by the transport)."""
         proc = self._proc
         if proc is None or proc.stdin is None or proc.stdin.is_closing():

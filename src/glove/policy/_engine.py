@@ -258,6 +258,22 @@ class Policy:
 
     # -- prompts, resources, features -------------------------------------------------------
 
+    def allows_any(self, section: str) -> bool:
+        """Whether some rule of ``section`` (``tools``, ``prompts``, ``resources``,
+        ``features``) can allow anything: what a mediator advertises hangs on it.
+
+        Raises:
+            Nothing.
+        """
+        if section == "tools":
+            return any(rule.allow for rule in self.rules())
+        if section == "prompts":
+            return self._prompts is not None and self._prompts.allows_any("tools")
+        if section == "resources":
+            rules = (*self._resources_exact.values(), *self._resources)
+            return any(rule.allow for rule in rules)
+        return any(rule.allow for rule in self._features)
+
     def check_prompt(self, name: str, definition: ToolDefinition | None = None) -> Decision:
         """Whether prompt ``name`` (exposed) may appear in the agent's ``prompts/list``.
 
