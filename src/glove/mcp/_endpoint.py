@@ -117,7 +117,7 @@ class AgentEndpoint(Actor):
 
     # -- writing ------------------------------------------------------------------------------
 
-    def _emit(self, frame: bytes, related: RequestId | None) -> None:
+    def _emit(self, frame: bytes, related: RequestId | None, final: bool) -> None:
         if not self._writer.is_closing():
             self._writer.write(frame)
 

@@ -68,7 +68,9 @@ FORWARDED: Final = {
     "logging/setLevel": "logging",
 }
 
-Emit = Callable[[bytes, RequestId | None], None]
+Emit = Callable[[bytes, RequestId | None, bool], None]
+"""``emit(frame, related, final)``: ``related`` is the agent request the frame belongs to;
+``final`` says the frame is that request's answer (its stream can end)."""
 Spawn = Callable[[Coroutine[Any, Any, None], str], "asyncio.Task[None]"]
 
 
@@ -100,6 +102,9 @@ class AgentSession:
         self._outgoing: dict[str, asyncio.Future[msgspec.Raw]] = {}
         self._ids = itertools.count(1)
 
+    def _reply(self, request_id: RequestId | None, frame: bytes) -> None:
+        self._emit(frame, request_id, True)
+
     # -- input ---------------------------------------------------------------------------------
 
     async def on_message(self, message: Message) -> None:
@@ -116,21 +121,21 @@ class AgentSession:
         try:
             await self.mediator.malformed(request_id, code, why)
         except Refusal as refusal:
-            self._emit(encode_error(request_id, refusal.code, refusal.message), request_id)
+            self._reply(request_id, encode_error(request_id, refusal.code, refusal.message))
             return
-        self._emit(encode_error(request_id, code, why[:256]), request_id)
+        self._reply(request_id, encode_error(request_id, code, why[:256]))
 
     async def _on_request(self, request: Request) -> None:
         method = request.method
         if method == "initialize":
-            self._emit(encode_result(request.id, self._initialize(request.params)), request.id)
+            self._reply(request.id, encode_result(request.id, self._initialize(request.params)))
             self.initialized = True
         elif method == "ping":
-            self._emit(encode_result(request.id, {}), request.id)
+            self._reply(request.id, encode_result(request.id, {}))
         elif not self.initialized:
             if method == "server/discover":
                 error = "server/discover is not served: use the initialize handshake"
-                self._emit(encode_error(request.id, METHOD_NOT_FOUND, error), request.id)
+                self._reply(request.id, encode_error(request.id, METHOD_NOT_FOUND, error))
             else:
                 await self.malformed(
                     request.id, INVALID_REQUEST, f"{method[:64]} before initialize"
@@ -143,10 +148,10 @@ class AgentSession:
             # The 2025-11-25 tasks utility and the 2026-07-28 tasks extension are refused:
             # Glove cannot audit or bound work that outlives the request it belongs to.
             error = "Glove does not mediate tasks: call tools without task augmentation"
-            self._emit(encode_error(request.id, METHOD_NOT_FOUND, error), request.id)
+            self._reply(request.id, encode_error(request.id, METHOD_NOT_FOUND, error))
         else:
             error = f"method not found: {method[:64]}"
-            self._emit(encode_error(request.id, METHOD_NOT_FOUND, error), request.id)
+            self._reply(request.id, encode_error(request.id, METHOD_NOT_FOUND, error))
 
     def _initialize(self, params: dict[str, Any] | None) -> dict[str, Any]:
         params = params or {}
@@ -166,7 +171,7 @@ class AgentSession:
         kind, key, capability = LISTS[request.method]
         if capability not in self.capabilities:
             error = f"method not found: {request.method}"
-            self._emit(encode_error(request.id, METHOD_NOT_FOUND, error), request.id)
+            self._reply(request.id, encode_error(request.id, METHOD_NOT_FOUND, error))
             return
         mediator = self.mediator
         items = {
@@ -178,9 +183,9 @@ class AgentSession:
         try:
             result = page(kind, key, items, request.params)
         except Refusal as refusal:
-            self._emit(encode_error(request.id, refusal.code, refusal.message), request.id)
+            self._reply(request.id, encode_error(request.id, refusal.code, refusal.message))
             return
-        self._emit(encode_result(request.id, result), request.id)
+        self._reply(request.id, encode_result(request.id, result))
 
     def _on_notification(self, note: Notification) -> None:
         if note.method == "notifications/cancelled":
@@ -205,10 +210,12 @@ class AgentSession:
     def _start(self, request: Request) -> None:
         if request.id in self._calls:
             error = "request id already in use"
-            self._emit(encode_error(request.id, INVALID_REQUEST, error), request.id)
+            self._reply(request.id, encode_error(request.id, INVALID_REQUEST, error))
             return
         if len(self._calls) >= MAX_INFLIGHT_CALLS:
-            self._emit(encode_error(request.id, OVERLOADED, "too many calls in flight"), request.id)
+            self._reply(
+                request.id, encode_error(request.id, OVERLOADED, "too many calls in flight")
+            )
             return
         self._targets[request.id] = self._target_of(request)
         task = self._spawn(self._run(request), "call")
@@ -251,16 +258,16 @@ class AgentSession:
             result = await self._dispatch(request)
         except Refusal as refusal:
             frame = encode_error(request.id, refusal.code, refusal.message, refusal.data)
-            self._emit(frame, request.id)
+            self._reply(request.id, frame)
         except asyncio.CancelledError:
             if self._live():
                 return  # cancelled by the agent: MCP says a cancelled request gets no answer
             # The session is ending (an upstream or the audit log failed): every request
             # still pending gets an answer before the stream closes, never silence.
-            self._emit(encode_error(request.id, UPSTREAM_FAILED, SESSION_ENDED), request.id)
+            self._reply(request.id, encode_error(request.id, UPSTREAM_FAILED, SESSION_ENDED))
             raise
         else:
-            self._emit(encode_result(request.id, result), request.id)
+            self._reply(request.id, encode_result(request.id, result))
 
     def _dispatch(self, request: Request) -> Awaitable[Any]:
         mediator = self.mediator
@@ -283,7 +290,7 @@ class AgentSession:
 
         def progress(params: dict[str, Any]) -> None:
             if request.id in self._calls:
-                self._emit(encode_notification("notifications/progress", params), request.id)
+                self._emit(encode_notification("notifications/progress", params), request.id, False)
 
         return progress
 
@@ -294,7 +301,7 @@ class AgentSession:
     ) -> None:
         """Send the agent a notification (once it has initialized)."""
         if self.initialized:
-            self._emit(encode_notification(method, params), related)
+            self._emit(encode_notification(method, params), related, False)
 
     async def request(
         self, method: str, params: dict[str, Any] | None, *, related: RequestId | None = None
@@ -311,7 +318,7 @@ class AgentSession:
         future: asyncio.Future[msgspec.Raw] = asyncio.get_running_loop().create_future()
         self._outgoing[request_id] = future
         try:
-            self._emit(encode_request(request_id, method, params), related)
+            self._emit(encode_request(request_id, method, params), related, False)
             return await future
         except asyncio.CancelledError:
             # The upstream gave up (or the session ends): tell the agent, as MCP asks.

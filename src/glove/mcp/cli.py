@@ -6,10 +6,106 @@ Imports nothing heavy at module level, so ``glove --help`` stays fast.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, NoReturn
 
 import typer
 
 EXIT_CONFIG_ERROR = 2
+EXIT_USAGE = 64
+MAX_TOKEN_FILE_BYTES = 4096
+
+
+def _usage(message: str) -> NoReturn:
+    typer.echo(f"glove mcp serve: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def _http_options(
+    listen: str,
+    token_file: Path | None,
+    allow_host: list[str],
+    max_sessions: int,
+    session_idle_s: float,
+) -> Any:
+    """The HTTP front's options from the command line (a usage error exits 64)."""
+    from glove.mcp._http_server import HttpOptions, is_loopback, parse_listen
+
+    try:
+        host, port = parse_listen(listen)
+    except ValueError as exc:
+        _usage(str(exc))
+    token = None
+    if token_file is not None:
+        try:
+            token = token_file.read_bytes()[:MAX_TOKEN_FILE_BYTES].decode().strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            _usage(f"cannot read --token-file {token_file}: {exc}")
+        if not token or any(c.isspace() for c in token):
+            _usage(f"--token-file {token_file} must hold one token without spaces")
+    if not is_loopback(host) and token is None:
+        _usage(f"{host} is not a loopback address: give --token-file to serve it")
+    if max_sessions < 1 or session_idle_s <= 0:
+        _usage("--max-sessions and --session-idle-s must be positive")
+    return HttpOptions(
+        host=host,
+        port=port,
+        token=token,
+        allowed_hosts=tuple(allow_host),
+        max_sessions=max_sessions,
+        session_idle_s=session_idle_s,
+    )
+
+
+def _serve(
+    config: Path,
+    http: str | None,
+    token_file: Path | None,
+    allow_host: list[str],
+    limits: tuple[int, float],
+) -> None:
+    import asyncio
+    import logging
+    import sys
+    from collections.abc import Awaitable, Callable
+
+    from glove.errors import GloveError
+    from glove.mcp._config import load_config
+
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING, format="glove mcp: %(levelname)s %(message)s"
+    )
+    main: Callable[[], Awaitable[int]]
+    if http is None:
+        if token_file is not None or allow_host:
+            _usage("--token-file and --allow-host need --http")
+        from glove.mcp._service import serve as serve_agent
+        from glove.mcp._service import stdio_streams
+
+        async def main() -> int:
+            settings = load_config(config)
+            reader, writer = await stdio_streams()
+            return await serve_agent(settings, reader, writer)
+
+    else:
+        options = _http_options(http, token_file, allow_host, *limits)
+        from glove.mcp._http_server import serve_http
+
+        def ready(port: int) -> None:
+            host = f"[{options.host}]" if ":" in options.host else options.host
+            typer.echo(f"glove mcp: serving http://{host}:{port}/mcp", err=True)
+
+        async def main() -> int:
+            return await serve_http(load_config(config), options, ready=ready)
+
+    try:
+        code = asyncio.run(main())
+    except GloveError as exc:
+        typer.echo(f"glove mcp serve: {exc}", err=True)
+        raise typer.Exit(EXIT_CONFIG_ERROR) from exc
+    except OSError as exc:
+        typer.echo(f"glove mcp serve: cannot listen on {http}: {exc.strerror}", err=True)
+        raise typer.Exit(EXIT_CONFIG_ERROR) from exc
+    raise typer.Exit(code)
 
 
 def register(app: typer.Typer) -> None:
@@ -19,34 +115,25 @@ def register(app: typer.Typer) -> None:
     )
 
     @group.command("serve")
-    def serve(
+    def serve(  # noqa: PLR0917 - typer maps each option to a parameter
         config: Path = typer.Option(..., "--config", "-c", help="Mediator configuration (TOML)."),
+        http: str | None = typer.Option(
+            None, "--http", help="Serve Streamable HTTP on HOST:PORT instead of stdio."
+        ),
+        token_file: Path | None = typer.Option(
+            None, "--token-file", help="With --http: require this file's bearer token."
+        ),
+        allow_host: list[str] = typer.Option(
+            [], "--allow-host", help="With --http: one more name Host/Origin may carry."
+        ),
+        max_sessions: int = typer.Option(64, "--max-sessions", help="With --http: live sessions."),
+        session_idle_s: float = typer.Option(
+            1800.0, "--session-idle-s", help="With --http: end a session idle this long."
+        ),
     ) -> None:
-        """Serve MCP on stdin/stdout: upstream tools, checked by policy and audited."""
-        import asyncio
-        import logging
-        import sys
-
-        from glove.errors import GloveError
-        from glove.mcp._config import load_config
-        from glove.mcp._service import serve as serve_agent
-        from glove.mcp._service import stdio_streams
-
-        logging.basicConfig(
-            stream=sys.stderr, level=logging.WARNING, format="glove mcp: %(levelname)s %(message)s"
-        )
-
-        async def main() -> int:
-            settings = load_config(config)
-            reader, writer = await stdio_streams()
-            return await serve_agent(settings, reader, writer)
-
-        try:
-            code = asyncio.run(main())
-        except GloveError as exc:
-            typer.echo(f"glove mcp serve: {exc}", err=True)
-            raise typer.Exit(EXIT_CONFIG_ERROR) from exc
-        raise typer.Exit(code)
+        """Serve MCP on stdin/stdout (or Streamable HTTP): upstream tools, prompts and
+        resources, checked by policy and audited."""
+        _serve(config, http, token_file, allow_host, (max_sessions, session_idle_s))
 
     @group.command("tools")
     def tools(

@@ -1,0 +1,770 @@
+"""``glove mcp serve --http HOST:PORT``: the agent-facing side over Streamable HTTP.
+
+One endpoint, ``/mcp`` (MCP 2025-03-26 to 2025-11-25 Streamable HTTP)::
+
+    POST /mcp     one JSON-RPC message; a request gets application/json or an SSE stream
+    GET  /mcp     the session's standalone SSE stream (server-initiated messages)
+    DELETE /mcp   end the session
+
+Every request is checked before anything else, in this order: the path; the ``Host``
+header (loopback names, the bound host, and ``--allow-host`` names: against DNS
+rebinding); the ``Origin`` header when present (the same names); the bearer token when
+``--token-file`` is given (constant-time compare); the ``MCP-Protocol-Version`` header
+when present. Any failure is a 4xx with a JSON-RPC error body, and nothing reaches a
+mediation.
+
+Sessions: an ``initialize`` without ``Mcp-Session-Id`` starts **one mediation** (its
+upstreams, its audit run id) for that session, and the answer carries the new id. Every
+later request names the session; an unknown or ended one gets 404 (the client then
+initializes again). Sessions end on DELETE, after :attr:`HttpOptions.session_idle_s`
+without a request, or when their mediation fails (one strike, as everywhere). At most
+:attr:`HttpOptions.max_sessions` live at once (503 beyond).
+
+Streams: a request that reaches an upstream (``tools/call``, ``prompts/get``,
+``resources/read``, ...) is answered on an SSE stream that opens with a priming event
+(an event id and a ``retry`` hint) and carries that request's progress, the log messages
+and server-to-client requests related to it, then its answer. Other requests are answered
+with one JSON body. Messages related to no open request go to the GET stream, or wait
+(bounded) for one. Each stream keeps its last events; a GET with ``Last-Event-ID``
+replays what followed that event and, if the stream is still open, continues it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import secrets
+import time
+from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import msgspec
+
+from glove.actors import Actor, ChildSpec
+from glove.errors import GloveError
+from glove.mcp._config import McpConfig
+from glove.mcp._endpoint import MAX_AGENT_FRAME_BYTES
+from glove.mcp._framing import decode_message, encode_error
+from glove.mcp._http import (
+    ChunkedDecoder,
+    HeadReader,
+    RequestHead,
+    body_length,
+    encode_chunk,
+    encode_response_head,
+    encode_sse,
+    parse_request_head,
+)
+from glove.mcp._messages import Request, RequestId
+from glove.mcp._service import Mediation, start_mediation
+from glove.mcp._session import FORWARDED, AgentSession
+from glove.mcp._upstream import LEGACY_VERSIONS
+from glove.mcp.errors import (
+    INVALID_REQUEST,
+    UPSTREAM_FAILED,
+    FramingError,
+    HttpError,
+)
+
+_log = logging.getLogger(__name__)
+
+MCP_PATH: Final = "/mcp"
+READ_CHUNK_BYTES: Final = 64 * 1024
+#: A connection must send a whole request head within this, and its body within BODY_S.
+HEAD_TIMEOUT_S: Final = 30.0
+BODY_TIMEOUT_S: Final = 30.0
+#: An idle kept-alive connection is closed after this.
+KEEPALIVE_IDLE_S: Final = 120.0
+DEFAULT_MAX_SESSIONS: Final = 64
+DEFAULT_SESSION_IDLE_S: Final = 1800.0
+REAP_EVERY_S: Final = 10.0
+DEFAULT_RETRY_MS: Final = 1000
+MAX_CONNECTIONS: Final = 256
+#: Messages for no open stream kept until the GET stream opens (oldest dropped beyond).
+MAX_BACKLOG: Final = 256
+#: Events each stream keeps for a ``Last-Event-ID`` replay, and ended streams kept.
+MAX_REPLAY_EVENTS: Final = 256
+MAX_ENDED_STREAMS: Final = 32
+SESSION_HEADER: Final = "mcp-session-id"
+LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+SESSION_NOT_FOUND: Final = -32001
+
+
+@dataclass(frozen=True, slots=True)
+class HttpOptions:
+    """How the HTTP front listens and whom it lets in."""
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    token: str | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    max_sessions: int = DEFAULT_MAX_SESSIONS
+    session_idle_s: float = DEFAULT_SESSION_IDLE_S
+    retry_ms: int = DEFAULT_RETRY_MS
+
+    def host_names(self) -> frozenset[str]:
+        """The names ``Host`` and ``Origin`` may carry (lowercase, no port)."""
+        bound = self.host.lower()
+        extra = {name.lower() for name in self.allowed_hosts}
+        return LOOPBACK_NAMES | extra | {bound, f"[{bound}]"}
+
+
+def _hostname(authority: str) -> str:
+    """``host[:port]`` -> ``host`` (bracketed IPv6 kept in brackets), lowercase."""
+    authority = authority.strip().lower()
+    if authority.startswith("["):
+        end = authority.find("]")
+        return authority[: end + 1] if end > 0 else authority
+    return authority.rpartition(":")[0] if authority.count(":") == 1 else authority
+
+
+def check_request(head: RequestHead, options: HttpOptions) -> None:
+    """The checks every request passes before it reaches a session (pure).
+
+    Raises:
+        HttpError: wrong path (404), a Host or Origin that is not allowed (403), a missing
+            or wrong bearer token (401), an unknown protocol version (400).
+    """
+    if head.path != MCP_PATH:
+        raise HttpError(404, f"not found: the MCP endpoint is {MCP_PATH}")
+    names = options.host_names()
+    host = head.header("host")
+    if host is None or _hostname(host) not in names:
+        raise HttpError(403, "Host header not allowed (DNS rebinding protection)")
+    origin = head.header("origin")
+    if origin is not None and origin != "null":
+        scheme, sep, rest = origin.partition("://")
+        if not sep or scheme.lower() not in ("http", "https") or _hostname(rest) not in names:
+            raise HttpError(403, "Origin not allowed (DNS rebinding protection)")
+    elif origin == "null":
+        raise HttpError(403, "Origin not allowed (DNS rebinding protection)")
+    if options.token is not None:
+        given = head.header("authorization") or ""
+        scheme, _, credential = given.partition(" ")
+        expected = options.token.encode()
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+            credential.strip().encode(), expected
+        ):
+            raise HttpError(401, "a valid bearer token is required")
+    version = head.header("mcp-protocol-version")
+    if version is not None and version not in LEGACY_VERSIONS:
+        raise HttpError(400, f"unsupported MCP-Protocol-Version {version[:32]!r}")
+
+
+class _Stream:
+    """One SSE stream of a session: a POST's answer stream, or the GET stream."""
+
+    def __init__(self, key: str, retry_ms: int) -> None:
+        self.key = key
+        self._retry_ms = retry_ms
+        self._seq = 0
+        self.events: deque[tuple[int, bytes]] = deque(maxlen=MAX_REPLAY_EVENTS)
+        self.writer: asyncio.StreamWriter | None = None
+        self.ended = asyncio.Event()
+        self.detached = asyncio.Event()
+
+    def attach(self, writer: asyncio.StreamWriter, *, replay_after: int | None = None) -> None:
+        """Write to ``writer`` from now on (after the priming event or a replay)."""
+        self.writer = writer
+        self.detached.clear()
+        if replay_after is None:
+            self._write(encode_sse(b"", event_id=f"{self.key}-0", retry_ms=self._retry_ms))
+        else:
+            for seq, event in self.events:
+                if seq > replay_after:
+                    self._write(event)
+
+    def send(self, frame: bytes) -> None:
+        """Send one JSON-RPC message as an event (kept for replay)."""
+        self._seq += 1
+        event = encode_sse(frame, event_id=f"{self.key}-{self._seq}")
+        self.events.append((self._seq, event))
+        self._write(event)
+
+    def end(self) -> None:
+        """No more events: finish the response."""
+        if self.writer is not None and not self.writer.is_closing():
+            self.writer.write(encode_chunk(b""))
+        self.ended.set()
+
+    def _write(self, event: bytes) -> None:
+        writer = self.writer
+        if writer is None or writer.is_closing():
+            self.writer = None
+            self.detached.set()
+            return
+        writer.write(encode_chunk(event))
+
+
+class _SessionActor(Actor):
+    """Owns an HTTP session's in-flight requests (a temporary child of its mediation)."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"http-session-{session_id[:8]}")
+
+    async def handle(self, msg: object) -> object:
+        """Takes no messages: its tasks are spawned directly."""
+        return await super().handle(msg)
+
+
+@dataclass
+class _Session:
+    """One HTTP session: its mediation, its protocol state, its streams."""
+
+    id: str
+    mediation: Mediation
+    actor: _SessionActor
+    options: HttpOptions
+    agent: AgentSession | None = None
+    streams: dict[RequestId, _Stream] = field(default_factory=dict)
+    by_key: OrderedDict[str, _Stream] = field(default_factory=OrderedDict)
+    waiters: dict[RequestId, asyncio.Future[bytes]] = field(default_factory=dict)
+    get_stream: _Stream | None = None
+    backlog: deque[bytes] = field(default_factory=lambda: deque(maxlen=MAX_BACKLOG))
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0
+
+    def emit(self, frame: bytes, related: RequestId | None, final: bool) -> None:
+        """Route one frame of the agent session to where its request waits."""
+        stream = self.streams.get(related) if related is not None else None
+        if stream is not None:
+            stream.send(frame)
+            if final:
+                del self.streams[related]  # type: ignore[arg-type]
+                stream.end()
+            return
+        waiter = self.waiters.get(related) if related is not None else None
+        if waiter is not None:
+            if final and not waiter.done():
+                waiter.set_result(frame)
+            return
+        if self.get_stream is not None and not self.get_stream.ended.is_set():
+            self.get_stream.send(frame)
+        else:
+            self.backlog.append(frame)
+
+    def open_stream(self, request_id: RequestId) -> _Stream:
+        """A new answer stream for ``request_id`` (kept for replay after it ends)."""
+        key = secrets.token_hex(6)
+        stream = _Stream(key, self.options.retry_ms)
+        self.streams[request_id] = stream
+        self.by_key[key] = stream
+        while len(self.by_key) > MAX_ENDED_STREAMS + len(self.streams) + 1:
+            self.by_key.popitem(last=False)
+        return stream
+
+
+StartMediation = Callable[..., Awaitable[Mediation]]
+
+
+class HttpFront(Actor):
+    """The HTTP listener and its sessions; stop it to end every session."""
+
+    def __init__(
+        self,
+        config: McpConfig,
+        options: HttpOptions,
+        *,
+        start: StartMediation = start_mediation,
+        audit_factory: Callable[[str], Any] | None = None,
+    ) -> None:
+        super().__init__("mcp-http")
+        self.config = config
+        self.options = options
+        self._start_mediation = start
+        self._audit_factory = audit_factory
+        self._server: asyncio.Server | None = None
+        self.sessions: dict[str, _Session] = {}
+        self._starting = 0
+        self._connections = 0
+        self.port: int | None = None
+        #: Run ids of the sessions started so far (each mediation's own).
+        self.run_ids: list[str] = []
+
+    async def on_start(self) -> None:
+        """Listen; start the idle-session reaper.
+
+        Raises:
+            OSError: the address cannot be bound.
+        """
+        self._server = await asyncio.start_server(
+            self._accept, self.options.host, self.options.port, limit=READ_CHUNK_BYTES
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        self.spawn_task(self._reap(), name="reaper")
+
+    async def on_stop(self) -> None:
+        """Stop listening and end every session's mediation."""
+        if self._server is not None:
+            self._server.close()
+        sessions = list(self.sessions.values())
+        self.sessions.clear()
+        await asyncio.gather(*(self._end(s) for s in sessions), return_exceptions=True)
+
+    async def handle(self, msg: object) -> object:
+        """Takes no messages."""
+        return await super().handle(msg)
+
+    # -- connections ------------------------------------------------------------------------
+
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._connections >= MAX_CONNECTIONS or self.state != "running":
+            writer.close()
+            return
+        self._connections += 1
+        self.spawn_task(self._connection(reader, writer), name="connection")
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._serve_connection(reader, writer)
+        except (ConnectionError, TimeoutError, asyncio.IncompleteReadError):
+            pass
+        except HttpError as exc:
+            with contextlib.suppress(ConnectionError):
+                await _respond_error(writer, exc.status, str(exc), close=True)
+        except Exception:  # noqa: BLE001 - one connection's bug must not take the front down
+            _log.exception("HTTP connection failed")
+        finally:
+            self._connections -= 1
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await writer.wait_closed()
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        rest = b""
+        timeout = HEAD_TIMEOUT_S
+        while True:
+            head_bytes, rest = await _read_head(reader, rest, timeout)
+            if head_bytes is None:
+                return
+            timeout = KEEPALIVE_IDLE_S
+            request = parse_request_head(head_bytes)
+            body, rest = await _read_body(reader, request, rest)
+            keep = await self._route(request, body, writer)
+            await writer.drain()
+            if (
+                not keep
+                or request.version == "HTTP/1.0"
+                or (request.header("connection") or "").lower() == "close"
+            ):
+                return
+
+    # -- routing ---------------------------------------------------------------------------
+
+    async def _route(self, head: RequestHead, body: bytes, writer: asyncio.StreamWriter) -> bool:
+        try:
+            check_request(head, self.options)
+        except HttpError as exc:
+            extra = [("WWW-Authenticate", "Bearer")] if exc.status == 401 else []
+            await _respond_error(writer, exc.status, str(exc), extra=extra)
+            return True
+        if head.method == "POST":
+            return await self._post(head, body, writer)
+        if head.method == "GET":
+            return await self._get(head, writer)
+        if head.method == "DELETE":
+            session = self._session_of(head)
+            if session is None:
+                await _respond_error(writer, 404, "session not found", code=SESSION_NOT_FOUND)
+                return True
+            self.sessions.pop(session.id, None)
+            await self._end(session)
+            _respond(writer, 200, b"", [])
+            return True
+        await _respond_error(
+            writer, 405, "method not allowed", extra=[("Allow", "GET, POST, DELETE")]
+        )
+        return True
+
+    def _session_of(self, head: RequestHead) -> _Session | None:
+        session_id = head.header(SESSION_HEADER)
+        session = self.sessions.get(session_id) if session_id else None
+        if session is not None and session.mediation.failed.done():
+            self.sessions.pop(session.id, None)
+            return None
+        if session is not None:
+            session.last_used = time.monotonic()
+        return session
+
+    async def _post(  # noqa: PLR0911 - one early answer per refusal, in the order checked
+        self, head: RequestHead, body: bytes, writer: asyncio.StreamWriter
+    ) -> bool:
+        content_type = (head.header("content-type") or "").lower()
+        if not content_type.startswith("application/json"):
+            await _respond_error(writer, 415, "Content-Type must be application/json")
+            return True
+        try:
+            message = decode_message(body)
+        except FramingError as exc:
+            frame = encode_error(exc.request_id, exc.code, str(exc)[:256])
+            _respond(writer, 400, frame, [("Content-Type", "application/json")])
+            return True
+        accepts_sse = "text/event-stream" in (head.header("accept") or "")
+        if head.header(SESSION_HEADER) is None:
+            if isinstance(message, Request) and message.method == "initialize":
+                return await self._initialize(message, writer)
+            await _respond_error(
+                writer, 400, "Bad Request: no valid session ID", code=INVALID_REQUEST
+            )
+            return True
+        session = self._session_of(head)
+        if session is None or session.agent is None:
+            await _respond_error(writer, 404, "session not found", code=SESSION_NOT_FOUND)
+            return True
+        if not isinstance(message, Request):
+            await session.agent.on_message(message)
+            _respond(writer, 202, b"", [])
+            return True
+        if message.method == "initialize":
+            await _respond_error(
+                writer, 400, "the session is already initialized", code=INVALID_REQUEST
+            )
+            return True
+        session.busy += 1
+        try:
+            if accepts_sse and message.method in FORWARDED:
+                return await self._answer_on_stream(session, message, writer)
+            return await self._answer_json(session, message, writer)
+        finally:
+            session.busy -= 1
+            session.last_used = time.monotonic()
+
+    async def _answer_json(
+        self, session: _Session, message: Request, writer: asyncio.StreamWriter
+    ) -> bool:
+        assert session.agent is not None
+        waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        session.waiters[message.id] = waiter
+        try:
+            await session.agent.on_message(message)
+            waits: set[asyncio.Future[Any]] = {waiter, session.mediation.failed}
+            await asyncio.wait(waits, timeout=self._max_wait(), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            session.waiters.pop(message.id, None)
+        if waiter.done():
+            _respond(writer, 200, waiter.result(), self._headers(session, "application/json"))
+            return True
+        waiter.cancel()
+        failure = encode_error(message.id, UPSTREAM_FAILED, "the mediation session ended")
+        _respond(writer, 200, failure, self._headers(session, "application/json"))
+        return True
+
+    async def _answer_on_stream(
+        self, session: _Session, message: Request, writer: asyncio.StreamWriter
+    ) -> bool:
+        assert session.agent is not None
+        stream = session.open_stream(message.id)
+        writer.write(
+            encode_response_head(
+                200, "OK", self._headers(session, "text/event-stream", chunked=True)
+            )
+        )
+        stream.attach(writer)
+        await session.agent.on_message(message)
+        return await self._hold(session, stream, writer)
+
+    async def _hold(self, session: _Session, stream: _Stream, writer: asyncio.StreamWriter) -> bool:
+        """Keep the response open until the stream ends, the client goes, or the session ends."""
+        waits = {
+            asyncio.ensure_future(stream.ended.wait()),
+            asyncio.ensure_future(stream.detached.wait()),
+        }
+        try:
+            await asyncio.wait(
+                {*waits, session.mediation.failed}, return_when=asyncio.FIRST_COMPLETED
+            )
+        finally:
+            for wait in waits:
+                wait.cancel()
+        if stream.ended.is_set():
+            return True
+        if session.mediation.failed.done() and stream.writer is writer:
+            stream.end()
+            return True
+        return False  # the client went away: this connection is done
+
+    async def _get(  # noqa: PLR0911 - one early answer per refusal, in the order checked
+        self, head: RequestHead, writer: asyncio.StreamWriter
+    ) -> bool:
+        if "text/event-stream" not in (head.header("accept") or ""):
+            await _respond_error(writer, 406, "GET needs Accept: text/event-stream")
+            return True
+        session = self._session_of(head)
+        if session is None:
+            await _respond_error(writer, 404, "session not found", code=SESSION_NOT_FOUND)
+            return True
+        last = head.header("last-event-id")
+        if last is not None:
+            key, _, number = last.rpartition("-")
+            stream = session.by_key.get(key)
+            if stream is None or not number.isdigit():
+                await _respond_error(writer, 404, "unknown Last-Event-ID")
+                return True
+            writer.write(
+                encode_response_head(
+                    200, "OK", self._headers(session, "text/event-stream", chunked=True)
+                )
+            )
+            stream.attach(writer, replay_after=int(number))
+            if stream.ended.is_set():
+                writer.write(encode_chunk(b""))
+                return True
+            return await self._hold(session, stream, writer)
+        if session.get_stream is not None and session.get_stream.writer is not None:
+            await _respond_error(writer, 409, "the session already has a GET stream")
+            return True
+        stream = session.get_stream or _Stream(secrets.token_hex(6), self.options.retry_ms)
+        session.get_stream = stream
+        session.by_key[stream.key] = stream
+        writer.write(
+            encode_response_head(
+                200, "OK", self._headers(session, "text/event-stream", chunked=True)
+            )
+        )
+        stream.attach(writer)
+        while session.backlog:
+            stream.send(session.backlog.popleft())
+        return await self._hold(session, stream, writer)
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    async def _initialize(self, message: Request, writer: asyncio.StreamWriter) -> bool:
+        if len(self.sessions) + self._starting >= self.options.max_sessions:
+            await _respond_error(writer, 503, "too many sessions", extra=[("Retry-After", "5")])
+            return True
+        params = message.params or {}
+        caps = params.get("capabilities")
+        session_id = secrets.token_urlsafe(24)
+        run_id = secrets.token_hex(6)
+        self._starting += 1
+        try:
+            mediation = await self._start_mediation(
+                self.config,
+                audit_factory=self._audit_factory,
+                client_capabilities=dict(caps) if isinstance(caps, dict) else {},
+                run_id=run_id,
+            )
+        except GloveError as exc:
+            _log.error("glove mcp: a session failed to start: %s", exc)
+            frame = encode_error(
+                message.id, UPSTREAM_FAILED, f"the mediation failed to start: {exc}"[:512]
+            )
+            _respond(writer, 500, frame, [("Content-Type", "application/json")])
+            return True
+        finally:
+            self._starting -= 1
+        self.run_ids.append(run_id)
+        actor = _SessionActor(session_id)
+        session = _Session(session_id, mediation, actor, self.options)
+        agent = AgentSession(
+            mediation.mediator,  # type: ignore[arg-type]
+            session.emit,
+            lambda coro, name: actor.spawn_task(coro, name=name),
+            live=lambda: actor.state == "running",
+            on_roots_changed=mediation.roots_changed,
+        )
+        session.agent = agent
+        mediation.sessions.append(agent)
+        mediation.supervisor.start_child(ChildSpec(actor.name, lambda: actor, restart="temporary"))
+        await asyncio.wait(
+            {asyncio.ensure_future(actor.started.wait()), mediation.failed},
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        self.sessions[session_id] = session
+        await self._answer_json(session, message, writer)
+        return True
+
+    async def _end(self, session: _Session) -> None:
+        for stream in list(session.streams.values()):
+            stream.end()
+        if session.get_stream is not None:
+            session.get_stream.end()
+        await session.mediation.stop()
+
+    async def _reap(self) -> None:
+        while True:
+            await asyncio.sleep(REAP_EVERY_S)
+            now = time.monotonic()
+            for session in list(self.sessions.values()):
+                failed = session.mediation.failed.done()
+                idle = not session.busy and now - session.last_used > self.options.session_idle_s
+                if failed or idle:
+                    self.sessions.pop(session.id, None)
+                    await self._end(session)
+
+    def _max_wait(self) -> float:
+        return max(u.call_timeout_s for u in self.config.upstreams.values()) + 5.0
+
+    def _headers(
+        self, session: _Session, content_type: str, *, chunked: bool = False
+    ) -> list[tuple[str, str]]:
+        headers = [("Content-Type", content_type), ("Mcp-Session-Id", session.id)]
+        if chunked:
+            headers += [("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked")]
+        return headers
+
+
+async def _read_head(
+    reader: asyncio.StreamReader, rest: bytes, timeout: float
+) -> tuple[bytes | None, bytes]:
+    heads = HeadReader()
+    found = heads.feed(rest) if rest else None
+    async with asyncio.timeout(timeout):
+        while found is None:
+            chunk = await reader.read(READ_CHUNK_BYTES)
+            if not chunk:
+                if heads.pending:
+                    raise HttpError(400, "the connection closed inside a request head")
+                return None, b""
+            found = heads.feed(chunk)
+    return found
+
+
+async def _read_body(
+    reader: asyncio.StreamReader, head: RequestHead, rest: bytes
+) -> tuple[bytes, bytes]:
+    length = body_length(head.headers, MAX_AGENT_FRAME_BYTES)
+    async with asyncio.timeout(BODY_TIMEOUT_S):
+        if length is not None:
+            while len(rest) < length:
+                chunk = await reader.read(READ_CHUNK_BYTES)
+                if not chunk:
+                    raise HttpError(400, "the connection closed inside a request body")
+                rest += chunk
+            return rest[:length], rest[length:]
+        decoder = ChunkedDecoder(MAX_AGENT_FRAME_BYTES)
+        body, left = decoder.feed(rest)
+        parts = [body]
+        while not decoder.done:
+            chunk = await reader.read(READ_CHUNK_BYTES)
+            if not chunk:
+                raise HttpError(400, "the connection closed inside a chunked body")
+            body, left = decoder.feed(chunk)
+            parts.append(body)
+        return b"".join(parts), left
+
+
+_REASONS: Final = {
+    200: "OK",
+    202: "Accepted",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    406: "Not Acceptable",
+    409: "Conflict",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    501: "Not Implemented",
+    503: "Service Unavailable",
+    505: "HTTP Version Not Supported",
+}
+
+
+def _respond(
+    writer: asyncio.StreamWriter, status: int, body: bytes, headers: list[tuple[str, str]]
+) -> None:
+    head = encode_response_head(
+        status, _REASONS.get(status, "Error"), [*headers, ("Content-Length", str(len(body)))]
+    )
+    writer.write(head + body)
+
+
+async def _respond_error(
+    writer: asyncio.StreamWriter,
+    status: int,
+    message: str,
+    *,
+    code: int = INVALID_REQUEST,
+    extra: list[tuple[str, str]] | None = None,
+    close: bool = False,
+) -> None:
+    body = msgspec.json.encode(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message[:256]}}
+    )
+    headers = [("Content-Type", "application/json"), *(extra or [])]
+    if close:
+        headers.append(("Connection", "close"))
+    _respond(writer, status, body, headers)
+    await writer.drain()
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> ``(host, port)``.
+
+    Raises:
+        ValueError: not ``HOST:PORT`` with a port in 0-65535.
+    """
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--http needs HOST:PORT, not {value!r}")
+    return host.strip("[]"), int(port)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names the loopback interface."""
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+STOP_SIGNALS_HTTP: Final = ("SIGTERM", "SIGINT", "SIGHUP")
+
+
+async def serve_http(
+    config: McpConfig,
+    options: HttpOptions,
+    *,
+    ready: Callable[[int], None] | None = None,
+) -> int:
+    """Serve Streamable HTTP until a stop signal (0) or the front fails (1).
+
+    ``ready(port)`` is called once listening (the CLI prints the URL).
+
+    Raises:
+        OSError: the address cannot be bound.
+    """
+    import signal
+
+    front = HttpFront(config, options)
+    task = asyncio.get_running_loop().create_task(front.run(), name="mcp-http")
+    started = asyncio.ensure_future(front.started.wait())
+    await asyncio.wait({started, task}, return_when=asyncio.FIRST_COMPLETED)
+    if task.done():
+        started.cancel()
+        task.result()  # raises the bind failure
+        return 1
+    assert front.port is not None
+    if ready is not None:
+        ready(front.port)
+    interrupt = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    signals = [getattr(signal, name) for name in STOP_SIGNALS_HTTP]
+    for signum in signals:
+        loop.add_signal_handler(signum, interrupt.set)
+    try:
+        waiter = asyncio.ensure_future(interrupt.wait())
+        await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+    finally:
+        for signum in signals:
+            loop.remove_signal_handler(signum)
+    failed = task.done()
+    front.stop()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    return 1 if failed else 0
