@@ -20,11 +20,11 @@ initializes again). Sessions end on DELETE, after :attr:`HttpOptions.session_idl
 without a request, or when their mediation fails (one strike, as everywhere). At most
 :attr:`HttpOptions.max_sessions` live at once (503 beyond).
 
-Streams: a request that reaches an upstream (``tools/call``, ``prompts/get``,
-``resources/read``, ...) is answered on an SSE stream that opens with a priming event
-(an event id and a ``retry`` hint) and carries that request's progress, the log messages
-and server-to-client requests related to it, then its answer. Other requests are answered
-with one JSON body. Messages related to no open request go to the GET stream, or wait
+Streams: a request from a client that accepts ``text/event-stream`` is answered on an SSE
+stream that opens with a priming event (an event id and a ``retry`` hint) and carries
+that request's progress, the log messages and server-to-client requests related to it,
+then its answer (as the SDKs' own servers do); a client that accepts only JSON gets one
+JSON body. Messages related to no open request go to the GET stream, or wait
 (bounded) for one. Each stream keeps its last events; a GET with ``Last-Event-ID``
 replays what followed that event and, if the stream is still open, continues it.
 """
@@ -61,7 +61,7 @@ from glove.mcp._http import (
 )
 from glove.mcp._messages import Request, RequestId
 from glove.mcp._service import Mediation, start_mediation
-from glove.mcp._session import FORWARDED, AgentSession
+from glove.mcp._session import AgentSession
 from glove.mcp._upstream import LEGACY_VERSIONS
 from glove.mcp.errors import (
     INVALID_REQUEST,
@@ -428,7 +428,7 @@ class HttpFront(Actor):
             return True
         session.busy += 1
         try:
-            if accepts_sse and message.method in FORWARDED:
+            if accepts_sse:
                 return await self._answer_on_stream(session, message, writer)
             return await self._answer_json(session, message, writer)
         finally:
