@@ -25,9 +25,11 @@ audited) instead of a policy file.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Final, Literal
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -140,9 +142,15 @@ def _check_http(upstream: UpstreamConfig, where: str) -> None:
         raise McpConfigError(
             f"{where}: an upstream with `url` takes no command, env, inherit_env or stdout"
         )
-    scheme, _, rest = upstream.url.partition("://")
-    if scheme not in ("https", "http") or not rest or any(c.isspace() for c in upstream.url):
+    parts = urlsplit(upstream.url)
+    if (
+        parts.scheme not in ("https", "http")
+        or not parts.hostname
+        or any(c.isspace() for c in upstream.url)
+    ):
         raise McpConfigError(f"{where}.url: must be an https:// (or http://) URL")
+    if parts.scheme == "http" and not _is_loopback(parts.hostname):
+        raise McpConfigError(f"{where}.url: plain http:// only to a loopback address; use https")
     if len(upstream.headers) > MAX_HEADERS:
         raise McpConfigError(f"{where}.headers: more than {MAX_HEADERS} headers")
     for name, source in upstream.headers.items():
@@ -150,6 +158,15 @@ def _check_http(upstream: UpstreamConfig, where: str) -> None:
             raise McpConfigError(f"{where}.headers.{name}: not a header Glove lets you set")
         if (source.env is None) == (source.file is None):
             raise McpConfigError(f"{where}.headers.{name}: give exactly one of `env` and `file`")
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _check_upstream_tables(table: object, source: str) -> None:
