@@ -82,7 +82,7 @@ def decode_cursor(kind: str, cursor: object) -> int:
     except (binascii.Error, UnicodeDecodeError, ValueError) as exc:
         raise Refusal(INVALID_PARAMS, "invalid cursor") from exc
     name, _, number = text.partition(":")
-    if name != kind or not number.isdigit() or len(number) > 9:
+    if name != kind or not (number.isascii() and number.isdigit()) or len(number) > 9:
         raise Refusal(INVALID_PARAMS, "invalid cursor")
     return int(number)
 

@@ -210,7 +210,7 @@ def body_length(headers: tuple[tuple[str, str], ...], max_bytes: int) -> int | N
         return None
     if length is None:
         return 0
-    if not length.isdigit() or len(length) > 12:
+    if not (length.isascii() and length.isdigit()) or len(length) > 12:
         raise HttpError(400, "malformed Content-Length")
     size = int(length)
     if size > max_bytes:
@@ -391,5 +391,5 @@ class SseParser:
                 self._event = value
             elif name == "id" and "\0" not in value:
                 self._id = value
-            elif name == "retry" and value.isdigit() and len(value) < 10:
+            elif name == "retry" and value.isascii() and value.isdigit() and len(value) < 10:
                 self._retry = int(value)

@@ -503,7 +503,7 @@ class HttpFront(Actor):
         if last is not None:
             key, _, number = last.rpartition("-")
             stream = session.by_key.get(key)
-            if stream is None or not number.isdigit():
+            if stream is None or not (number.isascii() and number.isdigit()):
                 await _respond_error(writer, 404, "unknown Last-Event-ID")
                 return True
             writer.write(
@@ -705,7 +705,7 @@ def parse_listen(value: str) -> tuple[str, int]:
         ValueError: not ``HOST:PORT`` with a port in 0-65535.
     """
     host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
+    if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
         raise ValueError(f"--http needs HOST:PORT, not {value!r}")
     return host.strip("[]"), int(port)
 
