@@ -95,7 +95,7 @@ async def test_host_origin_and_path_are_checked_first(tmp_path: Path) -> None:
         assert status == 403
         status, _, _ = await _call(front.port, "PUT", INIT)
         assert status == 405
-        status, headers, body = await _call(
+        status, headers, _ = await _call(
             front.port, "POST", INIT, Origin=f"http://localhost:{front.port}"
         )
         assert status == 200
