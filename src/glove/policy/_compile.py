@@ -106,6 +106,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "audit": ("value", "digest", "omit"),
     "dotdot": ("normalize", "deny"),
     "types": get_args(JsonType),
+    "allow": FEATURES,
 }
 _ALL_OP_KEYS = tuple(sorted(frozenset().union(*_OP_KEYS.values())))
 
