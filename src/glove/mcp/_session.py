@@ -30,6 +30,7 @@ from glove.mcp._framing import encode_error, encode_notification, encode_request
 from glove.mcp._messages import ErrorResponse, Message, Notification, Request, RequestId, Response
 from glove.mcp._upstream import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
 from glove.mcp.errors import (
+    INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     OVERLOADED,
@@ -142,6 +143,10 @@ class AgentSession:
                 )
         elif method in LISTS:
             self._list(request)
+        elif isinstance((request.params or {}).get("task"), dict):
+            # Task augmentation (2025-11-25 tasks): refused for the same reason as tasks/*.
+            error = "Glove does not mediate tasks: send the request without `task`"
+            self._reply(request.id, encode_error(request.id, INVALID_PARAMS, error))
         elif method in FORWARDED and FORWARDED[method] in self.capabilities:
             self._start(request)
         elif method.startswith("tasks/"):
