@@ -162,6 +162,9 @@ async def test_a_restrictive_policy_fails_each_denied_feature_closed(tmp_path: P
         assert (await agent.request("completion/complete", completion))["error"][
             "code"
         ] == METHOD_NOT_FOUND
+        assert (await agent.request("tasks/list"))["error"]["code"] == METHOD_NOT_FOUND
+        augmented = {"name": "ref__test_simple_text", "arguments": {}, "task": {"ttl": 1000}}
+        assert (await agent.request("tools/call", augmented))["error"]["code"] == INVALID_PARAMS
 
         logged, seen = await _exchange(
             agent, "tools/call", {"name": "ref__test_tool_with_logging", "arguments": {}}
