@@ -172,7 +172,9 @@ async def test_lenient_stdout_drops_a_stray_line_and_answers() -> None:
 
 
 async def _crashed(actor: UpstreamActor) -> None:
-    while actor.state != "crashed":
+    """Wait until the actor crashed and its teardown reaped the server (``running`` would
+    otherwise cancel that teardown on exit and leave the process to the garbage collector)."""
+    while actor.state != "crashed" or actor._transport._proc.returncode is None:  # type: ignore[attr-defined]
         await asyncio.sleep(0.01)
 
 

@@ -280,6 +280,7 @@ async def start_mediation(
     audit_factory: Callable[[str], Any] | None = None,
     client_capabilities: dict[str, Any] | None = None,
     run_id: str | None = None,
+    prestarted: dict[str, Any] | None = None,
 ) -> Mediation:
     """Start the upstreams and the audit log, build the catalog, then serve the agent.
 
@@ -318,6 +319,7 @@ async def start_mediation(
             upstream,
             events=events_box[0],
             client_capabilities=client_capabilities_of(upstream_id),
+            process=None if prestarted is None else prestarted.pop(upstream_id, None),
         )
 
     def client_capabilities_of(upstream_id: str) -> dict[str, Any]:
@@ -492,14 +494,18 @@ async def fd_streams(
 
 
 async def serve(
-    config: McpConfig, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    config: McpConfig,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    prestarted: dict[str, Any] | None = None,
 ) -> int:
     """Serve one agent until it hangs up or a stop signal comes (0), or the session fails (1).
 
     Raises:
         GloveError: startup failed (invalid policy, upstream, tool name collision).
     """
-    mediation = await start_mediation(config, reader, writer)
+    mediation = await start_mediation(config, reader, writer, prestarted=prestarted)
     interrupt = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in STOP_SIGNALS:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import subprocess
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol
 
@@ -205,7 +206,12 @@ def tool_info(raw: dict[str, Any]) -> ToolInfo:
 _ItemsPage = dict[str, Any]
 
 
-def _make_transport(upstream_id: str, config: UpstreamConfig, max_frame_bytes: int) -> Transport:
+def _make_transport(
+    upstream_id: str,
+    config: UpstreamConfig,
+    max_frame_bytes: int,
+    process: subprocess.Popen[bytes] | None,
+) -> Transport:
     if config.url is not None:
         from glove.mcp._upstream_http import HttpTransport
 
@@ -213,7 +219,7 @@ def _make_transport(upstream_id: str, config: UpstreamConfig, max_frame_bytes: i
         return http
     from glove.mcp._upstream_stdio import StdioTransport
 
-    return StdioTransport(upstream_id, config, max_frame_bytes)
+    return StdioTransport(upstream_id, config, max_frame_bytes, process=process)
 
 
 class UpstreamActor(Actor):
@@ -228,6 +234,7 @@ class UpstreamActor(Actor):
         events: UpstreamEvents | None = None,
         client_capabilities: dict[str, Any] | None = None,
         max_frame_bytes: int = MAX_UPSTREAM_FRAME_BYTES,
+        process: subprocess.Popen[bytes] | None = None,
     ) -> None:
         super().__init__(f"mcp-{upstream_id}")
         self.upstream_id = upstream_id
@@ -245,7 +252,8 @@ class UpstreamActor(Actor):
         self._on_tools_changed = on_tools_changed
         self._events = events
         self._client_capabilities = dict(client_capabilities or {})
-        self._transport = _make_transport(upstream_id, config, max_frame_bytes)
+        #: ``process``: a stdio server already started for this actor (it adopts it).
+        self._transport = _make_transport(upstream_id, config, max_frame_bytes, process)
         self._pending: dict[int, _Pending] = {}
         self._next_id = 0
         self._failure: UpstreamError | None = None

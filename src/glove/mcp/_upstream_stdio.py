@@ -17,12 +17,14 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 from collections import deque
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
 from glove.mcp._config import UpstreamConfig, child_environment
 from glove.mcp._framing import OVERSIZED, LineSplitter
+from glove.mcp._prestart import AdoptedProcess
 from glove.mcp.errors import UpstreamTransportError
 
 READ_CHUNK_BYTES: Final = 256 * 1024
@@ -36,11 +38,19 @@ Deliver = Callable[[bytes], None]
 class StdioTransport:
     """Owns one upstream server process and its pipes."""
 
-    def __init__(self, upstream_id: str, config: UpstreamConfig, max_frame_bytes: int) -> None:
+    def __init__(
+        self,
+        upstream_id: str,
+        config: UpstreamConfig,
+        max_frame_bytes: int,
+        *,
+        process: subprocess.Popen[bytes] | None = None,
+    ) -> None:
         self.upstream_id = upstream_id
         self.config = config
         self._max_frame_bytes = max_frame_bytes
-        self._proc: asyncio.subprocess.Process | None = None
+        self._prestarted = process
+        self._proc: asyncio.subprocess.Process | AdoptedProcess | None = None
         self._stderr_tail: deque[bytes] = deque()
         self._stderr_bytes = 0
         self.session_id: str | None = None
@@ -52,6 +62,15 @@ class StdioTransport:
         Raises:
             UpstreamTransportError: the program cannot be started.
         """
+        if self._prestarted is not None:
+            # Started before the mediator finished importing (see _prestart): adopt it.
+            adopted = AdoptedProcess(self._prestarted)
+            self._proc = adopted
+            self._prestarted = None
+            await adopted.attach()
+            spawn(self._read_stdout(deliver), "stdout")
+            spawn(self._drain_stderr(), "stderr")
+            return
         env = child_environment(self.config, dict(os.environ))
         try:
             self._proc = await asyncio.create_subprocess_exec(
@@ -80,6 +99,16 @@ class StdioTransport:
 
     async def close(self) -> None:
         """Close stdin, then SIGTERM and SIGKILL the process group, each after a grace."""
+        try:
+            await self._end_process()
+        finally:
+            # The process is gone (or was killed); close the pipes' transports too, even
+            # when a reader stopped before end of file (asyncio closes them only on EOF).
+            transport = getattr(self._proc, "_transport", None)
+            if isinstance(transport, asyncio.SubprocessTransport):
+                transport.close()
+
+    async def _end_process(self) -> None:
         proc = self._proc
         if proc is None:
             return

@@ -1,10 +1,15 @@
-"""``glove mcp``: the MCP mediator on this process's stdio.
+"""``glove mcp``: the MCP mediator on this process's stdio (or Streamable HTTP).
 
-Imports nothing heavy at module level, so ``glove --help`` stays fast.
+Imports nothing heavy at module level, so ``glove --help`` stays fast. ``glove mcp serve``
+sits on a start-up hot path (an MCP client launches it and waits for its first answer), so
+:func:`main` parses it with argparse, without building the typer app; every other
+``glove mcp`` command (and ``--help``) goes through typer as usual.
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -56,16 +61,66 @@ def _http_options(
     )
 
 
+class _UsageParser(argparse.ArgumentParser):
+    """argparse whose usage errors exit 64, like every Glove command (docs/cli.md)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        sys.stderr.write(f"{self.prog}: {message}\n")
+        raise SystemExit(EXIT_USAGE)
+
+
+def _serve_parser() -> argparse.ArgumentParser:
+    parser = _UsageParser(prog="glove mcp serve", add_help=False)
+    parser.add_argument("--config", "-c", required=True, type=Path)
+    parser.add_argument("--http")
+    parser.add_argument("--token-file", type=Path)
+    parser.add_argument("--allow-host", action="append", default=[])
+    parser.add_argument("--max-sessions", type=int, default=64)
+    parser.add_argument("--session-idle-s", type=float, default=1800.0)
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    """``glove mcp ARGV``: ``serve`` parsed here (fast), everything else through typer.
+
+    Returns the exit code.
+    """
+    if argv[:1] == ["serve"] and not {"-h", "--help"} & set(argv[1:]):
+        opts = _serve_parser().parse_args(argv[1:])
+        try:
+            _serve(
+                opts.config,
+                opts.http,
+                opts.token_file,
+                opts.allow_host,
+                (opts.max_sessions, opts.session_idle_s),
+                prestart=True,
+            )
+        except typer.Exit as done:
+            return done.exit_code
+        return 0
+    from glove.cli import _one_usage_code, build_app
+
+    _one_usage_code()
+    try:
+        build_app(only="mcp")(args=["mcp", *argv], prog_name="glove")
+    except SystemExit as done:
+        return done.code if isinstance(done.code, int) else 0
+    return 0
+
+
 def _serve(
     config: Path,
     http: str | None,
     token_file: Path | None,
     allow_host: list[str],
     limits: tuple[int, float],
+    *,
+    prestart: bool = False,
 ) -> None:
     import asyncio
     import logging
-    import sys
     from collections.abc import Awaitable, Callable
 
     from glove.errors import GloveError
@@ -78,13 +133,32 @@ def _serve(
     if http is None:
         if token_file is not None or allow_host:
             _usage("--token-file and --allow-host need --http")
+        started: dict[str, Any] = {}
+        early: Any = None
+        if prestart:
+            # Spawn the stdio upstreams before the rest of Glove is imported (_prestart).
+            from glove.mcp._prestart import prestart as spawn_early
+
+            try:
+                early = load_config(config)
+            except GloveError as exc:
+                typer.echo(f"glove mcp serve: {exc}", err=True)
+                raise typer.Exit(EXIT_CONFIG_ERROR) from exc
+            started = spawn_early(early)
+
         from glove.mcp._service import serve as serve_agent
         from glove.mcp._service import stdio_streams
 
         async def main() -> int:
-            settings = load_config(config)
-            reader, writer = await stdio_streams()
-            return await serve_agent(settings, reader, writer)
+            try:
+                settings = early if early is not None else load_config(config)
+                reader, writer = await stdio_streams()
+                return await serve_agent(settings, reader, writer, prestarted=started)
+            finally:
+                if started:
+                    from glove.mcp._prestart import kill_all
+
+                    kill_all(started)
 
     else:
         options = _http_options(http, token_file, allow_host, *limits)
