@@ -25,7 +25,6 @@ audited) instead of a policy file.
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from pathlib import Path
 from typing import Final, Literal
@@ -161,6 +160,8 @@ def _check_http(upstream: UpstreamConfig, where: str) -> None:
 
 
 def _is_loopback(host: str) -> bool:
+    import ipaddress  # here: the configuration loads on glove mcp serve's start-up path
+
     if host.lower() == "localhost":
         return True
     try:

@@ -24,7 +24,6 @@ from typing import Any, Final
 
 from glove.mcp._config import UpstreamConfig, child_environment
 from glove.mcp._framing import OVERSIZED, LineSplitter
-from glove.mcp._prestart import AdoptedProcess
 from glove.mcp.errors import UpstreamTransportError
 
 READ_CHUNK_BYTES: Final = 256 * 1024
@@ -178,3 +177,64 @@ class StdioTransport:
             self._stderr_bytes += len(self._stderr_tail[-1])
             while self._stderr_bytes > STDERR_TAIL_BYTES and len(self._stderr_tail) > 1:
                 self._stderr_bytes -= len(self._stderr_tail.popleft())
+
+
+class AdoptedProcess:
+    """An already running :class:`subprocess.Popen` seen through asyncio streams.
+
+    Offers what the stdio transport uses of :class:`asyncio.subprocess.Process`: ``stdin``
+    (a writer), ``stdout`` and ``stderr`` (readers), ``pid``, ``returncode`` and ``wait()``.
+    """
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+        self.pid = proc.pid
+        self.stdin: asyncio.StreamWriter | None = None
+        self.stdout: asyncio.StreamReader | None = None
+        self.stderr: asyncio.StreamReader | None = None
+        self._exited: asyncio.Future[int] | None = None
+        self._pidfd = -1
+
+    async def attach(self) -> None:
+        """Connect the pipes and the exit watch to the running loop.
+
+        Raises:
+            OSError: the process's descriptors cannot be watched.
+        """
+        loop = asyncio.get_running_loop()
+        proc = self._proc
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        self._exited = loop.create_future()
+        self._pidfd = os.pidfd_open(proc.pid)
+        loop.add_reader(self._pidfd, self._on_exit)
+        readers = []
+        for pipe in (proc.stdout, proc.stderr):
+            reader = asyncio.StreamReader(limit=READ_CHUNK_BYTES)
+            await loop.connect_read_pipe(lambda r=reader: asyncio.StreamReaderProtocol(r), pipe)  # type: ignore[misc]
+            readers.append(reader)
+        self.stdout, self.stderr = readers
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), proc.stdin
+        )
+        self.stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    def _on_exit(self) -> None:
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self._pidfd = -1
+        code = self._proc.wait()
+        if self._exited is not None and not self._exited.done():
+            self._exited.set_result(code)
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the process has exited (and was reaped)."""
+        return self._proc.returncode
+
+    async def wait(self) -> int:
+        """Wait for the process to exit; return its status."""
+        assert self._exited is not None
+        return await asyncio.shield(self._exited)

@@ -11,18 +11,32 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import typer
+if TYPE_CHECKING:
+    import typer
 
 EXIT_CONFIG_ERROR = 2
 EXIT_USAGE = 64
 MAX_TOKEN_FILE_BYTES = 4096
 
 
+class _Done(Exception):
+    """``glove mcp serve`` ends with this exit code (raised, so typer and argparse share it)."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
 def _usage(message: str) -> NoReturn:
-    typer.echo(f"glove mcp serve: {message}", err=True)
-    raise typer.Exit(EXIT_USAGE)
+    _say(f"glove mcp serve: {message}")
+    raise _Done(EXIT_USAGE)
 
 
 def _http_options(
@@ -89,7 +103,7 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["serve"] and not {"-h", "--help"} & set(argv[1:]):
         opts = _serve_parser().parse_args(argv[1:])
         try:
-            _serve(
+            return _serve(
                 opts.config,
                 opts.http,
                 opts.token_file,
@@ -97,9 +111,8 @@ def main(argv: list[str]) -> int:
                 (opts.max_sessions, opts.session_idle_s),
                 prestart=True,
             )
-        except typer.Exit as done:
-            return done.exit_code
-        return 0
+        except _Done as done:
+            return done.code
     from glove.cli import _one_usage_code, build_app
 
     _one_usage_code()
@@ -118,7 +131,55 @@ def _serve(
     limits: tuple[int, float],
     *,
     prestart: bool = False,
-) -> None:
+) -> int:
+    """Run ``glove mcp serve``; return its exit code (imports no typer on the way).
+
+    Raises:
+        _Done: a usage error (64).
+    """
+    # The stdio upstreams are spawned first, with only the configuration module loaded
+    # (glove.mcp imports lazily): their start-up then overlaps Glove's own (_prestart).
+    from glove.mcp._config import load_config
+    from glove.mcp.errors import McpError
+
+    started: dict[str, Any] = {}
+    early: Any = None
+    if http is None and prestart:
+        from glove.mcp._prestart import prestart as spawn_early
+
+        try:
+            early = load_config(config)
+        except McpError as exc:
+            _say(f"glove mcp serve: {exc}")
+            return EXIT_CONFIG_ERROR
+        started = spawn_early(early)
+    try:
+        return _serve_now(
+            config,
+            http,
+            token_file=token_file,
+            allow_host=allow_host,
+            limits=limits,
+            early=early,
+            started=started,
+        )
+    finally:
+        if started:
+            from glove.mcp._prestart import kill_all
+
+            kill_all(started)
+
+
+def _serve_now(
+    config: Path,
+    http: str | None,
+    *,
+    token_file: Path | None,
+    allow_host: list[str],
+    limits: tuple[int, float],
+    early: Any,
+    started: dict[str, Any],
+) -> int:
     import asyncio
     import logging
     from collections.abc import Awaitable, Callable
@@ -133,32 +194,13 @@ def _serve(
     if http is None:
         if token_file is not None or allow_host:
             _usage("--token-file and --allow-host need --http")
-        started: dict[str, Any] = {}
-        early: Any = None
-        if prestart:
-            # Spawn the stdio upstreams before the rest of Glove is imported (_prestart).
-            from glove.mcp._prestart import prestart as spawn_early
-
-            try:
-                early = load_config(config)
-            except GloveError as exc:
-                typer.echo(f"glove mcp serve: {exc}", err=True)
-                raise typer.Exit(EXIT_CONFIG_ERROR) from exc
-            started = spawn_early(early)
-
         from glove.mcp._service import serve as serve_agent
         from glove.mcp._service import stdio_streams
 
         async def main() -> int:
-            try:
-                settings = early if early is not None else load_config(config)
-                reader, writer = await stdio_streams()
-                return await serve_agent(settings, reader, writer, prestarted=started)
-            finally:
-                if started:
-                    from glove.mcp._prestart import kill_all
-
-                    kill_all(started)
+            settings = early if early is not None else load_config(config)
+            reader, writer = await stdio_streams()
+            return await serve_agent(settings, reader, writer, prestarted=started)
 
     else:
         options = _http_options(http, token_file, allow_host, *limits)
@@ -166,24 +208,25 @@ def _serve(
 
         def ready(port: int) -> None:
             host = f"[{options.host}]" if ":" in options.host else options.host
-            typer.echo(f"glove mcp: serving http://{host}:{port}/mcp", err=True)
+            _say(f"glove mcp: serving http://{host}:{port}/mcp")
 
         async def main() -> int:
             return await serve_http(load_config(config), options, ready=ready)
 
     try:
-        code = asyncio.run(main())
+        return asyncio.run(main())
     except GloveError as exc:
-        typer.echo(f"glove mcp serve: {exc}", err=True)
-        raise typer.Exit(EXIT_CONFIG_ERROR) from exc
+        _say(f"glove mcp serve: {exc}")
+        return EXIT_CONFIG_ERROR
     except OSError as exc:
-        typer.echo(f"glove mcp serve: cannot listen on {http}: {exc.strerror}", err=True)
-        raise typer.Exit(EXIT_CONFIG_ERROR) from exc
-    raise typer.Exit(code)
+        _say(f"glove mcp serve: cannot listen on {http}: {exc.strerror}")
+        return EXIT_CONFIG_ERROR
 
 
 def register(app: typer.Typer) -> None:
     """Add the ``mcp`` command group to ``app``."""
+    import typer
+
     group = typer.Typer(
         name="mcp", help="MCP mediation: policy-checked, audited tool calls.", no_args_is_help=True
     )
@@ -207,7 +250,11 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Serve MCP on stdin/stdout (or Streamable HTTP): upstream tools, prompts and
         resources, checked by policy and audited."""
-        _serve(config, http, token_file, allow_host, (max_sessions, session_idle_s))
+        try:
+            code = _serve(config, http, token_file, allow_host, (max_sessions, session_idle_s))
+        except _Done as done:
+            code = done.code
+        raise typer.Exit(code)
 
     @group.command("tools")
     def tools(
