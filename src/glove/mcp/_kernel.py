@@ -67,7 +67,7 @@ _ENCODER: Final = msgspec.json.Encoder(order="sorted")
 
 ProgressSink = Callable[[dict[str, Any]], None]
 CallUpstream = Callable[
-    [ExposedTool, dict[str, Any] | None, int | str | None, ProgressSink | None],
+    [ExposedTool, dict[str, Any] | msgspec.Raw | None, int | str | None, ProgressSink | None],
     Awaitable[msgspec.Raw],
 ]
 """Forward a call of the upstream's own tool; returns the raw JSON result."""
@@ -77,6 +77,14 @@ MAX_AUDITED_ID_CHARS: Final = 128
 #: Random bytes of a run id (hex in the record: 12 characters).
 RUN_ID_BYTES: Final = 6
 _audit_id = audit_id
+
+
+def _canonical(value: object) -> bytes | None:
+    """The canonical JSON of ``value`` (keys sorted), or ``None`` if it cannot be encoded."""
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def arguments_digest(arguments: object) -> str:
@@ -203,8 +211,15 @@ class Mediator(FeatureMediation):
             "kind": "mcp.call",
             "request_id": _audit_id(request_id),
             "tool": name[:128],
-            "args_sha256": arguments_digest(arguments if arguments is not None else {}),
         }
+        # One canonical encoding serves both the audit digest and the forwarded request:
+        # what is hashed is byte for byte what the upstream receives, and the forward needs
+        # no second encoding once the audit record is durable.
+        encoded = _canonical(arguments if arguments is not None else {})
+        record["args_sha256"] = "sha256:" + hashlib.sha256(encoded or b"<unencodable>").hexdigest()
+        forwarded: Any = arguments
+        if arguments is not None and encoded is not None:
+            forwarded = msgspec.Raw(encoded)
         tool = self.registry.lookup(name)
         if tool is None:
             record.update(decision="unknown_tool", reason="no upstream exposes this tool")
@@ -236,8 +251,26 @@ class Mediator(FeatureMediation):
                 f"tool call denied by policy: {decision.reason}",
                 {"rule": decision.rule, "reason": decision.reason},
             )
+        return await self._forward_call(
+            request_id, tool, forwarded, (token, progress if token else None)
+        )
+
+    async def _forward_call(
+        self,
+        request_id: int | str,
+        tool: ExposedTool,
+        forwarded: Any,
+        progress: tuple[int | str | None, Callable[[dict[str, Any]], None] | None],
+    ) -> msgspec.Raw:
+        """Forward an allowed, audited call; audit and map an upstream's failure.
+
+        Raises:
+            Refusal: the upstream failed, timed out or answered with an error.
+        """
+        name = tool.name
+        token, sink = progress
         try:
-            return await self._forward(tool, arguments, token, progress if token else None)
+            return await self._forward(tool, forwarded, token, sink)
         except self._upstream_errors + self._timeout_errors as exc:
             timed_out = isinstance(exc, self._timeout_errors)
             code = getattr(exc, "code", None)

@@ -358,7 +358,7 @@ async def start_mediation(
 
     async def forward(
         tool: ExposedTool,
-        arguments: dict[str, Any] | None,
+        arguments: dict[str, Any] | msgspec.Raw | None,
         token: int | str | None,
         progress: Callable[[dict[str, Any]], None] | None,
     ) -> msgspec.Raw:

@@ -139,10 +139,12 @@ class CallTool(msgspec.Struct, frozen=True):
 
     ``progress`` receives the params of each ``notifications/progress`` for this call with
     the upstream's token already replaced by ``progress_token`` (the agent's own).
+    ``arguments`` may come already encoded (:class:`msgspec.Raw`, the mediator's canonical
+    encoding), and is then written as it is.
     """
 
     name: str
-    arguments: dict[str, Any] | None
+    arguments: dict[str, Any] | msgspec.Raw | None
     progress_token: int | str | None = None
     progress: ProgressSink | None = None
 
