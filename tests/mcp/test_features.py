@@ -213,7 +213,7 @@ async def test_a_restrictive_policy_fails_each_denied_feature_closed(tmp_path: P
 
 async def test_allowed_server_requests_reach_the_agent_and_back(tmp_path: Path) -> None:
     """With the policy's consent, a sampling request is relayed to the agent, audited, and
-    the agent's answer goes back to the upstream."""
+    the agent's answer goes back to the upstream; log messages arrive tagged."""
     async with raw_agent(_config(tmp_path, "allow-all")) as agent:
         await _initialize(agent)
         await agent.send(
@@ -233,6 +233,11 @@ async def test_allowed_server_requests_reach_the_agent_and_back(tmp_path: Path) 
         result = await agent.recv()
         assert result["id"] == "s"
         assert result["result"]["content"][0]["text"] == "LLM response: hi back"
+        call = {"name": "ref__test_tool_with_logging", "arguments": {}}
+        logged, seen = await _exchange(agent, "tools/call", call)
+        assert "result" in logged
+        logs = [m["params"] for m in seen if m.get("method") == "notifications/message"]
+        assert [entry["logger"] for entry in logs] == ["ref/conformance"] * 3  # tagged
     assert "answered:sampling" in read_calls(tmp_path / "calls")
     relays = [r for r in read_audit(tmp_path / "audit.log") if r["kind"] == "mcp.server_request"]
     assert [(r["method"], r["decision"], r["upstream"]) for r in relays] == [
