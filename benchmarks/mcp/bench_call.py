@@ -259,9 +259,8 @@ async def main() -> None:
     for name, got in samples.items():
         ordered = sorted(got)
         p99 = ordered[int(len(ordered) * 0.99) - 1] * 1e3
-        print(
-            f"| {name} | {_p50(got):.3f} | {p99:.3f} | {_p50(got) - base:+.3f} | {_p50(got) / base:.2f} |"
-        )
+        p50 = _p50(got)
+        print(f"| {name} | {p50:.3f} | {p99:.3f} | {p50 - base:+.3f} | {p50 / base:.2f} |")
     print(f"| fdatasync of a 100-byte append (disk) | {_p50(floor):.3f} | | | |")
     print(f"| audit append alone (disk, shared) | {_p50(alone):.3f} | | | |")
     sequential = statistics.mean(samples["glove, disk log"]) * 1e3
