@@ -32,6 +32,8 @@ name = "ref__test_sampling"
 name = "ref__test_elicitation"
 [[tools]]
 name = "ref__test_tool_with_logging"
+[[tools]]
+name = "ref__test_roots"
 
 [[prompts]]
 name = "ref__test_simple_prompt"
@@ -174,6 +176,7 @@ async def test_a_restrictive_policy_fails_each_denied_feature_closed(tmp_path: P
         for tool, argument in (
             ("ref__test_sampling", "prompt"),
             ("ref__test_elicitation", "message"),
+            ("ref__test_roots", "unused"),
         ):
             answer, asked = await _exchange(
                 agent, "tools/call", {"name": tool, "arguments": {argument: "x"}}
@@ -191,6 +194,7 @@ async def test_a_restrictive_policy_fails_each_denied_feature_closed(tmp_path: P
         "setLevel:debug",
         "answered:sampling",
         "answered:elicitation",
+        "answered:roots",
     ):
         assert never not in calls, never
     assert [c for c in calls if c.startswith("prompt:test_prompt_with_arguments")] == [
@@ -208,7 +212,7 @@ async def test_a_restrictive_policy_fails_each_denied_feature_closed(tmp_path: P
         ("mcp.server_request", "deny"),
     } <= decisions
     denied_requests = {r["method"] for r in records if r["kind"] == "mcp.server_request"}
-    assert denied_requests == {"sampling/createMessage", "elicitation/create"}
+    assert denied_requests == {"sampling/createMessage", "elicitation/create", "roots/list"}
 
 
 async def test_allowed_server_requests_reach_the_agent_and_back(tmp_path: Path) -> None:
@@ -233,6 +237,20 @@ async def test_allowed_server_requests_reach_the_agent_and_back(tmp_path: Path) 
         result = await agent.recv()
         assert result["id"] == "s"
         assert result["result"]["content"][0]["text"] == "LLM response: hi back"
+        await agent.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "r",
+                "method": "tools/call",
+                "params": {"name": "ref__test_roots", "arguments": {}},
+            }
+        )
+        asked = await agent.recv()
+        assert asked["method"] == "roots/list"
+        roots = {"roots": [{"uri": "file:///srv/work", "name": "work"}]}
+        await agent.send({"jsonrpc": "2.0", "id": asked["id"], "result": roots})
+        answered = await agent.recv()
+        assert answered["result"]["content"][0]["text"] == '["file:///srv/work"]'
         call = {"name": "ref__test_tool_with_logging", "arguments": {}}
         logged, seen = await _exchange(agent, "tools/call", call)
         assert "result" in logged
@@ -241,7 +259,8 @@ async def test_allowed_server_requests_reach_the_agent_and_back(tmp_path: Path) 
     assert "answered:sampling" in read_calls(tmp_path / "calls")
     relays = [r for r in read_audit(tmp_path / "audit.log") if r["kind"] == "mcp.server_request"]
     assert [(r["method"], r["decision"], r["upstream"]) for r in relays] == [
-        ("sampling/createMessage", "allow", "ref")
+        ("sampling/createMessage", "allow", "ref"),
+        ("roots/list", "allow", "ref"),
     ]
 
 

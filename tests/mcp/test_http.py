@@ -190,6 +190,36 @@ async def test_a_stream_is_primed_and_replayed_after_its_last_event_id(tmp_path:
         assert status == 404
 
 
+async def test_idle_and_failed_sessions_end(tmp_path: Path) -> None:
+    """A session idle past its bound ends (its upstream stopped); so does one whose upstream
+    died (one strike); both answer 404 afterwards, and the front keeps serving."""
+    async with _front(tmp_path, session_idle_s=0.4) as front:
+        port = front.port
+        assert port is not None
+        _, headers, _ = await _call(port, "POST", INIT)
+        idle = headers["mcp-session-id"]
+        ping = {"jsonrpc": "2.0", "id": 9, "method": "ping"}
+        await asyncio.sleep(1.2)
+        status, _, _ = await _call(port, "POST", ping, Mcp_Session_Id=idle)
+        assert status == 404
+        _, headers, _ = await _call(port, "POST", INIT)
+        doomed = headers["mcp-session-id"]
+        crash = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "echo__crash", "arguments": {}},
+        }
+        status, _, body = await _call(port, "POST", crash, Mcp_Session_Id=doomed)
+        assert status == 200
+        assert _events(body)[-1]["error"]["code"] == -33002
+        status, _, _ = await _call(port, "POST", ping, Mcp_Session_Id=doomed)
+        assert status == 404
+        status, _, _ = await _call(port, "POST", INIT)
+        assert status == 200
+        assert not {idle, doomed} & set(front.sessions)
+
+
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_the_sdk_client_lists_everything_over_http(tmp_path: Path, mode: str) -> None:
     """The mcp SDK client, in both of its modes, lists tools, prompts and resources and reads."""

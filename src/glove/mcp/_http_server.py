@@ -82,6 +82,7 @@ KEEPALIVE_IDLE_S: Final = 120.0
 DEFAULT_MAX_SESSIONS: Final = 64
 DEFAULT_SESSION_IDLE_S: Final = 1800.0
 REAP_EVERY_S: Final = 10.0
+MIN_REAP_EVERY_S: Final = 0.1
 DEFAULT_RETRY_MS: Final = 1000
 MAX_CONNECTIONS: Final = 256
 #: Messages for no open stream kept until the GET stream opens (oldest dropped beyond).
@@ -385,8 +386,11 @@ class HttpFront(Actor):
     def _session_of(self, head: RequestHead) -> _Session | None:
         session_id = head.header(SESSION_HEADER)
         session = self.sessions.get(session_id) if session_id else None
-        if session is not None and session.mediation.failed.done():
+        if session is not None and _ended(session.mediation):
+            # One strike ended it: forget it now, and finish its teardown (the mediation's
+            # failure is collected there) without holding up this request.
             self.sessions.pop(session.id, None)
+            self.spawn_task(self._end(session), name="end-session")
             return None
         if session is not None:
             session.last_used = time.monotonic()
@@ -588,11 +592,13 @@ class HttpFront(Actor):
         await session.mediation.stop()
 
     async def _reap(self) -> None:
+        # Checked at least twice per idle bound, so a session lives at most 1.5 bounds idle.
+        every = min(REAP_EVERY_S, max(MIN_REAP_EVERY_S, self.options.session_idle_s / 2))
         while True:
-            await asyncio.sleep(REAP_EVERY_S)
+            await asyncio.sleep(every)
             now = time.monotonic()
             for session in list(self.sessions.values()):
-                failed = session.mediation.failed.done()
+                failed = _ended(session.mediation)
                 idle = not session.busy and now - session.last_used > self.options.session_idle_s
                 if failed or idle:
                     self.sessions.pop(session.id, None)
@@ -608,6 +614,11 @@ class HttpFront(Actor):
         if chunked:
             headers += [("Cache-Control", "no-cache"), ("Transfer-Encoding", "chunked")]
         return headers
+
+
+def _ended(mediation: Mediation) -> bool:
+    """Whether a session's mediation has ended or is tearing down (one strike)."""
+    return mediation.failed.done() or mediation.supervisor.state != "running"
 
 
 async def _read_head(
