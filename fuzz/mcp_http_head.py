@@ -29,7 +29,7 @@ if atheris is not None:
             body_length,
             parse_request_head,
         )
-        from glove.mcp._http_server import HttpOptions, check_request
+        from glove.mcp._http_checks import HttpOptions, check_request
         from glove.mcp.errors import HttpError
 else:
     from glove.mcp._http import (
@@ -40,7 +40,7 @@ else:
         body_length,
         parse_request_head,
     )
-    from glove.mcp._http_server import HttpOptions, check_request
+    from glove.mcp._http_checks import HttpOptions, check_request
     from glove.mcp.errors import HttpError
 
 MAX_BODY_BYTES = 8192

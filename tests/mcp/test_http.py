@@ -19,7 +19,8 @@ import pytest
 
 from glove.actors import running
 from glove.mcp._config import load_config
-from glove.mcp._http_server import HttpFront, HttpOptions
+from glove.mcp._http_checks import HttpOptions
+from glove.mcp._http_server import HttpFront
 from mcp import Client
 
 from .conformance import FIXTURE, PYTHON, conformance_bin

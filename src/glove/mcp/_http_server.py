@@ -33,13 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import logging
 import secrets
 import time
-from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any, Final
 
 import msgspec
@@ -56,13 +53,17 @@ from glove.mcp._http import (
     body_length,
     encode_chunk,
     encode_response_head,
-    encode_sse,
     parse_request_head,
 )
-from glove.mcp._messages import Request, RequestId
+from glove.mcp._http_checks import (
+    REASONS,
+    HttpOptions,
+    check_request,
+)
+from glove.mcp._http_streams import Session, SessionActor, Stream
+from glove.mcp._messages import Request
 from glove.mcp._service import Mediation, start_mediation
 from glove.mcp._session import AgentSession
-from glove.mcp._upstream import LEGACY_VERSIONS
 from glove.mcp.errors import (
     INVALID_REQUEST,
     UPSTREAM_FAILED,
@@ -72,191 +73,17 @@ from glove.mcp.errors import (
 
 _log = logging.getLogger(__name__)
 
-MCP_PATH: Final = "/mcp"
 READ_CHUNK_BYTES: Final = 64 * 1024
 #: A connection must send a whole request head within this, and its body within BODY_S.
 HEAD_TIMEOUT_S: Final = 30.0
 BODY_TIMEOUT_S: Final = 30.0
 #: An idle kept-alive connection is closed after this.
 KEEPALIVE_IDLE_S: Final = 120.0
-DEFAULT_MAX_SESSIONS: Final = 64
-DEFAULT_SESSION_IDLE_S: Final = 1800.0
 REAP_EVERY_S: Final = 10.0
 MIN_REAP_EVERY_S: Final = 0.1
-DEFAULT_RETRY_MS: Final = 1000
 MAX_CONNECTIONS: Final = 256
-#: Messages for no open stream kept until the GET stream opens (oldest dropped beyond).
-MAX_BACKLOG: Final = 256
-#: Events each stream keeps for a ``Last-Event-ID`` replay, and ended streams kept.
-MAX_REPLAY_EVENTS: Final = 256
-MAX_ENDED_STREAMS: Final = 32
 SESSION_HEADER: Final = "mcp-session-id"
-LOOPBACK_NAMES: Final = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 SESSION_NOT_FOUND: Final = -32001
-
-
-@dataclass(frozen=True, slots=True)
-class HttpOptions:
-    """How the HTTP front listens and whom it lets in."""
-
-    host: str = "127.0.0.1"
-    port: int = 0
-    token: str | None = None
-    allowed_hosts: tuple[str, ...] = ()
-    max_sessions: int = DEFAULT_MAX_SESSIONS
-    session_idle_s: float = DEFAULT_SESSION_IDLE_S
-    retry_ms: int = DEFAULT_RETRY_MS
-
-    def host_names(self) -> frozenset[str]:
-        """The names ``Host`` and ``Origin`` may carry (lowercase, no port)."""
-        bound = self.host.lower()
-        extra = {name.lower() for name in self.allowed_hosts}
-        return LOOPBACK_NAMES | extra | {bound, f"[{bound}]"}
-
-
-def _hostname(authority: str) -> str:
-    """``host[:port]`` -> ``host`` (bracketed IPv6 kept in brackets), lowercase."""
-    authority = authority.strip().lower()
-    if authority.startswith("["):
-        end = authority.find("]")
-        return authority[: end + 1] if end > 0 else authority
-    return authority.rpartition(":")[0] if authority.count(":") == 1 else authority
-
-
-def check_request(head: RequestHead, options: HttpOptions) -> None:
-    """The checks every request passes before it reaches a session (pure).
-
-    Raises:
-        HttpError: wrong path (404), a Host or Origin that is not allowed (403), a missing
-            or wrong bearer token (401), an unknown protocol version (400).
-    """
-    if head.path != MCP_PATH:
-        raise HttpError(404, f"not found: the MCP endpoint is {MCP_PATH}")
-    names = options.host_names()
-    host = head.header("host")
-    if host is None or _hostname(host) not in names:
-        raise HttpError(403, "Host header not allowed (DNS rebinding protection)")
-    origin = head.header("origin")
-    if origin is not None and origin != "null":
-        scheme, sep, rest = origin.partition("://")
-        if not sep or scheme.lower() not in ("http", "https") or _hostname(rest) not in names:
-            raise HttpError(403, "Origin not allowed (DNS rebinding protection)")
-    elif origin == "null":
-        raise HttpError(403, "Origin not allowed (DNS rebinding protection)")
-    if options.token is not None:
-        given = head.header("authorization") or ""
-        scheme, _, credential = given.partition(" ")
-        expected = options.token.encode()
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-            credential.strip().encode(), expected
-        ):
-            raise HttpError(401, "a valid bearer token is required")
-    version = head.header("mcp-protocol-version")
-    if version is not None and version not in LEGACY_VERSIONS:
-        raise HttpError(400, f"unsupported MCP-Protocol-Version {version[:32]!r}")
-
-
-class _Stream:
-    """One SSE stream of a session: a POST's answer stream, or the GET stream."""
-
-    def __init__(self, key: str, retry_ms: int) -> None:
-        self.key = key
-        self._retry_ms = retry_ms
-        self._seq = 0
-        self.events: deque[tuple[int, bytes]] = deque(maxlen=MAX_REPLAY_EVENTS)
-        self.writer: asyncio.StreamWriter | None = None
-        self.ended = asyncio.Event()
-        self.detached = asyncio.Event()
-
-    def attach(self, writer: asyncio.StreamWriter, *, replay_after: int | None = None) -> None:
-        """Write to ``writer`` from now on (after the priming event or a replay)."""
-        self.writer = writer
-        self.detached.clear()
-        if replay_after is None:
-            self._write(encode_sse(b"", event_id=f"{self.key}-0", retry_ms=self._retry_ms))
-        else:
-            for seq, event in self.events:
-                if seq > replay_after:
-                    self._write(event)
-
-    def send(self, frame: bytes) -> None:
-        """Send one JSON-RPC message as an event (kept for replay)."""
-        self._seq += 1
-        event = encode_sse(frame, event_id=f"{self.key}-{self._seq}")
-        self.events.append((self._seq, event))
-        self._write(event)
-
-    def end(self) -> None:
-        """No more events: finish the response."""
-        if self.writer is not None and not self.writer.is_closing():
-            self.writer.write(encode_chunk(b""))
-        self.ended.set()
-
-    def _write(self, event: bytes) -> None:
-        writer = self.writer
-        if writer is None or writer.is_closing():
-            self.writer = None
-            self.detached.set()
-            return
-        writer.write(encode_chunk(event))
-
-
-class _SessionActor(Actor):
-    """Owns an HTTP session's in-flight requests (a temporary child of its mediation)."""
-
-    def __init__(self, session_id: str) -> None:
-        super().__init__(f"http-session-{session_id[:8]}")
-
-    async def handle(self, msg: object) -> object:
-        """Takes no messages: its tasks are spawned directly."""
-        return await super().handle(msg)
-
-
-@dataclass
-class _Session:
-    """One HTTP session: its mediation, its protocol state, its streams."""
-
-    id: str
-    mediation: Mediation
-    actor: _SessionActor
-    options: HttpOptions
-    agent: AgentSession | None = None
-    streams: dict[RequestId, _Stream] = field(default_factory=dict)
-    by_key: OrderedDict[str, _Stream] = field(default_factory=OrderedDict)
-    waiters: dict[RequestId, asyncio.Future[bytes]] = field(default_factory=dict)
-    get_stream: _Stream | None = None
-    backlog: deque[bytes] = field(default_factory=lambda: deque(maxlen=MAX_BACKLOG))
-    last_used: float = field(default_factory=time.monotonic)
-    busy: int = 0
-
-    def emit(self, frame: bytes, related: RequestId | None, final: bool) -> None:
-        """Route one frame of the agent session to where its request waits."""
-        stream = self.streams.get(related) if related is not None else None
-        if stream is not None:
-            stream.send(frame)
-            if final:
-                del self.streams[related]  # type: ignore[arg-type]
-                stream.end()
-            return
-        waiter = self.waiters.get(related) if related is not None else None
-        if waiter is not None:
-            if final and not waiter.done():
-                waiter.set_result(frame)
-            return
-        if self.get_stream is not None and not self.get_stream.ended.is_set():
-            self.get_stream.send(frame)
-        else:
-            self.backlog.append(frame)
-
-    def open_stream(self, request_id: RequestId) -> _Stream:
-        """A new answer stream for ``request_id`` (kept for replay after it ends)."""
-        key = secrets.token_hex(6)
-        stream = _Stream(key, self.options.retry_ms)
-        self.streams[request_id] = stream
-        self.by_key[key] = stream
-        while len(self.by_key) > MAX_ENDED_STREAMS + len(self.streams) + 1:
-            self.by_key.popitem(last=False)
-        return stream
 
 
 StartMediation = Callable[..., Awaitable[Mediation]]
@@ -279,7 +106,7 @@ class HttpFront(Actor):
         self._start_mediation = start
         self._audit_factory = audit_factory
         self._server: asyncio.Server | None = None
-        self.sessions: dict[str, _Session] = {}
+        self.sessions: dict[str, Session] = {}
         self._starting = 0
         self._connections = 0
         self.port: int | None = None
@@ -383,7 +210,7 @@ class HttpFront(Actor):
         )
         return True
 
-    def _session_of(self, head: RequestHead) -> _Session | None:
+    def _session_of(self, head: RequestHead) -> Session | None:
         session_id = head.header(SESSION_HEADER)
         session = self.sessions.get(session_id) if session_id else None
         if session is not None and _ended(session.mediation):
@@ -440,7 +267,7 @@ class HttpFront(Actor):
             session.last_used = time.monotonic()
 
     async def _answer_json(
-        self, session: _Session, message: Request, writer: asyncio.StreamWriter
+        self, session: Session, message: Request, writer: asyncio.StreamWriter
     ) -> bool:
         assert session.agent is not None
         waiter: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
@@ -460,7 +287,7 @@ class HttpFront(Actor):
         return True
 
     async def _answer_on_stream(
-        self, session: _Session, message: Request, writer: asyncio.StreamWriter
+        self, session: Session, message: Request, writer: asyncio.StreamWriter
     ) -> bool:
         assert session.agent is not None
         stream = session.open_stream(message.id)
@@ -473,7 +300,7 @@ class HttpFront(Actor):
         await session.agent.on_message(message)
         return await self._hold(session, stream, writer)
 
-    async def _hold(self, session: _Session, stream: _Stream, writer: asyncio.StreamWriter) -> bool:
+    async def _hold(self, session: Session, stream: Stream, writer: asyncio.StreamWriter) -> bool:
         """Keep the response open until the stream ends, the client goes, or the session ends."""
         waits = {
             asyncio.ensure_future(stream.ended.wait()),
@@ -523,7 +350,7 @@ class HttpFront(Actor):
         if session.get_stream is not None and session.get_stream.writer is not None:
             await _respond_error(writer, 409, "the session already has a GET stream")
             return True
-        stream = session.get_stream or _Stream(secrets.token_hex(6), self.options.retry_ms)
+        stream = session.get_stream or Stream(secrets.token_hex(6), self.options.retry_ms)
         session.get_stream = stream
         session.by_key[stream.key] = stream
         writer.write(
@@ -564,8 +391,8 @@ class HttpFront(Actor):
         finally:
             self._starting -= 1
         self.run_ids.append(run_id)
-        actor = _SessionActor(session_id)
-        session = _Session(session_id, mediation, actor, self.options)
+        actor = SessionActor(session_id)
+        session = Session(session_id, mediation, actor, self.options)
         agent = AgentSession(
             mediation.mediator,  # type: ignore[arg-type]
             session.emit,
@@ -584,7 +411,7 @@ class HttpFront(Actor):
         await self._answer_json(session, message, writer)
         return True
 
-    async def _end(self, session: _Session) -> None:
+    async def _end(self, session: Session) -> None:
         for stream in list(session.streams.values()):
             stream.end()
         if session.get_stream is not None:
@@ -608,7 +435,7 @@ class HttpFront(Actor):
         return max(u.call_timeout_s for u in self.config.upstreams.values()) + 5.0
 
     def _headers(
-        self, session: _Session, content_type: str, *, chunked: bool = False
+        self, session: Session, content_type: str, *, chunked: bool = False
     ) -> list[tuple[str, str]]:
         headers = [("Content-Type", content_type), ("Mcp-Session-Id", session.id)]
         if chunked:
@@ -661,31 +488,11 @@ async def _read_body(
         return b"".join(parts), left
 
 
-_REASONS: Final = {
-    200: "OK",
-    202: "Accepted",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    406: "Not Acceptable",
-    409: "Conflict",
-    413: "Content Too Large",
-    415: "Unsupported Media Type",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    501: "Not Implemented",
-    503: "Service Unavailable",
-    505: "HTTP Version Not Supported",
-}
-
-
 def _respond(
     writer: asyncio.StreamWriter, status: int, body: bytes, headers: list[tuple[str, str]]
 ) -> None:
     head = encode_response_head(
-        status, _REASONS.get(status, "Error"), [*headers, ("Content-Length", str(len(body)))]
+        status, REASONS.get(status, "Error"), [*headers, ("Content-Length", str(len(body)))]
     )
     writer.write(head + body)
 
@@ -707,30 +514,6 @@ async def _respond_error(
         headers.append(("Connection", "close"))
     _respond(writer, status, body, headers)
     await writer.drain()
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[::1]:PORT`` for IPv6) -> ``(host, port)``.
-
-    Raises:
-        ValueError: not ``HOST:PORT`` with a port in 0-65535.
-    """
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not (port.isascii() and port.isdigit()) or int(port) > 65535:
-        raise ValueError(f"--http needs HOST:PORT, not {value!r}")
-    return host.strip("[]"), int(port)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names the loopback interface."""
-    import ipaddress
-
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 STOP_SIGNALS_HTTP: Final = ("SIGTERM", "SIGINT", "SIGHUP")

@@ -47,7 +47,7 @@ def _http_options(
     session_idle_s: float,
 ) -> Any:
     """The HTTP front's options from the command line (a usage error exits 64)."""
-    from glove.mcp._http_server import HttpOptions, is_loopback, parse_listen
+    from glove.mcp._http_checks import HttpOptions, is_loopback, parse_listen
 
     try:
         host, port = parse_listen(listen)
