@@ -221,6 +221,33 @@ async def test_idle_and_failed_sessions_end(tmp_path: Path) -> None:
         assert not {idle, doomed} & set(front.sessions)
 
 
+async def test_a_cancelled_request_ends_its_stream(tmp_path: Path) -> None:
+    """notifications/cancelled for a call in flight ends that call's stream, unanswered."""
+    async with _front(tmp_path) as front:
+        port = front.port
+        assert port is not None
+        _, headers, _ = await _call(port, "POST", INIT)
+        session = headers["mcp-session-id"]
+        slow = {
+            "jsonrpc": "2.0",
+            "id": 77,
+            "method": "tools/call",
+            "params": {"name": "echo__slow", "arguments": {"seconds": 20}},
+        }
+        pending = asyncio.ensure_future(_call(port, "POST", slow, Mcp_Session_Id=session))
+        await asyncio.sleep(1.0)
+        cancel = {
+            "jsonrpc": "2.0",
+            "method": "notifications/cancelled",
+            "params": {"requestId": 77},
+        }
+        status, _, _ = await _call(port, "POST", cancel, Mcp_Session_Id=session)
+        assert status == 202
+        status, _, body = await asyncio.wait_for(pending, 5)
+        assert status == 200
+        assert _events(body) == []  # the priming event only: no answer for a cancelled call
+
+
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_the_sdk_client_lists_everything_over_http(tmp_path: Path, mode: str) -> None:
     """The mcp SDK client, in both of its modes, lists tools, prompts and resources and reads."""

@@ -61,7 +61,7 @@ from glove.mcp._http_checks import (
     check_request,
 )
 from glove.mcp._http_streams import Session, SessionActor, Stream
-from glove.mcp._messages import Request
+from glove.mcp._messages import Notification, Request
 from glove.mcp._service import Mediation, start_mediation
 from glove.mcp._session import AgentSession
 from glove.mcp.errors import (
@@ -250,6 +250,9 @@ class HttpFront(Actor):
             return True
         if not isinstance(message, Request):
             await session.agent.on_message(message)
+            if isinstance(message, Notification) and message.method == "notifications/cancelled":
+                # A cancelled request is never answered (MCP): end its stream now.
+                session.cancelled((message.params or {}).get("requestId"))
             _respond(writer, 202, b"", [])
             return True
         if message.method == "initialize":

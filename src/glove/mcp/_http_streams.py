@@ -124,6 +124,13 @@ class Session:
         else:
             self.backlog.append(frame)
 
+    def cancelled(self, request_id: object) -> None:
+        """The agent cancelled ``request_id``: it gets no answer, so its stream ends."""
+        if isinstance(request_id, int | str):
+            stream = self.streams.pop(request_id, None)
+            if stream is not None:
+                stream.end()
+
     def open_stream(self, request_id: RequestId) -> Stream:
         """A new answer stream for ``request_id`` (kept for replay after it ends)."""
         key = secrets.token_hex(6)
