@@ -221,6 +221,39 @@ async def test_idle_and_failed_sessions_end(tmp_path: Path) -> None:
         assert not {idle, doomed} & set(front.sessions)
 
 
+async def test_list_changed_reaches_an_http_session_on_its_get_stream(tmp_path: Path) -> None:
+    """An upstream's tools/list_changed reaches the HTTP agent on its GET stream."""
+    upstream = {"command": sdk_server("list_changed"), "era": "legacy"}
+    config = load_config(write_config(tmp_path, {"dyn": upstream}, "allow-all"))
+    async with running(HttpFront(config, HttpOptions())) as front:
+        port = front.port
+        assert port is not None
+        _, headers, _ = await _call(port, "POST", INIT)
+        session = headers["mcp-session-id"]
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "dyn__first", "arguments": {}},
+        }
+        await _call(port, "POST", call, Mcp_Session_Id=session)
+
+        def first_event() -> bytes:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            connection.request(
+                "GET", "/mcp", headers={"Accept": "text/event-stream", "Mcp-Session-Id": session}
+            )
+            response = connection.getresponse()
+            data = b""
+            while b"list_changed" not in data:
+                data += response.read1(4096)
+            connection.close()
+            return data
+
+        data = await asyncio.wait_for(asyncio.to_thread(first_event), 15)
+        assert {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"} in _events(data)
+
+
 async def test_a_cancelled_request_ends_its_stream(tmp_path: Path) -> None:
     """notifications/cancelled for a call in flight ends that call's stream, unanswered."""
     async with _front(tmp_path) as front:

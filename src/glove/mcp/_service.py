@@ -97,10 +97,15 @@ class Mediation:
         return endpoint
 
     def tools_changed(self) -> None:
-        """Tell every connected agent that the tool list changed."""
+        """Tell every connected agent (stdio endpoints and HTTP sessions) that the tool list
+        changed."""
+        stdio = {id(endpoint.session) for endpoint in self.endpoints}
         for endpoint in list(self.endpoints):
             with contextlib.suppress(ActorDead, Busy):
                 endpoint.tell(ToolsChanged())
+        for session in list(self.sessions):
+            if id(session) not in stdio:
+                session.notify("notifications/tools/list_changed")
 
     def notify_agents(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send every connected agent a notification (stdio endpoints through their actor)."""
