@@ -50,7 +50,13 @@ _COMMAND_MODULES = {
 
 # Commands whose module parses its own arguments (``main(argv) -> int``): run without
 # building the typer app at all, because they sit on a launch hot path.
-_FAST_COMMANDS = {"exec": "glove.run.exec_cli", "run": "glove.run.run_cli"}
+_FAST_COMMANDS = {
+    "exec": "glove.run.exec_cli",
+    "run": "glove.run.run_cli",
+    # `glove mcp serve` is launched by MCP clients that wait for its first answer; its
+    # module parses `serve` itself and hands every other `glove mcp` command to typer.
+    "mcp": "glove.mcp.cli",
+}
 
 
 def _version_callback(value: bool) -> None:

@@ -57,13 +57,21 @@ def write_config(
     *,
     audit: str = "audit.log",
 ) -> Path:
-    """Write ``glove.toml`` and ``policy.toml`` into ``folder``; return the config path."""
-    lines = ['policy = "policy.toml"', f"audit = {json.dumps(audit)}"]
+    """Write ``glove.toml`` and ``policy.toml`` into ``folder``; return the config path.
+
+    ``policy = "allow-all"`` selects the built-in policy (no file is written).
+    """
+    builtin = policy == "allow-all"
+    lines = [
+        'policy = "allow-all"' if builtin else 'policy = "policy.toml"',
+        f"audit = {json.dumps(audit)}",
+    ]
     for upstream_id, fields in upstreams.items():
         lines.append(f"[upstreams.{upstream_id}]")
         merged = {"inherit_env": ["PATH", "HOME"], **fields}
         lines.extend(f"{key} = {toml_value(value)}" for key, value in merged.items())
-    (folder / "policy.toml").write_text(policy)
+    if not builtin:
+        (folder / "policy.toml").write_text(policy)
     config = folder / "glove.toml"
     config.write_text("\n".join(lines) + "\n")
     return config

@@ -167,9 +167,25 @@ async def test_crashing_upstream_fails_the_call_then_the_session(tmp_path: Path)
     assert "the session failed" in (tmp_path / "stderr.log").read_text()
 
 
+async def test_stray_stdout_line_is_audited_and_dropped(tmp_path: Path) -> None:
+    """A non-JSON line on an upstream's stdout is audited and dropped; the call answers."""
+    upstream = {"command": hostile_server("garbage_then_answer")}
+    config = write_config(tmp_path, {"h": upstream}, ALLOW_ALL)
+    async with raw_agent(config) as agent:
+        await agent.initialize()
+        reply = await agent.request("tools/call", {"name": "h__poke", "arguments": {}})
+        assert reply["result"]["content"][0]["text"] == "answered"
+    dropped = [r for r in read_audit(tmp_path / "audit.log") if r["kind"] == "mcp.upstream_output"]
+    assert len(dropped) == 1
+    assert dropped[0]["decision"] == "dropped"
+    assert dropped[0]["upstream"] == "h"
+    assert dropped[0]["excerpt"] == "a stray print from the server"
+
+
 async def test_garbage_from_upstream_fails_the_call(tmp_path: Path) -> None:
-    """An upstream writing garbage fails the pending call with a transport error."""
-    config = write_config(tmp_path, {"h": {"command": hostile_server("garbage")}}, ALLOW_ALL)
+    """With stdout = "strict", an upstream writing garbage fails the call (transport error)."""
+    upstream = {"command": hostile_server("garbage"), "stdout": "strict"}
+    config = write_config(tmp_path, {"h": upstream}, ALLOW_ALL)
     async with raw_agent(config) as agent:
         await agent.initialize()
         reply = await agent.request("tools/call", {"name": "h__poke", "arguments": {}})

@@ -77,3 +77,21 @@ def test_public_api_is_sorted_and_complete() -> None:
         assert hasattr(glove.mcp, name), name
     assert issubclass(glove.mcp.McpError, GloveError)
     assert issubclass(glove.mcp.UpstreamTransportError, glove.mcp.UpstreamError)
+
+
+def test_merged_lists_page_with_glove_cursors() -> None:
+    """A merged list is served in pages with Glove's own cursor; a foreign cursor is -32602."""
+    from glove.mcp._contracts import Refusal
+    from glove.mcp._features import LIST_PAGE_SIZE, encode_cursor, page
+
+    items = [{"name": f"t{index}"} for index in range(2 * LIST_PAGE_SIZE + 50)]
+    first = page("tools", "tools", items, None)
+    assert len(first["tools"]) == LIST_PAGE_SIZE
+    second = page("tools", "tools", items, {"cursor": first["nextCursor"]})
+    third = page("tools", "tools", items, {"cursor": second["nextCursor"]})
+    assert "nextCursor" not in third
+    assert first["tools"] + second["tools"] + third["tools"] == items
+    for cursor in ("nope", encode_cursor("prompts", 0), "", 7, "a" * 100):
+        with pytest.raises(Refusal) as refused:
+            page("tools", "tools", items, {"cursor": cursor})
+        assert refused.value.code == -32602

@@ -115,10 +115,19 @@ async def test_environment_is_scrubbed(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "PATH" in names
 
 
-@pytest.mark.parametrize("mode", ["garbage", "oversized", "exit"])
-async def test_broken_upstream_fails_pending_calls_at_once(mode: str) -> None:
-    """Garbage, an oversized frame or an early exit fail the call fast and crash the actor."""
-    actor = UpstreamActor("h", _config(hostile_server(mode)))
+@pytest.mark.parametrize(
+    ("mode", "stdout"),
+    [
+        ("garbage", "strict"),
+        ("not_jsonrpc", "lenient"),
+        ("oversized", "lenient"),
+        ("exit", "lenient"),
+    ],
+)
+async def test_broken_upstream_fails_pending_calls_at_once(mode: str, stdout: str) -> None:
+    """Garbage (strict), JSON that is not JSON-RPC, an oversized frame or an early exit fail
+    the call fast and crash the actor."""
+    actor = UpstreamActor("h", _config(hostile_server(mode), stdout=stdout))
     async with running(actor):
         started = time.monotonic()
         with pytest.raises(UpstreamTransportError):
@@ -128,8 +137,44 @@ async def test_broken_upstream_fails_pending_calls_at_once(mode: str) -> None:
     assert isinstance(actor.exit_reason, UpstreamTransportError)
 
 
+class _Events:
+    """Records what an upstream reports to its mediation."""
+
+    def __init__(self) -> None:
+        self.garbage_lines: list[bytes] = []
+
+    def list_changed(self, upstream_id: str, kind: str) -> None:
+        """Ignored."""
+
+    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> None:
+        """Ignored."""
+
+    async def server_request(
+        self, upstream_id: str, method: str, params: dict[str, Any] | None
+    ) -> Any:
+        """Refused."""
+        raise RuntimeError("no")
+
+    def garbage(self, upstream_id: str, excerpt: bytes) -> None:
+        """Kept."""
+        self.garbage_lines.append(excerpt)
+
+
+async def test_lenient_stdout_drops_a_stray_line_and_answers() -> None:
+    """A line that is not JSON is dropped and reported; the call still gets its answer."""
+    events = _Events()
+    actor = UpstreamActor("h", _config(hostile_server("garbage_then_answer")), events=events)
+    async with running(actor):
+        assert _text(await actor.ask(CallTool("poke", {}), timeout=30)) == "answered"
+        assert actor.state == "running"
+    assert actor.dropped_lines == 1
+    assert events.garbage_lines == [b"a stray print from the server"]
+
+
 async def _crashed(actor: UpstreamActor) -> None:
-    while actor.state != "crashed":
+    """Wait until the actor crashed and its teardown reaped the server (``running`` would
+    otherwise cancel that teardown on exit and leave the process to the garbage collector)."""
+    while actor.state != "crashed" or actor._transport._proc.returncode is None:  # type: ignore[attr-defined]
         await asyncio.sleep(0.01)
 
 

@@ -14,12 +14,15 @@ FORBIDDEN_IMPORTS = {"asyncio", "os", "socket", "subprocess", "pathlib", "io", "
 def test_public_names_are_pinned_and_sorted() -> None:
     """``__all__`` is the documented contract, sorted."""
     assert glove.policy.__all__ == [
+        "ALLOW_ALL",
+        "ALLOW_ALL_TEXT",
         "Decision",
         "LintWarning",
         "Policy",
         "PolicyError",
         "PolicyFileError",
         "ToolDefinition",
+        "allow_all_policy",
         "canonical_json",
         "definition_digests",
         "full_definition_digest",

@@ -16,7 +16,13 @@ import msgspec
 from glove.actors import ChildSpec, Supervisor
 from glove.mcp._config import McpConfig
 from glove.mcp._kernel import ToolRegistry
-from glove.mcp._service import STARTUP_MARGIN_S, _definition_factory, startup_failure, wait_started
+from glove.mcp._service import (
+    STARTUP_MARGIN_S,
+    _definition_factory,
+    _load_policy,
+    startup_failure,
+    wait_started,
+)
 from glove.mcp._upstream import UpstreamActor
 
 
@@ -58,7 +64,7 @@ async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, dict[str, Any
         for uid in config.upstreams:
             node = supervisor.child(f"mcp-{uid}")
             assert isinstance(node, UpstreamActor)
-            registry.set_upstream(uid, node.tools, strict=True)
+            registry.set_upstream(uid, node.tools, strict=True, expose=config.upstreams[uid].expose)
     finally:
         supervisor.stop()
         await asyncio.wait({task})
@@ -75,9 +81,7 @@ async def list_tools(config: McpConfig) -> list[ToolListing]:
     Raises:
         GloveError: the policy is invalid, or an upstream failed to start.
     """
-    from glove.policy import load_policy
-
-    policy = load_policy(config.policy)
+    policy = _load_policy(config)
     registry, definitions = await upstream_tools(config)
     listings: list[ToolListing] = []
     for tool in registry.tools():

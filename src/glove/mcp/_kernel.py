@@ -1,28 +1,39 @@
-"""The kernel: the extension registry and the dispatch of tool calls.
+"""The kernel: resolve, decide, audit, forward, for every MCP feature.
 
-Each upstream is an *extension* named by its configured id; its tools are exposed as
-``<id>__<tool>`` with names kept to ``[A-Za-z0-9_-]`` and at most 64 characters. A
-character outside that alphabet becomes ``-``; a tool whose exposed name would be longer
-is not exposed. Two tools that map to one exposed name are a startup error
-(:class:`~glove.mcp.errors.ToolNameError`); when a running upstream's new list collides,
-the colliding tools stay hidden instead.
-
-:class:`ToolRegistry` is pure. :class:`Mediator` adds the policy and the audit: every
-decision is appended to the audit log **before** the call is forwarded or the refusal
-returned, and a failed append refuses the call.
+The catalog (:mod:`._catalog`, pure) says which upstream offers what under which exposed
+name. :class:`Mediator` adds the policy and the audit: every decision is appended to the
+audit log **before** the request is forwarded or the refusal returned, and a failed append
+refuses the request. Tool calls are here; prompts, resources, logging, completion and
+server-to-client requests are in :mod:`._features`, mixed into the same class.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import re
 import secrets
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
 
 import msgspec
 
+from glove.mcp._catalog import (
+    MAX_EXPOSED_NAME_CHARS,
+    SEPARATOR,
+    Catalog,
+    ExposedTool,
+    ToolRegistry,
+    expose_name,
+)
+from glove.mcp._contracts import (
+    AuditSink,
+    PolicyDecision,
+    PolicyEngine,
+    Refusal,
+    UpstreamRequest,
+    audit_id,
+)
+from glove.mcp._features import FeatureMediation
 from glove.mcp._messages import ToolInfo
 from glove.mcp.errors import (
     AUDIT_FAILED,
@@ -31,145 +42,49 @@ from glove.mcp.errors import (
     POLICY_DENIED,
     UPSTREAM_FAILED,
     UPSTREAM_TIMEOUT,
-    ToolNameError,
 )
+
+__all__ = [
+    "MAX_EXPOSED_NAME_CHARS",
+    "SEPARATOR",
+    "AuditSink",
+    "CallUpstream",
+    "Catalog",
+    "ExposedTool",
+    "Mediator",
+    "PolicyDecision",
+    "PolicyEngine",
+    "Refusal",
+    "ToolRegistry",
+    "arguments_digest",
+    "expose_name",
+]
 
 _log = logging.getLogger(__name__)
 
-SEPARATOR: Final = "__"
-MAX_EXPOSED_NAME_CHARS: Final = 64
-_NOT_NAME_CHAR: Final = re.compile(r"[^A-Za-z0-9_-]")
 _ENCODER: Final = msgspec.json.Encoder(order="sorted")
-
-
-def expose_name(upstream_id: str, tool: str) -> str | None:
-    """Return the exposed name of ``tool`` of ``upstream_id``, or ``None`` if too long."""
-    name = f"{upstream_id}{SEPARATOR}{_NOT_NAME_CHAR.sub('-', tool)}"
-    if not tool or len(name) > MAX_EXPOSED_NAME_CHARS:
-        return None
-    return name
-
-
-class ExposedTool(msgspec.Struct, frozen=True):
-    """A tool as the agent sees it, and where it really lives."""
-
-    name: str
-    upstream_id: str
-    info: ToolInfo
-
-    def listing(self) -> dict[str, Any]:
-        """The tool definition to list to the agent: the upstream's, renamed."""
-        return {**self.info.raw, "name": self.name}
-
-
-class ToolRegistry:
-    """Exposed names to upstream tools, rebuilt whenever an upstream's list changes."""
-
-    def __init__(self) -> None:
-        self._by_upstream: dict[str, list[ExposedTool]] = {}
-        self._by_name: dict[str, ExposedTool] = {}
-
-    def set_upstream(self, upstream_id: str, tools: Sequence[ToolInfo], *, strict: bool) -> None:
-        """Replace the tools of ``upstream_id``.
-
-        Raises:
-            ToolNameError: ``strict`` and two tools map to one exposed name.
-        """
-        others = {
-            name: tool for name, tool in self._by_name.items() if tool.upstream_id != upstream_id
-        }
-        exposed: list[ExposedTool] = []
-        for info in tools:
-            name = expose_name(upstream_id, info.name)
-            if name is None:
-                _log.warning(
-                    "upstream %s: tool %r not exposed: its name would exceed %d characters",
-                    upstream_id,
-                    info.name[:80],
-                    MAX_EXPOSED_NAME_CHARS,
-                )
-                continue
-            if name in others:
-                message = (
-                    f"upstream {upstream_id!r}: tool {info.name!r} and tool "
-                    f"{others[name].info.name!r} of {others[name].upstream_id!r} are both "
-                    f"exposed as {name!r}"
-                )
-                if strict:
-                    raise ToolNameError(message)
-                _log.warning("%s; hiding it", message)
-                continue
-            tool = ExposedTool(name, upstream_id, info)
-            others[name] = tool
-            exposed.append(tool)
-        self._by_upstream[upstream_id] = exposed
-        self._by_name = others
-
-    def lookup(self, name: str) -> ExposedTool | None:
-        """Return the tool exposed as ``name``, if any."""
-        return self._by_name.get(name)
-
-    def tools(self) -> list[ExposedTool]:
-        """Every exposed tool, grouped by upstream in configuration order."""
-        return [tool for tools in self._by_upstream.values() for tool in tools]
-
-
-class PolicyDecision(Protocol):
-    """What :mod:`glove.policy` decides (its ``Decision``)."""
-
-    @property
-    def allowed(self) -> bool: ...
-    @property
-    def reason(self) -> str: ...
-    @property
-    def rule(self) -> str | None: ...
-    @property
-    def inspected(self) -> Mapping[str, object]: ...
-
-
-class PolicyEngine(Protocol):
-    """The policy contract (:class:`glove.policy.Policy`)."""
-
-    @property
-    def digest(self) -> str: ...
-    def check_tool(self, name: str, definition: Any) -> PolicyDecision: ...
-    def check_call(self, name: str, arguments: Any, definition: Any) -> PolicyDecision: ...
-
-
-class AuditSink(Protocol):
-    """Where decisions go: :class:`glove.audit.AuditLog` (append returns once durable)."""
-
-    async def append(self, record: Mapping[str, object]) -> object: ...
 
 
 ProgressSink = Callable[[dict[str, Any]], None]
 CallUpstream = Callable[
-    [ExposedTool, dict[str, Any] | None, int | str | None, ProgressSink | None],
+    [ExposedTool, dict[str, Any] | msgspec.Raw | None, int | str | None, ProgressSink | None],
     Awaitable[msgspec.Raw],
 ]
 """Forward a call of the upstream's own tool; returns the raw JSON result."""
 
 
-class Refusal(Exception):
-    """A request refused with a JSON-RPC error (the endpoint writes it)."""
-
-    def __init__(self, code: int, message: str, data: Any = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.data = data
-
-
 MAX_AUDITED_ID_CHARS: Final = 128
 #: Random bytes of a run id (hex in the record: 12 characters).
 RUN_ID_BYTES: Final = 6
+_audit_id = audit_id
 
 
-def _audit_id(request_id: object) -> object:
-    """The agent's id as recorded: a long string id is cut (the record size is bounded)."""
-    if isinstance(request_id, str) and len(request_id) > MAX_AUDITED_ID_CHARS:
-        return request_id[:MAX_AUDITED_ID_CHARS] + "..."
-    return request_id
+def _canonical(value: object) -> bytes | None:
+    """The canonical JSON of ``value`` (keys sorted), or ``None`` if it cannot be encoded."""
+    try:
+        return _ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
 
 
 def arguments_digest(arguments: object) -> str:
@@ -181,10 +96,13 @@ def arguments_digest(arguments: object) -> str:
     return "sha256:" + hashlib.sha256(encoded).hexdigest()
 
 
-class Mediator:
+class Mediator(FeatureMediation):
     """Resolve, decide, audit and forward: the request flow of the architecture.
 
     ``definition_of`` turns an upstream tool into the policy's ``ToolDefinition``.
+    ``catalog`` (prompts, resources, templates; its ``tools`` is ``registry``) and
+    ``request`` (forward any method to an upstream) enable the other features; without
+    them only tools are mediated.
     """
 
     def __init__(
@@ -199,8 +117,17 @@ class Mediator:
         upstream_errors: tuple[type[BaseException], ...],
         timeout_errors: tuple[type[BaseException], ...],
         run_id: str | None = None,
+        catalog: Catalog | None = None,
+        request: UpstreamRequest | None = None,
+        upstream_capabilities: Callable[[str], Mapping[str, Any]] | None = None,
     ) -> None:
         self.registry = registry
+        if catalog is None:
+            catalog = Catalog({})
+            catalog.tools = registry
+        self.catalog = catalog
+        self._request = request
+        self._upstream_capabilities = upstream_capabilities or (lambda _uid: {})
         self.policy = policy
         self._audit = audit
         self._forward = forward
@@ -213,6 +140,7 @@ class Mediator:
         #: Calls refused by policy or for an unknown tool, and the first one's tool name.
         self.denied = 0
         self.first_denied: str | None = None
+        FeatureMediation.__init__(self)
 
     def _count_denial(self, name: str) -> None:
         self.denied += 1
@@ -283,8 +211,15 @@ class Mediator:
             "kind": "mcp.call",
             "request_id": _audit_id(request_id),
             "tool": name[:128],
-            "args_sha256": arguments_digest(arguments if arguments is not None else {}),
         }
+        # One canonical encoding serves both the audit digest and the forwarded request:
+        # what is hashed is byte for byte what the upstream receives, and the forward needs
+        # no second encoding once the audit record is durable.
+        encoded = _canonical(arguments if arguments is not None else {})
+        record["args_sha256"] = "sha256:" + hashlib.sha256(encoded or b"<unencodable>").hexdigest()
+        forwarded: Any = arguments
+        if arguments is not None and encoded is not None:
+            forwarded = msgspec.Raw(encoded)
         tool = self.registry.lookup(name)
         if tool is None:
             record.update(decision="unknown_tool", reason="no upstream exposes this tool")
@@ -316,8 +251,26 @@ class Mediator:
                 f"tool call denied by policy: {decision.reason}",
                 {"rule": decision.rule, "reason": decision.reason},
             )
+        return await self._forward_call(
+            request_id, tool, forwarded, (token, progress if token else None)
+        )
+
+    async def _forward_call(
+        self,
+        request_id: int | str,
+        tool: ExposedTool,
+        forwarded: Any,
+        progress: tuple[int | str | None, Callable[[dict[str, Any]], None] | None],
+    ) -> msgspec.Raw:
+        """Forward an allowed, audited call; audit and map an upstream's failure.
+
+        Raises:
+            Refusal: the upstream failed, timed out or answered with an error.
+        """
+        name = tool.name
+        token, sink = progress
         try:
-            return await self._forward(tool, arguments, token, progress if token else None)
+            return await self._forward(tool, forwarded, token, sink)
         except self._upstream_errors + self._timeout_errors as exc:
             timed_out = isinstance(exc, self._timeout_errors)
             code = getattr(exc, "code", None)

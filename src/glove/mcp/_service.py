@@ -1,9 +1,15 @@
-"""Compose the mediator: policy, audit log, upstream actors, kernel and agent endpoint.
+"""Compose the mediator: policy, audit log, upstream actors, kernel and agent endpoints.
 
 The pieces run under one supervisor, ``one_for_all`` with intensity 0, the session rule
 of the architecture: one strike (an upstream that dies, an audit log whose fdatasync
 failed) tears the whole mediation down. Every call still pending then gets an error
 answer before the agent's stream closes.
+
+Traffic that starts at an upstream goes through :class:`_Events`: list changes refresh the
+catalog and reach every agent; log messages and resource updates reach the agents when
+the policy lets them; server-to-client requests are decided, audited and relayed to the
+agent whose request is in flight to that upstream (or the first agent that supports
+them); a dropped non-JSON stdout line is audited.
 """
 
 from __future__ import annotations
@@ -21,18 +27,31 @@ from typing import Any, Final
 import msgspec
 
 from glove.actors import Actor, ActorDead, Busy, ChildSpec, DeadlineExceeded, Supervisor
+from glove.mcp._catalog import Catalog
 from glove.mcp._config import McpConfig
-from glove.mcp._endpoint import AgentEndpoint, ToolsChanged
-from glove.mcp._kernel import ExposedTool, Mediator, ToolRegistry
+from glove.mcp._contracts import Refusal
+from glove.mcp._endpoint import AgentEndpoint, Notify, ToolsChanged
+from glove.mcp._features import client_capabilities as declared_capabilities
+from glove.mcp._kernel import ExposedTool, Mediator
 from glove.mcp._messages import ToolInfo
-from glove.mcp._upstream import CallTool, UpstreamActor
-from glove.mcp.errors import McpError, UpstreamError
+from glove.mcp._session import AgentSession
+from glove.mcp._upstream import CallTool, Forward, UpstreamActor
+from glove.mcp.errors import METHOD_NOT_FOUND, McpError, UpstreamError
 
 _log = logging.getLogger(__name__)
 
 STARTUP_MARGIN_S: Final = 5.0
 READ_LIMIT_BYTES: Final = 256 * 1024
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Dropped stdout lines of one upstream audited one by one; after that one in every
+#: :data:`DROPPED_LINES_SAMPLE` is (with the running count), so a flood cannot flood the log.
+MAX_AUDITED_DROPPED_LINES: Final = 100
+DROPPED_LINES_SAMPLE: Final = 1000
+LIST_CHANGED_METHODS: Final = {
+    "tools": "notifications/tools/list_changed",
+    "prompts": "notifications/prompts/list_changed",
+    "resources": "notifications/resources/list_changed",
+}
 
 
 class Mediation:
@@ -43,13 +62,14 @@ class Mediation:
     def __init__(self, supervisor: Supervisor, task: asyncio.Task[None] | None = None) -> None:
         self.supervisor = supervisor
         self._task = task
+        #: Resolved once every upstream has started and the mediator is built.
+        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.endpoint: AgentEndpoint | None = None
         self.endpoints: list[AgentEndpoint] = []
         self.mediator: Mediator | None = None
+        #: Every live agent session (stdio endpoints and HTTP sessions alike).
+        self.sessions: list[AgentSession] = []
         self._attached = 0
-        self.registry: ToolRegistry | None = None
-        #: Resolved once every upstream has started and the mediator is built.
-        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
     @property
     def failed(self) -> asyncio.Task[None]:
@@ -69,10 +89,16 @@ class Mediation:
             RuntimeError: the session is not running.
         """
         assert self.mediator is not None
-        endpoint = AgentEndpoint(reader, writer, self.mediator)
+        endpoint = AgentEndpoint(reader, writer, self.mediator, on_roots_changed=self.roots_changed)
         self._attached += 1
         self.endpoints.append(endpoint)
-        endpoint.closed_callback = self.endpoints.remove
+        self.sessions.append(endpoint.session)
+
+        def closed(gone: AgentEndpoint) -> None:
+            self.endpoints.remove(gone)
+            self.sessions.remove(gone.session)
+
+        endpoint.closed_callback = closed
         if self.endpoint is None:
             self.endpoint = endpoint
         self.supervisor.start_child(
@@ -81,10 +107,48 @@ class Mediation:
         return endpoint
 
     def tools_changed(self) -> None:
-        """Tell every connected agent that the tool list changed."""
+        """Tell every connected agent (stdio endpoints and HTTP sessions) that the tool list
+        changed."""
+        stdio = {id(endpoint.session) for endpoint in self.endpoints}
         for endpoint in list(self.endpoints):
             with contextlib.suppress(ActorDead, Busy):
                 endpoint.tell(ToolsChanged())
+        for session in list(self.sessions):
+            if id(session) not in stdio:
+                session.notify("notifications/tools/list_changed")
+
+    def notify_agents(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send every connected agent a notification (stdio endpoints through their actor)."""
+        stdio = {id(endpoint.session) for endpoint in self.endpoints}
+        for endpoint in list(self.endpoints):
+            with contextlib.suppress(ActorDead, Busy):
+                endpoint.tell(Notify(method, params))
+        for session in list(self.sessions):
+            if id(session) not in stdio:
+                session.notify(method, params)
+
+    def roots_changed(self) -> None:
+        """An agent's roots changed: tell the upstreams that may ask for roots."""
+        mediator = self.mediator
+        if mediator is None:
+            return
+        from glove.mcp._upstream import Notify as UpstreamNotify
+
+        for upstream_id, node in self.upstreams.items():
+            if mediator.feature_allowed(upstream_id, "roots"):
+                with contextlib.suppress(ActorDead, Busy):
+                    node.tell(UpstreamNotify("notifications/roots/list_changed"))
+
+    def relay_target(self, upstream_id: str, capability: str) -> AgentSession | None:
+        """The agent a server-to-client request of ``upstream_id`` goes to: the one with a
+        request in flight to that upstream, else the first that declared ``capability``."""
+        capable = [
+            s for s in self.sessions if isinstance(s.client_capabilities.get(capability), dict)
+        ]
+        busy = [s for s in capable if s.busy_with(upstream_id)]
+        if busy:
+            return busy[-1]
+        return capable[0] if capable else None
 
     @property
     def upstreams(self) -> dict[str, UpstreamActor]:
@@ -140,45 +204,144 @@ def _definition_factory() -> Callable[[ToolInfo], Any]:
     return definition_of
 
 
+class _Events:
+    """The mediation's side of every upstream's own traffic (see the module docstring)."""
+
+    def __init__(self, mediation: Mediation, catalog: Catalog) -> None:
+        self._mediation = mediation
+        self._catalog = catalog
+        self._dropped: dict[str, int] = {}
+
+    def _node(self, upstream_id: str) -> UpstreamActor | None:
+        node = self._mediation.supervisor.child(f"mcp-{upstream_id}")
+        return node if isinstance(node, UpstreamActor) else None
+
+    def list_changed(self, upstream_id: str, kind: str) -> None:
+        node = self._node(upstream_id)
+        if node is None:
+            return
+        if kind == "tools":
+            self._catalog.set_upstream(upstream_id, tools=node.tools, strict=False)
+            self._mediation.tools_changed()
+            return
+        if kind == "prompts":
+            self._catalog.set_upstream(upstream_id, prompts=node.prompts, strict=False)
+        else:
+            self._catalog.set_upstream(
+                upstream_id, resources=node.resources, templates=node.templates, strict=False
+            )
+        self._mediation.notify_agents(LIST_CHANGED_METHODS[kind])
+
+    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> None:
+        mediator = self._mediation.mediator
+        if mediator is None:
+            return
+        if method == "notifications/message":
+            shown = mediator.exposed_log(upstream_id, params)
+        elif method == "notifications/resources/updated":
+            shown = mediator.exposed_update(upstream_id, params)
+        else:
+            return  # anything else from a server (its own cancellations, ...) stays here
+        if shown is None:
+            return
+        for session in list(self._mediation.sessions):
+            session.notify(method, shown, related=session.related_for(upstream_id))
+
+    async def server_request(
+        self, upstream_id: str, method: str, params: dict[str, Any] | None
+    ) -> Any:
+        mediator = self._mediation.mediator
+        if mediator is None:
+            raise Refusal(METHOD_NOT_FOUND, "Glove relays no server-to-client requests yet")
+        capability = await mediator.decide_server_request(upstream_id, method, params)
+        session = self._mediation.relay_target(upstream_id, capability)
+        if session is None:
+            raise Refusal(METHOD_NOT_FOUND, f"no connected agent supports {capability}")
+        return await session.request(method, params, related=session.related_for(upstream_id))
+
+    def garbage(self, upstream_id: str, excerpt: bytes) -> None:
+        count = self._dropped.get(upstream_id, 0) + 1
+        self._dropped[upstream_id] = count
+        node = self._node(upstream_id)
+        mediator = self._mediation.mediator
+        if node is None or mediator is None:
+            return
+        if count > MAX_AUDITED_DROPPED_LINES and count % DROPPED_LINES_SAMPLE:
+            return
+        record: dict[str, object] = {
+            "kind": "mcp.upstream_output",
+            "decision": "dropped",
+            "upstream": upstream_id,
+            "reason": 'a line on the server\'s stdout was not JSON (stdout = "lenient")',
+            "excerpt": excerpt.decode("utf-8", "replace"),
+            "dropped_so_far": count,
+        }
+        node.spawn_task(_record_quietly(mediator, record), name="audit-dropped-line")
+
+
+async def _record_quietly(mediator: Mediator, record: dict[str, object]) -> None:
+    with contextlib.suppress(Refusal):
+        await mediator.record(record)
+
+
+def _load_policy(config: McpConfig) -> Any:
+    from glove.policy import allow_all_policy, load_policy
+
+    if config.builtin_policy is not None:
+        return allow_all_policy()
+    return load_policy(config.policy)
+
+
 class KernelActor(Actor):
-    """The mediation's last child: once every upstream sibling has started, it builds the
-    tool registry and the :class:`Mediator` (policy, audit, forwarding) and resolves
+    """The mediation's last child: once every upstream sibling has started, it fills the
+    catalog and builds the :class:`Mediator` (policy, audit, forwarding), then resolves
     :attr:`Mediation.ready`. An upstream that fails to start crashes its actor, which ends
     the whole mediation (one strike) before this one is ready."""
 
     def __init__(
-        self, mediation: Mediation, config: McpConfig, policy: Any, run_id: str | None = None
+        self,
+        mediation: Mediation,
+        config: McpConfig,
+        policy: Any,
+        catalog: Catalog,
+        run_id: str | None = None,
     ) -> None:
         super().__init__("kernel", mailbox_size=1)
         self._mediation = mediation
         self._config = config
         self._policy = policy
+        self._catalog = catalog
         self._run_id = run_id
 
     async def on_start(self) -> None:
-        """Wait for the upstreams, then build the registry and the mediator.
+        """Wait for the upstreams, then fill the catalog and build the mediator.
 
         Raises:
             McpError: the upstreams did not all start in time.
-            ToolNameError: two tools collide.
+            ToolNameError: two tools, prompts or resources collide.
         """
         from glove.audit import AuditError
 
-        supervisor, config = self._mediation.supervisor, self._config
+        supervisor, config, catalog = self._mediation.supervisor, self._config, self._catalog
         limit = max(u.startup_timeout_s for u in config.upstreams.values()) + STARTUP_MARGIN_S
         nodes = [supervisor.child(f"mcp-{uid}") for uid in config.upstreams]
         await wait_started([*nodes, supervisor.child("audit")], limit)
-        registry = ToolRegistry()
-        for uid in config.upstreams:
-            node = supervisor.child(f"mcp-{uid}")
+        for upstream_id in config.upstreams:
+            node = supervisor.child(f"mcp-{upstream_id}")
             assert isinstance(node, UpstreamActor)
-            registry.set_upstream(uid, node.tools, strict=True)
-        self._mediation.registry = registry
+            catalog.set_upstream(
+                upstream_id,
+                tools=node.tools,
+                prompts=node.prompts,
+                resources=node.resources,
+                templates=node.templates,
+                strict=True,
+            )
         timeouts = {key: value.call_timeout_s for key, value in config.upstreams.items()}
 
         async def forward(
             tool: ExposedTool,
-            arguments: dict[str, Any] | None,
+            arguments: dict[str, Any] | msgspec.Raw | None,
             token: int | str | None,
             progress: Callable[[dict[str, Any]], None] | None,
         ) -> msgspec.Raw:
@@ -189,8 +352,25 @@ class KernelActor(Actor):
             )
             return result
 
+        async def request(
+            upstream_id: str,
+            method: str,
+            params: dict[str, Any] | None,
+            token: int | str | None,
+            progress: Callable[[dict[str, Any]], None] | None,
+        ) -> msgspec.Raw:
+            node = supervisor.child(f"mcp-{upstream_id}")
+            result: msgspec.Raw = await node.ask(  # type: ignore[union-attr]
+                Forward(method, params, token, progress), timeout=timeouts[upstream_id]
+            )
+            return result
+
+        def capabilities_of(upstream_id: str) -> dict[str, Any]:
+            node = supervisor.child(f"mcp-{upstream_id}")
+            return node.capabilities if isinstance(node, UpstreamActor) else {}
+
         self._mediation.mediator = Mediator(
-            registry,
+            catalog.tools,
             self._policy,
             supervisor.child("audit"),  # type: ignore[arg-type]
             forward,
@@ -200,6 +380,9 @@ class KernelActor(Actor):
             upstream_errors=(UpstreamError, ActorDead, Busy, KeyError),
             timeout_errors=(DeadlineExceeded,),
             run_id=self._run_id,
+            catalog=catalog,
+            request=request,
+            upstream_capabilities=capabilities_of,
         )
         if not self._mediation.ready.done():
             self._mediation.ready.set_result(None)
@@ -223,23 +406,26 @@ def build_mediation(
     config: McpConfig,
     *,
     audit_factory: Callable[[str], Any] | None = None,
+    client_capabilities: dict[str, Any] | None = None,
     run_id: str | None = None,
+    prestarted: dict[str, Any] | None = None,
 ) -> Mediation:
     """Build (not start) the mediation tree: ``audit``, one ``mcp-<id>`` per upstream, then
     the ``kernel``. Run :attr:`Mediation.supervisor` as a child of a session tree and await
-    :attr:`Mediation.ready` before attaching agents. ``run_id`` names the run in every audit
-    record (a fresh one by default).
+    :attr:`Mediation.ready` before attaching agents.
 
     ``audit_factory(path)`` builds the audit actor (default: a shared
     :class:`glove.audit.AuditLog`); tests inject failing storage through it.
+    ``client_capabilities``, when the agent's are known before the upstreams start (an HTTP
+    session), narrows what Glove declares upstream to what that agent supports. ``run_id``
+    names the run in audit records. ``prestarted`` holds upstream processes already started.
 
     Raises:
         PolicyFileError: the policy file is invalid.
     """
     from glove.audit import AuditLog
-    from glove.policy import load_policy
 
-    policy = load_policy(config.policy)
+    policy = _load_policy(config)
 
     def shared_log(path: str) -> AuditLog:
         # Shared: two runs with one configuration take turns on its log (their records say
@@ -247,28 +433,32 @@ def build_mediation(
         return AuditLog(path, shared=True)
 
     make_audit = audit_factory or shared_log
-
-    def tools_changed(upstream_id: str) -> None:
-        node = supervisor.child(f"mcp-{upstream_id}")
-        assert isinstance(node, UpstreamActor)
-        if mediation.registry is not None:
-            mediation.registry.set_upstream(upstream_id, node.tools, strict=False)
-        mediation.tools_changed()
-
+    catalog = Catalog({uid: upstream.expose for uid, upstream in config.upstreams.items()})
     specs = [ChildSpec("audit", lambda: make_audit(config.audit))]
+
+    def make_upstream(upstream_id: str, upstream: Any) -> UpstreamActor:
+        return UpstreamActor(
+            upstream_id,
+            upstream,
+            events=events,
+            client_capabilities=declared_capabilities(policy, upstream_id, client_capabilities),
+            process=None if prestarted is None else prestarted.pop(upstream_id, None),
+        )
+
     for upstream_id, upstream in config.upstreams.items():
         specs.append(
             ChildSpec(
                 f"mcp-{upstream_id}",
-                lambda i=upstream_id, u=upstream: UpstreamActor(  # type: ignore[misc]
-                    i, u, on_tools_changed=tools_changed
-                ),
+                lambda i=upstream_id, u=upstream: make_upstream(i, u),  # type: ignore[misc]
             )
         )
     # The factories run when the supervisor starts, after `mediation` below exists.
-    specs.append(ChildSpec("kernel", lambda: KernelActor(mediation, config, policy, run_id)))
+    specs.append(
+        ChildSpec("kernel", lambda: KernelActor(mediation, config, policy, catalog, run_id))
+    )
     supervisor = Supervisor("mcp", specs, strategy="one_for_all", intensity=0)
     mediation = Mediation(supervisor)
+    events = _Events(mediation, catalog)
     return mediation
 
 
@@ -278,17 +468,29 @@ async def start_mediation(
     writer: asyncio.StreamWriter | None = None,
     *,
     audit_factory: Callable[[str], Any] | None = None,
+    client_capabilities: dict[str, Any] | None = None,
+    run_id: str | None = None,
+    prestarted: dict[str, Any] | None = None,
 ) -> Mediation:
-    """Start the upstreams and the audit log, build the registry, then serve the agent.
+    """Start the upstreams and the audit log, build the catalog, then serve the agent.
 
     Without ``reader`` and ``writer`` no agent is attached yet: call
-    :meth:`Mediation.attach` for each connection.
+    :meth:`Mediation.attach` for each connection, or register an
+    :class:`~glove.mcp._session.AgentSession` in :attr:`Mediation.sessions` (the HTTP
+    front does). The other arguments are :func:`build_mediation`'s.
 
     Raises:
         GloveError: the policy file is invalid (``PolicyFileError``), an upstream failed to
-            start, or two tools collide (``ToolNameError``); nothing is left running.
+            start, or two tools, prompts or resources collide (``ToolNameError``); nothing
+            is left running.
     """
-    mediation = build_mediation(config, audit_factory=audit_factory)
+    mediation = build_mediation(
+        config,
+        audit_factory=audit_factory,
+        client_capabilities=client_capabilities,
+        run_id=run_id,
+        prestarted=prestarted,
+    )
     task = asyncio.get_running_loop().create_task(mediation.supervisor.run(), name="mcp-supervisor")
     mediation._task = task
     try:
@@ -379,14 +581,18 @@ async def fd_streams(
 
 
 async def serve(
-    config: McpConfig, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    config: McpConfig,
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    *,
+    prestarted: dict[str, Any] | None = None,
 ) -> int:
     """Serve one agent until it hangs up or a stop signal comes (0), or the session fails (1).
 
     Raises:
         GloveError: startup failed (invalid policy, upstream, tool name collision).
     """
-    mediation = await start_mediation(config, reader, writer)
+    mediation = await start_mediation(config, reader, writer, prestarted=prestarted)
     interrupt = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in STOP_SIGNALS:

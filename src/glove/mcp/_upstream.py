@@ -1,40 +1,44 @@
-"""One upstream MCP server: a host subprocess on stdio, owned by one actor.
+"""One upstream MCP server, owned by one actor, over stdio or Streamable HTTP.
 
-The actor starts the server with a scrubbed environment, completes the handshake the
-server speaks (a ``server/discover`` probe for the stateless 2026-07-28 era, falling back
-to the ``initialize`` handshake every off-the-shelf server speaks today), lists its tools
-page by page, and then forwards ``tools/call`` requests under ids of its own.
+The actor opens its transport (:mod:`._upstream_stdio`: a host subprocess with a scrubbed
+environment; :mod:`._upstream_http`: an HTTP endpoint), completes the handshake the server
+speaks (a ``server/discover`` probe for the stateless 2026-07-28 era, falling back to the
+``initialize`` handshake every off-the-shelf server speaks today), lists what it offers
+(tools, prompts, resources, resource templates: each as its capabilities say, page by
+page), and then forwards requests under ids of its own.
 
-Failure is never a hang: garbage or an oversized frame on the server's stdout, end of
-file, or the process exiting fails every pending call at once with
-:class:`~glove.mcp.errors.UpstreamTransportError` and crashes the actor, so its
-supervisor applies the session's rules. A caller that gives up (its deadline passed, or
-the agent cancelled) cancels the reply future; the actor then sends
-``notifications/cancelled`` upstream and drops the late reply when it comes.
+Server-to-client traffic goes to the mediation's :class:`UpstreamEvents`: list changes
+(after the actor re-listed), log messages and resource updates, and requests (sampling,
+elicitation, roots), which are answered with whatever the mediation decides. ``ping`` from
+the server is answered here.
+
+Failure is never a hang: an oversized frame, end of file, the process exiting, or a frame
+that is JSON but not JSON-RPC fails every pending call at once with
+:class:`~glove.mcp.errors.UpstreamTransportError` and crashes the actor, so its supervisor
+applies the session's rules. A line that is not JSON at all is dropped and reported
+(``stdout = "lenient"``, the default) or fatal too (``"strict"``). A caller that gives up
+(its deadline passed, or the agent cancelled) cancels the reply future; the actor then
+sends ``notifications/cancelled`` upstream and drops the late reply when it comes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
-import signal
-from collections import deque
-from collections.abc import Callable
-from typing import Any, Final
+import subprocess
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Protocol
 
 import msgspec
 
 from glove.actors import Actor, Deferred
-from glove.mcp._config import UpstreamConfig, child_environment
+from glove.mcp._config import UpstreamConfig
 from glove.mcp._framing import (
-    OVERSIZED,
-    LineSplitter,
     decode_message,
     encode_error,
     encode_notification,
     encode_request,
+    encode_result,
 )
 from glove.mcp._messages import (
     DiscoverResult,
@@ -47,7 +51,9 @@ from glove.mcp._messages import (
     ToolInfo,
 )
 from glove.mcp.errors import (
+    INTERNAL_ERROR,
     METHOD_NOT_FOUND,
+    PARSE_ERROR,
     FramingError,
     UpstreamCallFailed,
     UpstreamError,
@@ -58,13 +64,16 @@ from glove.mcp.errors import (
 _log = logging.getLogger(__name__)
 
 MAX_UPSTREAM_FRAME_BYTES: Final = 16 * 1024 * 1024
-READ_CHUNK_BYTES: Final = 256 * 1024
-STDERR_TAIL_BYTES: Final = 8 * 1024
 MAX_TOOL_PAGES: Final = 100
 MAX_TOOLS: Final = 4096
+#: Most prompts, resources or templates kept per upstream (each kind separately).
+MAX_LISTED_ITEMS: Final = 4096
 MAX_PENDING_CALLS: Final = 256
+#: Server-to-client requests of one upstream being relayed at once; more are refused.
+MAX_SERVER_REQUESTS: Final = 16
+#: Longest excerpt of a dropped non-JSON stdout line that is reported, in bytes.
+GARBAGE_EXCERPT_BYTES: Final = 160
 PROBE_TIMEOUT_S: Final = 3.0
-STOP_GRACE_S: Final = 2.0
 
 MODERN_VERSION: Final = "2026-07-28"
 LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -74,9 +83,55 @@ META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 CLIENT_INFO: Final = {"name": "glove", "version": "0.1.0"}
 LISTEN_FILTER: Final = {"toolsListChanged": True}
+#: list_changed notification -> the kind the actor re-lists.
+LIST_CHANGED: Final = {
+    "notifications/tools/list_changed": "tools",
+    "notifications/prompts/list_changed": "prompts",
+    "notifications/resources/list_changed": "resources",
+}
 
 ProgressSink = Callable[[dict[str, Any]], None]
 ToolsChanged = Callable[[str], None]
+
+
+class UpstreamEvents(Protocol):
+    """Where an upstream's own traffic goes (the mediation implements it)."""
+
+    def list_changed(self, upstream_id: str, kind: str) -> None:
+        """``kind`` (tools, prompts, resources) was re-listed after a list_changed."""
+
+    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> None:
+        """A notification the actor does not handle itself (log messages, resource updates)."""
+
+    def server_request(
+        self, upstream_id: str, method: str, params: dict[str, Any] | None
+    ) -> Awaitable[Any]:
+        """A server-to-client request; the awaitable's result is the answer, an exception
+        carrying ``code`` and ``message`` (or any other) an error answer."""
+        ...
+
+    def garbage(self, upstream_id: str, excerpt: bytes) -> None:
+        """A line on stdout that was not JSON was dropped (``stdout = "lenient"``)."""
+
+
+class Transport(Protocol):
+    """How the actor reaches its server (:class:`StdioTransport` or :class:`HttpTransport`)."""
+
+    session_id: str | None
+    protocol_version: str | None
+
+    async def open(
+        self,
+        deliver: Callable[[bytes], None],
+        spawn: Callable[[Any, str], object],
+    ) -> None: ...
+    def send(self, frame: bytes, *, expects_reply: bool = False) -> None: ...
+    async def close(self) -> None: ...
+    def force_kill(self) -> None: ...
+    @property
+    def pid(self) -> int | None: ...
+    @property
+    def stderr_tail(self) -> bytes: ...
 
 
 class CallTool(msgspec.Struct, frozen=True):
@@ -84,12 +139,30 @@ class CallTool(msgspec.Struct, frozen=True):
 
     ``progress`` receives the params of each ``notifications/progress`` for this call with
     the upstream's token already replaced by ``progress_token`` (the agent's own).
+    ``arguments`` may come already encoded (:class:`msgspec.Raw`, the mediator's canonical
+    encoding), and is then written as it is.
     """
 
     name: str
-    arguments: dict[str, Any] | None
+    arguments: dict[str, Any] | msgspec.Raw | None
     progress_token: int | str | None = None
     progress: ProgressSink | None = None
+
+
+class Forward(msgspec.Struct, frozen=True):
+    """Forward any request (``prompts/get``, ``resources/read``, ...); reply is the raw result."""
+
+    method: str
+    params: dict[str, Any] | None
+    progress_token: int | str | None = None
+    progress: ProgressSink | None = None
+
+
+class Notify(msgspec.Struct, frozen=True):
+    """Send a notification upstream (``notifications/roots/list_changed``)."""
+
+    method: str
+    params: dict[str, Any] | None = None
 
 
 class ListTools(msgspec.Struct, frozen=True):
@@ -132,8 +205,27 @@ def tool_info(raw: dict[str, Any]) -> ToolInfo:
     return ToolInfo(name, description if isinstance(description, str) else None, schema, raw)
 
 
+_ItemsPage = dict[str, Any]
+
+
+def _make_transport(
+    upstream_id: str,
+    config: UpstreamConfig,
+    max_frame_bytes: int,
+    process: subprocess.Popen[bytes] | None,
+) -> Transport:
+    if config.url is not None:
+        from glove.mcp._upstream_http import HttpTransport
+
+        http: Transport = HttpTransport(upstream_id, config, max_frame_bytes)
+        return http
+    from glove.mcp._upstream_stdio import StdioTransport
+
+    return StdioTransport(upstream_id, config, max_frame_bytes, process=process)
+
+
 class UpstreamActor(Actor):
-    """Owns one upstream server process and every request in flight to it."""
+    """Owns one upstream server (its transport) and every request in flight to it."""
 
     def __init__(
         self,
@@ -141,107 +233,90 @@ class UpstreamActor(Actor):
         config: UpstreamConfig,
         *,
         on_tools_changed: ToolsChanged | None = None,
+        events: UpstreamEvents | None = None,
+        client_capabilities: dict[str, Any] | None = None,
         max_frame_bytes: int = MAX_UPSTREAM_FRAME_BYTES,
+        process: subprocess.Popen[bytes] | None = None,
     ) -> None:
         super().__init__(f"mcp-{upstream_id}")
         self.upstream_id = upstream_id
         self.config = config
         self.era: str | None = None
         self.server_info: dict[str, Any] = {}
+        #: What the server advertised (``tools``, ``prompts``, ``resources``, ``logging``...).
+        self.capabilities: dict[str, Any] = {}
         self.tools: list[ToolInfo] = []
+        self.prompts: list[dict[str, Any]] = []
+        self.resources: list[dict[str, Any]] = []
+        self.templates: list[dict[str, Any]] = []
+        #: Non-JSON stdout lines dropped so far (``stdout = "lenient"``).
+        self.dropped_lines = 0
         self._on_tools_changed = on_tools_changed
-        self._max_frame_bytes = max_frame_bytes
-        self._proc: asyncio.subprocess.Process | None = None
+        self._events = events
+        self._client_capabilities = dict(client_capabilities or {})
+        #: ``process``: a stdio server already started for this actor (it adopts it).
+        self._transport = _make_transport(upstream_id, config, max_frame_bytes, process)
         self._pending: dict[int, _Pending] = {}
         self._next_id = 0
         self._failure: UpstreamError | None = None
-        self._stderr_tail: deque[bytes] = deque()
-        self._stderr_bytes = 0
-        self._relisting = False
+        self._relisting: set[str] = set()
+        self._serving = 0
 
     # -- life ---------------------------------------------------------------------------------
 
     async def on_start(self) -> None:
-        """Start the process, complete the handshake and list the tools.
+        """Open the transport, complete the handshake and list what the server offers.
 
         Raises:
-            UpstreamTransportError: the program cannot be started or died during startup.
-            UpstreamProtocolError: the handshake or the tool list was malformed.
-            DeadlineExceeded: startup took longer than ``startup_timeout_s``.
+            UpstreamTransportError: the server cannot be reached or died during startup.
+            UpstreamProtocolError: the handshake or a list was malformed.
         """
-        env = child_environment(self.config, dict(os.environ))
-        try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *self.config.command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-                cwd=self.config.cwd,
-                start_new_session=True,
-                limit=READ_CHUNK_BYTES,
-            )
-        except OSError as exc:
-            raise UpstreamTransportError(
-                self.upstream_id, f"cannot start {self.config.command[0]!r}: {exc.strerror}"
-            ) from exc
-        self.spawn_task(self._read_stdout(), name="stdout")
-        self.spawn_task(self._drain_stderr(), name="stderr")
+        await self._transport.open(self._on_frame_safely, self._spawn)
         try:
             async with asyncio.timeout(self.config.startup_timeout_s):
                 await self._handshake()
-                self.tools = await self._list_all_tools()
+                await self._list_everything()
         except TimeoutError as exc:
             raise UpstreamTransportError(
                 self.upstream_id,
                 f"no handshake and tool list within {self.config.startup_timeout_s} s",
             ) from exc
 
+    def _spawn(self, coro: Any, name: str) -> object:
+        return self.spawn_task(self._failing(coro), name=name)
+
+    async def _failing(self, coro: Any) -> None:
+        try:
+            await coro
+        except UpstreamError as exc:
+            self._failure = exc
+            self._fail_all(exc)
+            raise
+
     async def on_stop(self) -> None:
-        """Fail what is pending, then close stdin, SIGTERM and SIGKILL the process group."""
+        """Fail what is pending, then close the transport (stdin EOF, SIGTERM, SIGKILL)."""
         self._fail_all(self._failure or UpstreamTransportError(self.upstream_id, "stopped"))
-        proc = self._proc
-        if proc is None:
-            return
-        if proc.stdin is not None:
-            proc.stdin.close()
-            # Always awaited, even when the server already exited: a write that met a closed
-            # pipe leaves a BrokenPipeError on the stdin close future, which asyncio would
-            # otherwise report on stderr as "Future exception was never retrieved".
-            with contextlib.suppress(OSError, TimeoutError):
-                async with asyncio.timeout(STOP_GRACE_S):
-                    await proc.stdin.wait_closed()
-        if proc.returncode is not None:
-            return
-        for sig in (None, signal.SIGTERM, signal.SIGKILL):
-            if sig is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, sig)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(STOP_GRACE_S):
-                    await proc.wait()
-                return
+        await self._transport.close()
 
     def force_kill(self) -> None:
-        """SIGKILL the server's process group at once."""
-        if self._proc is not None and self._proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self._proc.pid, signal.SIGKILL)
+        """Kill the server at once (its process group, for a stdio server)."""
+        self._transport.force_kill()
 
     @property
     def pid(self) -> int | None:
-        """The server's process id once started."""
-        return None if self._proc is None else self._proc.pid
+        """The server's process id once started (``None`` for an HTTP upstream)."""
+        return self._transport.pid
 
     @property
     def stderr_tail(self) -> bytes:
         """The last bytes the server wrote on stderr (bounded), for diagnostics."""
-        return b"".join(self._stderr_tail)
+        return self._transport.stderr_tail
 
     # -- messages -----------------------------------------------------------------------------
 
     async def handle(self, msg: object) -> object:
-        """Forward a call (a deferred raw result) or return the cached tool list.
+        """Forward a request (a deferred raw result), send a notification, or return the
+        cached tool list.
 
         Raises:
             UpstreamTransportError: the upstream has already failed.
@@ -255,6 +330,15 @@ class UpstreamActor(Actor):
                     "tools/call", params, progress_token=msg.progress_token, progress=msg.progress
                 )
             )
+        if isinstance(msg, Forward):
+            return Deferred(
+                self._request(
+                    msg.method, msg.params, progress_token=msg.progress_token, progress=msg.progress
+                )
+            )
+        if isinstance(msg, Notify):
+            self._write(encode_notification(msg.method, msg.params))
+            return None
         if isinstance(msg, ListTools):
             return list(self.tools)
         return await super().handle(msg)
@@ -282,6 +366,7 @@ class UpstreamActor(Actor):
         request_id = self._next_id
         params = dict(params) if params is not None else {}
         meta = dict(params.get("_meta") or {})
+        meta.pop("progressToken", None)
         if progress is not None and progress_token is not None:
             meta["progressToken"] = request_id
         if self.era == MODERN_VERSION or method == "server/discover":
@@ -290,9 +375,11 @@ class UpstreamActor(Actor):
             meta[META_CLIENT_INFO] = CLIENT_INFO
         if meta:
             params["_meta"] = meta
+        else:
+            params.pop("_meta", None)
         self._pending[request_id] = _Pending(future, method, progress_token, progress)
         future.add_done_callback(lambda fut: self._settled(request_id, fut))
-        self._write(encode_request(request_id, method, params or None))
+        self._write(encode_request(request_id, method, params or None), expects_reply=True)
         return future
 
     def _settled(self, request_id: int, future: asyncio.Future[Any]) -> None:
@@ -306,16 +393,14 @@ class UpstreamActor(Actor):
                 )
             )
 
-    def _write(self, frame: bytes) -> None:
-        proc = self._proc
-        if proc is None or proc.stdin is None or proc.stdin.is_closing():
-            return
-        proc.stdin.write(frame)
+    def _write(self, frame: bytes, *, expects_reply: bool = False) -> None:
+        if self._failure is None:
+            self._transport.send(frame, expects_reply=expects_reply)
 
     async def _call(self, method: str, params: dict[str, Any] | None) -> msgspec.Raw:
         return await self._request(method, params)  # type: ignore[no-any-return]
 
-    # -- handshake and tools --------------------------------------------------------------------
+    # -- handshake and lists --------------------------------------------------------------------
 
     async def _handshake(self) -> None:
         if self.config.era in ("auto", MODERN_VERSION) and await self._probe_modern():
@@ -326,7 +411,7 @@ class UpstreamActor(Actor):
             "initialize",
             {
                 "protocolVersion": LATEST_LEGACY_VERSION,
-                "capabilities": {},
+                "capabilities": self._client_capabilities,
                 "clientInfo": CLIENT_INFO,
             },
         )
@@ -339,7 +424,9 @@ class UpstreamActor(Actor):
                 self.upstream_id, f"unsupported protocol version {result.protocol_version!r}"
             )
         self.era = result.protocol_version
+        self._transport.protocol_version = result.protocol_version
         self.server_info = result.server_info
+        self.capabilities = result.capabilities
         self._write(encode_notification("notifications/initialized"))
 
     async def _probe_modern(self) -> bool:
@@ -360,6 +447,8 @@ class UpstreamActor(Actor):
         if MODERN_VERSION not in result.supported_versions:
             return False
         self.era = MODERN_VERSION
+        self._transport.protocol_version = MODERN_VERSION
+        self.capabilities = result.capabilities
         tools = result.capabilities.get("tools")
         if isinstance(tools, dict) and tools.get("listChanged"):
             # 2026-07-28 delivers list_changed only on a subscriptions/listen stream: open
@@ -367,6 +456,18 @@ class UpstreamActor(Actor):
             stream = self._request("subscriptions/listen", {"notifications": LISTEN_FILTER})
             stream.add_done_callback(_consume)
         return True
+
+    def offers(self, capability: str) -> bool:
+        """Whether the server advertised ``capability`` (``tools`` is assumed)."""
+        return capability == "tools" or isinstance(self.capabilities.get(capability), dict)
+
+    async def _list_everything(self) -> None:
+        self.tools = await self._list_all_tools()
+        if self.offers("prompts"):
+            self.prompts = await self._list_items("prompts/list", "prompts")
+        if self.offers("resources"):
+            self.resources = await self._list_items("resources/list", "resources")
+            self.templates = await self._list_items("resources/templates/list", "resourceTemplates")
 
     async def _list_all_tools(self) -> list[ToolInfo]:
         tools: list[ToolInfo] = []
@@ -385,45 +486,71 @@ class UpstreamActor(Actor):
             cursor = page.next_cursor
         raise UpstreamProtocolError(self.upstream_id, f"more than {MAX_TOOL_PAGES} pages")
 
-    async def _relist(self) -> None:
+    async def _list_items(self, method: str, key: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        cursor: str | None = None
+        for _ in range(MAX_TOOL_PAGES):
+            try:
+                raw = await self._call(method, None if cursor is None else {"cursor": cursor})
+            except UpstreamCallFailed as exc:
+                if exc.code == METHOD_NOT_FOUND:
+                    return items  # advertised the capability but not this list (templates)
+                raise
+            try:
+                page = msgspec.json.decode(raw, type=_ItemsPage)
+            except msgspec.DecodeError as exc:
+                raise UpstreamProtocolError(self.upstream_id, f"bad {method}: {exc}") from exc
+            found = page.get(key, [])
+            if not isinstance(found, list) or not all(isinstance(i, dict) for i in found):
+                raise UpstreamProtocolError(self.upstream_id, f"bad {method}: no list of {key}")
+            items.extend(found)
+            if len(items) > MAX_LISTED_ITEMS:
+                raise UpstreamProtocolError(self.upstream_id, f"{method}: over {MAX_LISTED_ITEMS}")
+            next_cursor = page.get("nextCursor")
+            if not isinstance(next_cursor, str) or not next_cursor:
+                return items
+            cursor = next_cursor
+        raise UpstreamProtocolError(self.upstream_id, f"{method}: more than {MAX_TOOL_PAGES} pages")
+
+    async def _relist(self, kind: str) -> None:
         try:
-            self.tools = await self._list_all_tools()
+            if kind == "tools":
+                self.tools = await self._list_all_tools()
+            elif kind == "prompts":
+                self.prompts = await self._list_items("prompts/list", "prompts")
+            else:
+                self.resources = await self._list_items("resources/list", "resources")
+                self.templates = await self._list_items(
+                    "resources/templates/list", "resourceTemplates"
+                )
         finally:
-            self._relisting = False
-        if self._on_tools_changed is not None:
+            self._relisting.discard(kind)
+        if kind == "tools" and self._on_tools_changed is not None:
             self._on_tools_changed(self.upstream_id)
+        if self._events is not None:
+            self._events.list_changed(self.upstream_id, kind)
 
     # -- reading ------------------------------------------------------------------------------
 
-    async def _read_stdout(self) -> None:
-        proc = self._proc
-        assert proc is not None
-        assert proc.stdout is not None
-        splitter = LineSplitter(self._max_frame_bytes)
+    def _on_frame_safely(self, frame: bytes) -> None:
         try:
-            while True:
-                chunk = await proc.stdout.read(READ_CHUNK_BYTES)
-                if not chunk:
-                    code = await proc.wait()
-                    raise UpstreamTransportError(
-                        self.upstream_id, f"closed its stdout (exit status {code})"
-                    )
-                for frame in splitter.feed(chunk):
-                    if frame is OVERSIZED:
-                        raise UpstreamTransportError(
-                            self.upstream_id, f"wrote a frame over {self._max_frame_bytes} bytes"
-                        )
-                    assert isinstance(frame, bytes)
-                    self._on_frame(frame)
+            self._on_frame(frame)
         except UpstreamError as exc:
             self._failure = exc
             self._fail_all(exc)
-            raise
+            self.crash(exc)
 
     def _on_frame(self, frame: bytes) -> None:
         try:
             message = decode_message(frame)
         except FramingError as exc:
+            if exc.code == PARSE_ERROR and self.config.stdout == "lenient":
+                # Not JSON at all: a stray print, a banner. Dropped and reported; a frame
+                # that is JSON but not JSON-RPC stays fatal (the peer is confused).
+                self.dropped_lines += 1
+                if self._events is not None:
+                    self._events.garbage(self.upstream_id, frame[:GARBAGE_EXCERPT_BYTES])
+                return
             raise UpstreamTransportError(self.upstream_id, f"wrote garbage: {exc}") from exc
         if isinstance(message, Response | ErrorResponse):
             if not isinstance(message.id, int):
@@ -439,14 +566,42 @@ class UpstreamActor(Actor):
                 )
         elif isinstance(message, Notification):
             self._on_notification(message)
-        elif isinstance(message, Request):
-            # Glove declares no client capability, so a server-to-client request (sampling,
-            # elicitation, roots) is refused: forwarding it could widen the server's reach.
+        else:
+            self._on_server_request(message)
+
+    def _on_server_request(self, request: Request) -> None:
+        if request.method == "ping":
+            self._write(encode_result(request.id, {}))
+            return
+        if self._events is None or self._serving >= MAX_SERVER_REQUESTS:
+            # Nothing to relay to (or too much at once): refused, never forwarded blindly.
             self._write(
                 encode_error(
-                    message.id, METHOD_NOT_FOUND, "Glove relays no server-to-client requests"
+                    request.id, METHOD_NOT_FOUND, "Glove relays no server-to-client requests"
                 )
             )
+            return
+        self._serving += 1
+        self.spawn_task(self._serve(request), name="server-request")
+
+    async def _serve(self, request: Request) -> None:
+        assert self._events is not None
+        try:
+            async with asyncio.timeout(self.config.call_timeout_s):
+                result = await self._events.server_request(
+                    self.upstream_id, request.method, request.params
+                )
+        except Exception as exc:  # noqa: BLE001 - every failure becomes an error answer
+            code = getattr(exc, "code", None)
+            message = getattr(exc, "message", None) or str(exc) or "request failed"
+            frame = encode_error(
+                request.id, code if isinstance(code, int) else INTERNAL_ERROR, message[:256]
+            )
+        else:
+            frame = encode_result(request.id, result)
+        finally:
+            self._serving -= 1
+        self._write(frame)
 
     def _on_notification(self, message: Notification) -> None:
         params = message.params or {}
@@ -455,25 +610,15 @@ class UpstreamActor(Actor):
             pending = self._pending.get(token) if isinstance(token, int) else None
             if pending is not None and pending.progress is not None:
                 pending.progress({**params, "progressToken": pending.progress_token})
-        elif (
-            message.method == "notifications/tools/list_changed"
-            and not self._relisting
-            and self.era is not None
-        ):
-            self._relisting = True
-            self.spawn_task(self._relist(), name="relist")
-
-    async def _drain_stderr(self) -> None:
-        proc = self._proc
-        assert proc is not None
-        assert proc.stderr is not None
-        while chunk := await proc.stderr.read(READ_CHUNK_BYTES):
-            # Keep only a bounded tail: a server that floods stderr must not stall on a
-            # full pipe nor grow Glove's memory.
-            self._stderr_tail.append(chunk[-STDERR_TAIL_BYTES:])
-            self._stderr_bytes += len(self._stderr_tail[-1])
-            while self._stderr_bytes > STDERR_TAIL_BYTES and len(self._stderr_tail) > 1:
-                self._stderr_bytes -= len(self._stderr_tail.popleft())
+            return
+        kind = LIST_CHANGED.get(message.method)
+        if kind is not None:
+            if kind not in self._relisting and self.era is not None:
+                self._relisting.add(kind)
+                self.spawn_task(self._relist(kind), name=f"relist-{kind}")
+            return
+        if self._events is not None:
+            self._events.notification(self.upstream_id, message.method, params)
 
     def _fail_all(self, exc: UpstreamError) -> None:
         pending, self._pending = self._pending, {}

@@ -8,6 +8,7 @@ Every error carries who caused it: the agent (malformed input), an upstream serv
         ├── FramingError             a frame broke the newline-delimited JSON-RPC rules
         │   ├── FrameTooLarge        a line exceeded its bound (code -32600)
         │   └── MalformedMessage     not JSON (-32700) or not a JSON-RPC 2.0 message (-32600)
+        ├── HttpError                an HTTP message broke the rules (``status`` to answer)
         ├── McpConfigError           the mediator configuration file is invalid
         ├── MediationFailed          the mediation session ended under a running agent
         ├── ToolNameError            a tool name cannot be exposed, or two exposed names collide
@@ -70,6 +71,18 @@ class MalformedMessage(FramingError):
     ) -> None:
         super().__init__(message, request_id=request_id)
         self.code = code
+
+
+class HttpError(McpError):
+    """An HTTP message (a request head, a body, an event stream) broke the rules.
+
+    ``status`` is the HTTP status to answer with (4xx: the client's fault; 502: an
+    upstream's).
+    """
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class McpConfigError(McpError):

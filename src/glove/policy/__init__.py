@@ -8,7 +8,14 @@ the file format and the contract with the MCP mediator::
     policy.check_call("fs__read_text_file", {"path": "/srv/work/a"}, definition)
 """
 
-from glove.policy._engine import Decision, Policy, parse_policy
+from glove.policy._engine import (
+    ALLOW_ALL,
+    ALLOW_ALL_TEXT,
+    Decision,
+    Policy,
+    allow_all_policy,
+    parse_policy,
+)
 from glove.policy._lint import LintWarning, lint_policy
 from glove.policy._load import load_policy
 from glove.policy._pin import (
@@ -20,12 +27,15 @@ from glove.policy._pin import (
 from glove.policy.errors import PolicyError, PolicyFileError
 
 __all__ = [
+    "ALLOW_ALL",
+    "ALLOW_ALL_TEXT",
     "Decision",
     "LintWarning",
     "Policy",
     "PolicyError",
     "PolicyFileError",
     "ToolDefinition",
+    "allow_all_policy",
     "canonical_json",
     "definition_digests",
     "full_definition_digest",

@@ -10,11 +10,20 @@ import hashlib
 import math
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import get_args
 
 import msgspec
 
-from glove.policy._model import ArgRuleSpec, JsonType, Op, PolicyFileSpec, ToolRuleSpec
+from glove.policy._model import (
+    ArgRuleSpec,
+    FeatureRuleSpec,
+    JsonType,
+    Op,
+    PolicyFileSpec,
+    ResourceRuleSpec,
+    ToolRuleSpec,
+)
 from glove.policy._names import (
     MAX_GLOB_CHARS,
     MAX_TOOL_NAME_CHARS,
@@ -25,6 +34,7 @@ from glove.policy._names import (
 from glove.policy._paths import DotDot, PathRejected, normalize_root
 from glove.policy._pointer import PointerSyntaxError, parse_pointer
 from glove.policy._regex import RegexSyntaxError, SafeRegex
+from glove.policy._resources import FEATURES, MAX_URI_CHARS, FeatureRule, ResourceRule
 from glove.policy._rules import (
     ArgRule,
     Test,
@@ -42,12 +52,16 @@ from glove.policy.errors import PolicyFileError
 
 __all__ = [
     "MAX_ARG_RULES_PER_TOOL",
+    "MAX_FEATURE_RULES",
     "MAX_IN_VALUES",
     "MAX_POLICY_FILE_BYTES",
+    "MAX_RESOURCE_RULES",
     "MAX_TOOL_RULES",
     "POLICY_VERSION",
     "CompiledPolicy",
+    "Sections",
     "compile_policy",
+    "compile_sections",
 ]
 
 POLICY_VERSION = 1
@@ -55,7 +69,11 @@ POLICY_VERSION = 1
 MAX_POLICY_FILE_BYTES = 1024 * 1024
 """Largest policy file accepted, in bytes."""
 MAX_TOOL_RULES = 1024
-"""Most ``[[tools]]`` rules in one policy."""
+"""Most ``[[tools]]`` rules (and, separately, ``[[prompts]]`` rules) in one policy."""
+MAX_RESOURCE_RULES = 1024
+"""Most ``[[resources]]`` rules in one policy."""
+MAX_FEATURE_RULES = 256
+"""Most ``[[features]]`` rules in one policy."""
 MAX_ARG_RULES_PER_TOOL = 64
 """Most ``[[tools.args]]`` rules under one tool rule."""
 MAX_IN_VALUES = 1024
@@ -88,6 +106,7 @@ _CHOICES: dict[str, tuple[str, ...]] = {
     "audit": ("value", "digest", "omit"),
     "dotdot": ("normalize", "deny"),
     "types": get_args(JsonType),
+    "allow": FEATURES,
 }
 _ALL_OP_KEYS = tuple(sorted(frozenset().union(*_OP_KEYS.values())))
 
@@ -283,8 +302,8 @@ def _pin(value: str | msgspec.UnsetType, key_path: str) -> str | None:
     return value
 
 
-def _tool_rule(spec: ToolRuleSpec, index: int) -> ToolRule:
-    where = f"tools[{index}]"
+def _tool_rule(spec: ToolRuleSpec, index: int, section: str = "tools") -> ToolRule:
+    where = f"{section}[{index}]"
     if not is_valid_glob(spec.name) or (
         not is_glob(spec.name) and not is_valid_tool_name(spec.name)
     ):
@@ -334,41 +353,143 @@ def _tool_rule(spec: ToolRuleSpec, index: int) -> ToolRule:
     )
 
 
-def _index_rules(spec: PolicyFileSpec) -> tuple[dict[str, ToolRule], list[ToolRule]]:
-    """Compile every rule; index exact names, keep globs in order; refuse duplicates."""
-    if spec.version != POLICY_VERSION:
-        raise _Invalid("version", f"unsupported version {spec.version} (expected 1)")
-    if len(spec.tools) > MAX_TOOL_RULES:
-        raise _Invalid("tools", f"more than {MAX_TOOL_RULES} rules")
+def _label(spec_id: str | msgspec.UnsetType, where: str, labels: dict[str, str]) -> str:
+    """The rule's label (its ``id`` or ``where``), checked unique across the whole file."""
+    label = where
+    if isinstance(spec_id, str):
+        if _RULE_ID.fullmatch(spec_id) is None:
+            raise _Invalid(f"{where}.id", f"must be 1-{MAX_RULE_ID_CHARS} of [A-Za-z0-9_.-]")
+        label = spec_id
+    if label in labels:
+        raise _Invalid(f"{where}.id", f"duplicate id (also {labels[label]})")
+    labels[label] = where
+    return label
+
+
+def _resource_rule(spec: ResourceRuleSpec, index: int, labels: dict[str, str]) -> ResourceRule:
+    where = f"resources[{index}]"
+    label = _label(spec.id, where, labels)
+    given = [key for key in ("uri", "prefix", "roots") if _is_set(getattr(spec, key))]
+    if len(given) != 1:
+        raise _Invalid(where, "needs exactly one of 'uri', 'prefix' and 'roots'")
+    kind = given[0]
+    if _is_set(spec.dotdot) and kind != "roots":
+        raise _Invalid(f"{where}.dotdot", "only a 'roots' rule takes 'dotdot'")
+    upstream = spec.upstream if isinstance(spec.upstream, str) else None
+    if upstream is not None and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]{0,31}", upstream):
+        raise _Invalid(f"{where}.upstream", "must be an upstream id (1-32 of [A-Za-z0-9-])")
+    pattern = ""
+    roots: tuple[str, ...] = ()
+    if kind == "roots":
+        assert isinstance(spec.roots, list)
+        if not spec.roots:
+            raise _Invalid(f"{where}.roots", "needs at least one root")
+        normalized: list[str] = []
+        for number, root in enumerate(spec.roots):
+            try:
+                normalized.append(normalize_root(root))
+            except PathRejected as exc:
+                raise _Invalid(f"{where}.roots[{number}]", str(exc)) from exc
+        roots = tuple(normalized)
+    else:
+        value = getattr(spec, kind)
+        assert isinstance(value, str)
+        if not value or len(value) > MAX_URI_CHARS or not value.isprintable():
+            raise _Invalid(f"{where}.{kind}", f"must be 1-{MAX_URI_CHARS} printable characters")
+        pattern = value
+    dotdot = DotDot(spec.dotdot) if isinstance(spec.dotdot, str) else DotDot.NORMALIZE
+    return ResourceRule(
+        label=label,
+        kind=kind,
+        pattern=pattern,
+        is_glob=kind == "uri" and is_glob(pattern),
+        roots=roots,
+        dotdot=dotdot,
+        upstream=upstream,
+        allow=spec.effect == "allow",
+    )
+
+
+def _feature_rule(spec: FeatureRuleSpec, index: int, labels: dict[str, str]) -> FeatureRule:
+    where = f"features[{index}]"
+    label = _label(spec.id, where, labels)
+    if not re.fullmatch(r"[A-Za-z0-9*?-]{1,32}", spec.upstream):
+        raise _Invalid(f"{where}.upstream", "must be an upstream id or a glob of one")
+    unknown = [item for item in spec.allow if item not in FEATURES]
+    if unknown:
+        raise _Invalid(f"{where}.allow", f"unknown feature {unknown[0]!r}")
+    return FeatureRule(label=label, upstream=spec.upstream, allow=frozenset(spec.allow))
+
+
+@dataclass(frozen=True, slots=True)
+class Sections:
+    """Every compiled section of a policy file."""
+
+    tools: tuple[dict[str, ToolRule], tuple[ToolRule, ...]]
+    prompts: tuple[dict[str, ToolRule], tuple[ToolRule, ...]]
+    resources_exact: dict[str, ResourceRule]
+    resources: tuple[ResourceRule, ...]
+    features: tuple[FeatureRule, ...]
+    digest: str
+
+
+def _index_named(
+    specs: list[ToolRuleSpec], section: str, labels: dict[str, str]
+) -> tuple[dict[str, ToolRule], tuple[ToolRule, ...]]:
+    """Compile ``[[tools]]`` or ``[[prompts]]``; index exact names, keep globs in order."""
+    if len(specs) > MAX_TOOL_RULES:
+        raise _Invalid(section, f"more than {MAX_TOOL_RULES} rules")
     exact: dict[str, ToolRule] = {}
     where_exact: dict[str, int] = {}
     globs: list[ToolRule] = []
-    labels: dict[str, int] = {}
-    for index, tool_spec in enumerate(spec.tools):
-        rule = _tool_rule(tool_spec, index)
+    for index, tool_spec in enumerate(specs):
+        rule = _tool_rule(tool_spec, index, section)
+        # _tool_rule validated the id's syntax; uniqueness is across the whole file.
+        where = f"{section}[{index}]"
         if rule.label in labels:
-            raise _Invalid(f"tools[{index}].id", f"duplicate id (also tools[{labels[rule.label]}])")
-        labels[rule.label] = index
+            raise _Invalid(f"{where}.id", f"duplicate id (also {labels[rule.label]})")
+        labels[rule.label] = where
         if rule.is_glob:
             globs.append(rule)
         elif rule.name in exact:
             also = where_exact[rule.name]
             raise _Invalid(
-                f"tools[{index}].name", f"a second rule for {rule.name!r} (also tools[{also}])"
+                f"{where}.name", f"a second rule for {rule.name!r} (also {section}[{also}])"
             )
         else:
             exact[rule.name] = rule
             where_exact[rule.name] = index
-    return exact, globs
+    return exact, tuple(globs)
 
 
-def compile_policy(text: str | bytes, source: str) -> CompiledPolicy:
-    """Decode and check policy text; return its rules and digest.
+def _index_rules(spec: PolicyFileSpec, digest: str) -> Sections:
+    """Compile every section; refuse duplicate ids and exact names."""
+    if spec.version != POLICY_VERSION:
+        raise _Invalid("version", f"unsupported version {spec.version} (expected 1)")
+    labels: dict[str, str] = {}
+    tools = _index_named(spec.tools, "tools", labels)
+    prompts = _index_named(spec.prompts, "prompts", labels)
+    if len(spec.resources) > MAX_RESOURCE_RULES:
+        raise _Invalid("resources", f"more than {MAX_RESOURCE_RULES} rules")
+    if len(spec.features) > MAX_FEATURE_RULES:
+        raise _Invalid("features", f"more than {MAX_FEATURE_RULES} rules")
+    exact: dict[str, ResourceRule] = {}
+    ordered: list[ResourceRule] = []
+    for index, resource_spec in enumerate(spec.resources):
+        rule = _resource_rule(resource_spec, index, labels)
+        if rule.kind == "uri" and not rule.is_glob and rule.upstream is None:
+            if rule.pattern in exact:
+                raise _Invalid(f"resources[{index}].uri", f"a second rule for {rule.pattern!r}")
+            exact[rule.pattern] = rule
+        else:
+            ordered.append(rule)
+    features = tuple(
+        _feature_rule(feature, index, labels) for index, feature in enumerate(spec.features)
+    )
+    return Sections(tools, prompts, exact, tuple(ordered), features, digest)
 
-    Raises:
-        PolicyFileError: the text is too large, not UTF-8 TOML, or not a valid policy; the
-            error names the key path at fault.
-    """
+
+def _decode(text: str | bytes, source: str) -> tuple[PolicyFileSpec, str]:
     data = text.encode() if isinstance(text, str) else bytes(text)
     if len(data) > MAX_POLICY_FILE_BYTES:
         raise PolicyFileError(source, "", f"larger than {MAX_POLICY_FILE_BYTES} bytes")
@@ -378,8 +499,30 @@ def compile_policy(text: str | bytes, source: str) -> CompiledPolicy:
         raise PolicyFileError(source, "", "not UTF-8") from exc
     except msgspec.MsgspecError as exc:
         raise _translate_msgspec(source, exc) from exc
+    return spec, hashlib.sha256(data).hexdigest()
+
+
+def compile_sections(text: str | bytes, source: str) -> Sections:
+    """Decode and check policy text; return every section's rules and the digest.
+
+    Raises:
+        PolicyFileError: the text is too large, not UTF-8 TOML, or not a valid policy; the
+            error names the key path at fault.
+    """
+    spec, digest = _decode(text, source)
     try:
-        exact, globs = _index_rules(spec)
+        return _index_rules(spec, digest)
     except _Invalid as exc:
         raise PolicyFileError(source, exc.key_path, exc.problem) from exc
-    return exact, tuple(globs), hashlib.sha256(data).hexdigest()
+
+
+def compile_policy(text: str | bytes, source: str) -> CompiledPolicy:
+    """Decode and check policy text; return its tool rules and digest.
+
+    Raises:
+        PolicyFileError: the text is too large, not UTF-8 TOML, or not a valid policy; the
+            error names the key path at fault.
+    """
+    sections = compile_sections(text, source)
+    exact, globs = sections.tools
+    return exact, globs, sections.digest

@@ -7,6 +7,12 @@ adapter is :func:`glove.policy.load_policy`) and then answers two questions, eac
 * :meth:`Policy.check_tool`: may the agent see this tool in ``tools/list``?
 * :meth:`Policy.check_call`: may this ``tools/call`` be forwarded upstream?
 
+and the same for the other MCP features (``docs/policy.md``): :meth:`Policy.check_prompt`
+and :meth:`Policy.check_prompt_get` (``[[prompts]]``, the same rule language as tools),
+:meth:`Policy.check_resource` (``[[resources]]``: URIs by exact value, glob, prefix or
+``file://`` path containment) and :meth:`Policy.check_feature` (``[[features]]``:
+logging, completion and the server-to-client requests, per upstream).
+
 Deny by default: a tool no rule names is refused. ``check_call`` repeats every check of
 ``check_tool`` before the argument rules, so a call is judged on its own whatever the list
 showed. Neither method raises: anything the engine cannot judge is a denial.
@@ -16,12 +22,21 @@ from collections.abc import Mapping
 
 import msgspec
 
-from glove.policy._compile import compile_policy
+from glove.policy._compile import Sections, compile_sections
 from glove.policy._names import glob_match, is_valid_tool_name
 from glove.policy._pin import ToolDefinition, definition_digests, full_definition_digest
+from glove.policy._resources import MAX_URI_CHARS, FeatureRule, ResourceRule
 from glove.policy._rules import ToolRule
 
-__all__ = ["MAX_SHOWN_NAME_CHARS", "Decision", "Policy", "parse_policy"]
+__all__ = [
+    "ALLOW_ALL",
+    "ALLOW_ALL_TEXT",
+    "MAX_SHOWN_NAME_CHARS",
+    "Decision",
+    "Policy",
+    "allow_all_policy",
+    "parse_policy",
+]
 
 MAX_SHOWN_NAME_CHARS = 80
 """Longest excerpt of an agent-supplied name quoted in a reason, in characters."""
@@ -61,10 +76,25 @@ class Policy:
     Build one with :func:`parse_policy` or :func:`glove.policy.load_policy`.
     """
 
-    __slots__ = ("_exact", "_globs", "digest", "source")
+    __slots__ = (
+        "_exact",
+        "_features",
+        "_globs",
+        "_prompts",
+        "_resources",
+        "_resources_exact",
+        "digest",
+        "source",
+    )
 
     def __init__(
-        self, exact: dict[str, ToolRule], globs: tuple[ToolRule, ...], digest: str, source: str
+        self,
+        exact: dict[str, ToolRule],
+        globs: tuple[ToolRule, ...],
+        digest: str,
+        source: str,
+        *,
+        sections: Sections | None = None,
     ) -> None:
         """Wrap compiled rules (use :func:`parse_policy` rather than calling this).
 
@@ -75,6 +105,16 @@ class Policy:
         self._globs = globs
         self.digest = f"sha256:{digest}"
         self.source = source
+        self._prompts: Policy | None = None
+        self._resources_exact: dict[str, ResourceRule] = {}
+        self._resources: tuple[ResourceRule, ...] = ()
+        self._features: tuple[FeatureRule, ...] = ()
+        if sections is not None:
+            prompt_exact, prompt_globs = sections.prompts
+            self._prompts = Policy(prompt_exact, prompt_globs, digest, source)
+            self._resources_exact = dict(sections.resources_exact)
+            self._resources = sections.resources
+            self._features = sections.features
 
     def __repr__(self) -> str:
         """Name the source and the digest."""
@@ -216,6 +256,114 @@ class Policy:
             reason = f"internal error while checking the policy ({exc!r:.80})"
             return Decision(False, reason, rule.label if rule else None, inspected)
 
+    # -- prompts, resources, features -------------------------------------------------------
+
+    def allows_any(self, section: str) -> bool:
+        """Whether some rule of ``section`` (``tools``, ``prompts``, ``resources``,
+        ``features``) can allow anything: what a mediator advertises hangs on it.
+
+        Raises:
+            Nothing.
+        """
+        if section == "tools":
+            return any(rule.allow for rule in self.rules())
+        if section == "prompts":
+            return self._prompts is not None and self._prompts.allows_any("tools")
+        if section == "resources":
+            rules = (*self._resources_exact.values(), *self._resources)
+            return any(rule.allow for rule in rules)
+        return any(rule.allow for rule in self._features)
+
+    def check_prompt(self, name: str, definition: ToolDefinition | None = None) -> Decision:
+        """Whether prompt ``name`` (exposed) may appear in the agent's ``prompts/list``.
+
+        ``[[prompts]]`` rules work exactly as ``[[tools]]`` rules; a pinned prompt's
+        ``schema_sha256`` covers its ``arguments`` list (as ``{"arguments": [...]}``).
+
+        Raises:
+            Nothing: an internal failure is reported as a denial.
+        """
+        if self._prompts is None:
+            return Decision(False, f"no rule allows prompt {_show(name)} (deny by default)")
+        return _as_prompt(self._prompts.check_tool(name, definition))
+
+    def check_prompt_get(
+        self, name: str, arguments: object, definition: ToolDefinition | None = None
+    ) -> Decision:
+        """Whether a ``prompts/get`` of ``name`` with ``arguments`` may be forwarded.
+
+        Raises:
+            Nothing: an internal failure is reported as a denial.
+        """
+        if self._prompts is None:
+            return Decision(False, f"no rule allows prompt {_show(name)} (deny by default)")
+        return _as_prompt(self._prompts.check_call(name, arguments, definition))
+
+    def resource_rule_for(self, uri: str, upstream: str, upstream_uri: str) -> ResourceRule | None:
+        """The rule that decides for a resource: an exact ``uri`` first, else the first
+        ``uri`` glob, ``prefix`` or ``roots`` rule in file order that covers it.
+
+        Raises:
+            Nothing.
+        """
+        rule = self._resources_exact.get(uri)
+        if rule is not None:
+            return rule
+        for candidate in self._resources:
+            if candidate.matches(uri, upstream, upstream_uri):
+                return candidate
+        return None
+
+    def check_resource(self, uri: str, *, upstream: str, upstream_uri: str) -> Decision:
+        """Whether resource ``uri`` (as exposed) of ``upstream`` may be listed, read and
+        subscribed to; ``upstream_uri`` is the URI as the upstream itself names it.
+
+        A resource template is judged on its ``uriTemplate`` text for listing; every read
+        is judged again on the concrete URI.
+
+        Raises:
+            Nothing: an internal failure is reported as a denial.
+        """
+        try:
+            if not isinstance(uri, str) or not uri or len(uri) > MAX_URI_CHARS:
+                return Decision(False, "resource URI is empty, too long or not a string")
+            rule = self.resource_rule_for(uri, upstream, upstream_uri)
+            if rule is None:
+                return Decision(False, f"no rule allows resource {_show(uri)} (deny by default)")
+            if not rule.allow:
+                return Decision(
+                    False, f"resource {_show(uri)} is denied by {rule.label}", rule.label
+                )
+            return Decision(True, f"resource {_show(uri)} is allowed by {rule.label}", rule.label)
+        except Exception as exc:  # noqa: BLE001 - fail closed: any bug is a denial, not a crash
+            return Decision(False, f"internal error while checking the policy ({exc!r:.80})")
+
+    def check_feature(self, upstream: str, feature: str) -> Decision:
+        """Whether ``upstream`` may use ``feature`` (``logging``, ``completion``,
+        ``sampling``, ``elicitation`` or ``roots``).
+
+        Raises:
+            Nothing: an internal failure is reported as a denial.
+        """
+        for rule in self._features:
+            if feature in rule.allow and rule.covers(upstream):
+                return Decision(
+                    True,
+                    f"{feature} for upstream {upstream!r} is allowed by {rule.label}",
+                    rule.label,
+                )
+        return Decision(
+            False,
+            f"no rule allows {_show(feature)} for upstream {_show(upstream)} (deny by default)",
+        )
+
+
+def _as_prompt(decision: Decision) -> Decision:
+    """Reword a decision of the tool engine for a prompt."""
+    reason = decision.reason.replace("tool ", "prompt ", 1).replace("call to ", "get of ", 1)
+    reason = reason.replace("tools[", "prompts[")
+    return msgspec.structs.replace(decision, reason=reason)
+
 
 def parse_policy(text: str | bytes, source: str = "<policy>") -> Policy:
     """Build a :class:`Policy` from policy TOML text.
@@ -228,5 +376,43 @@ def parse_policy(text: str | bytes, source: str = "<policy>") -> Policy:
         PolicyFileError: the text is too large, not TOML, or not a valid policy; the message
             names the key path at fault, e.g. ``tools[2].args[0].opp: unknown key``.
     """
-    exact, globs, digest = compile_policy(text, source)
-    return Policy(exact, globs, digest, source)
+    sections = compile_sections(text, source)
+    exact, globs = sections.tools
+    return Policy(exact, globs, sections.digest, source, sections=sections)
+
+
+ALLOW_ALL = "allow-all"
+"""The name of the built-in policy that allows every tool, prompt, resource and feature."""
+
+ALLOW_ALL_TEXT = """\
+# The built-in "allow-all" policy: every feature is forwarded (and still audited).
+version = 1
+
+[[tools]]
+id = "allow-all.tools"
+name = "*"
+
+[[prompts]]
+id = "allow-all.prompts"
+name = "*"
+
+[[resources]]
+id = "allow-all.resources"
+uri = "*"
+
+[[features]]
+id = "allow-all.features"
+upstream = "*"
+allow = ["logging", "completion", "sampling", "elicitation", "roots"]
+"""
+
+
+def allow_all_policy() -> Policy:
+    """The built-in ``allow-all`` policy, for trusted setups and tests.
+
+    Its digest is that of :data:`ALLOW_ALL_TEXT`, so audit records name it.
+
+    Raises:
+        Nothing.
+    """
+    return parse_policy(ALLOW_ALL_TEXT, source=ALLOW_ALL)

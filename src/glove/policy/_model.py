@@ -9,10 +9,20 @@ from typing import Literal
 
 import msgspec
 
-__all__ = ["ArgRuleSpec", "JsonType", "Op", "PolicyFileSpec", "ToolRuleSpec"]
+__all__ = [
+    "ArgRuleSpec",
+    "Feature",
+    "FeatureRuleSpec",
+    "JsonType",
+    "Op",
+    "PolicyFileSpec",
+    "ResourceRuleSpec",
+    "ToolRuleSpec",
+]
 
 Op = Literal["eq", "in", "prefix", "regex", "length", "range", "path", "type"]
 JsonType = Literal["string", "integer", "number", "boolean", "array", "object", "null"]
+Feature = Literal["logging", "completion", "sampling", "elicitation", "roots"]
 
 
 class ArgRuleSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -50,8 +60,32 @@ class ToolRuleSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_o
     args: list[ArgRuleSpec] = msgspec.field(default_factory=list)
 
 
+class ResourceRuleSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One ``[[resources]]`` table: which resource URIs it covers (exactly one of ``uri``,
+    ``prefix`` and ``roots``) and whether they may be listed, read and subscribed to."""
+
+    uri: str | msgspec.UnsetType = msgspec.UNSET
+    prefix: str | msgspec.UnsetType = msgspec.UNSET
+    roots: list[str] | msgspec.UnsetType = msgspec.UNSET
+    dotdot: Literal["normalize", "deny"] | msgspec.UnsetType = msgspec.UNSET
+    upstream: str | msgspec.UnsetType = msgspec.UNSET
+    id: str | msgspec.UnsetType = msgspec.UNSET
+    effect: Literal["allow", "deny"] = "allow"
+
+
+class FeatureRuleSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One ``[[features]]`` table: the features an upstream (id or glob) may use."""
+
+    upstream: str
+    allow: list[Feature]
+    id: str | msgspec.UnsetType = msgspec.UNSET
+
+
 class PolicyFileSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """The whole policy file."""
 
     version: int
     tools: list[ToolRuleSpec] = msgspec.field(default_factory=list)
+    prompts: list[ToolRuleSpec] = msgspec.field(default_factory=list)
+    resources: list[ResourceRuleSpec] = msgspec.field(default_factory=list)
+    features: list[FeatureRuleSpec] = msgspec.field(default_factory=list)

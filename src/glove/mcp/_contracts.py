@@ -1,0 +1,72 @@
+"""The contracts the kernel works against, and the refusal it raises (no I/O).
+
+:class:`PolicyEngine` is what :class:`glove.policy.Policy` provides, :class:`AuditSink`
+what :class:`glove.audit.AuditLog` provides; :class:`Refusal` carries the JSON-RPC error a
+refused request is answered with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Protocol
+
+import msgspec
+
+MAX_AUDITED_ID_CHARS: Final = 128
+
+ProgressSink = Callable[[dict[str, Any]], None]
+UpstreamRequest = Callable[
+    [str, str, dict[str, Any] | None, int | str | None, ProgressSink | None],
+    Awaitable[msgspec.Raw],
+]
+"""Forward ``method`` with ``params`` to upstream ``id`` (progress token and sink optional)."""
+
+
+class PolicyDecision(Protocol):
+    """What :mod:`glove.policy` decides (its ``Decision``)."""
+
+    @property
+    def allowed(self) -> bool: ...
+    @property
+    def reason(self) -> str: ...
+    @property
+    def rule(self) -> str | None: ...
+    @property
+    def inspected(self) -> Mapping[str, object]: ...
+
+
+class PolicyEngine(Protocol):
+    """The policy contract (:class:`glove.policy.Policy`)."""
+
+    @property
+    def digest(self) -> str: ...
+    def check_tool(self, name: str, definition: Any) -> PolicyDecision: ...
+    def check_call(self, name: str, arguments: Any, definition: Any) -> PolicyDecision: ...
+    def check_prompt(self, name: str, definition: Any) -> PolicyDecision: ...
+    def check_prompt_get(self, name: str, arguments: Any, definition: Any) -> PolicyDecision: ...
+    def check_resource(self, uri: str, *, upstream: str, upstream_uri: str) -> PolicyDecision: ...
+    def check_feature(self, upstream: str, feature: str) -> PolicyDecision: ...
+    def allows_any(self, section: str) -> bool: ...
+
+
+class AuditSink(Protocol):
+    """Where decisions go: :class:`glove.audit.AuditLog` (append returns once durable)."""
+
+    async def append(self, record: Mapping[str, object]) -> object: ...
+
+
+class Refusal(Exception):
+    """A request refused with a JSON-RPC error (the endpoint writes it)."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+def audit_id(request_id: object) -> object:
+    """The agent's id as recorded: a long string id is cut (the record size is bounded)."""
+    if isinstance(request_id, str) and len(request_id) > MAX_AUDITED_ID_CHARS:
+        return request_id[:MAX_AUDITED_ID_CHARS] + "..."
+    return request_id
