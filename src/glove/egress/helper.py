@@ -215,12 +215,66 @@ def _unix_listener(name: str) -> socket.socket:
     return sock
 
 
-def _spawn(command: list[str], env: dict[str, str]) -> int:
-    """Start the command in its own process group with default signal handling.
+def _controls_terminal() -> bool:
+    """Whether stdin is a terminal whose foreground process group is the helper's own."""
+    try:
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def _spawn_in_foreground(command: list[str], env: dict[str, str]) -> int:
+    """Fork the command into its own process group and make that group the terminal's
+    foreground one before it runs (as ``glove-relay`` does), so a TUI can read and set the
+    terminal (a background group would be stopped by SIGTTIN/SIGTTOU) and ^C reaches it.
+
+    Both sides call ``setpgid``; the child calls ``tcsetpgrp`` (with SIGTTOU ignored)
+    before ``execvpe``. An exec failure comes back as its errno over a close-on-exec pipe.
 
     Raises:
         CannotRun: the command could not be executed.
     """
+    failed_read, failed_write = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # the command, before exec: never returns
+        try:
+            os.close(failed_read)
+            os.setpgid(0, 0)
+            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+            os.tcsetpgrp(0, os.getpid())
+            for signum in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}:
+                with contextlib.suppress(OSError, ValueError):
+                    signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            os.execvpe(command[0], command, env)  # noqa: S606 - argv is a list, no shell
+        except OSError as exc:
+            os.write(failed_write, str(exc.errno or 0).encode())
+        except BaseException:  # noqa: BLE001 - the forked child must never unwind
+            os.write(failed_write, b"0")
+        os._exit(EXIT_CANNOT_RUN)
+    os.close(failed_write)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # EACCES once the child has exec'd: it already did it
+    failure = os.read(failed_read, 64)
+    os.close(failed_read)
+    if failure:
+        os.waitpid(pid, 0)
+        err = int(failure) if failure.isdigit() else 0
+        raise CannotRun(f"cannot run {command[0]!r}: {os.strerror(err)}")
+    return pid
+
+
+def _spawn(command: list[str], env: dict[str, str]) -> int:
+    """Start the command in its own process group with default signal handling.
+
+    On a terminal the command's group becomes the foreground one
+    (:func:`_spawn_in_foreground`); otherwise ``posix_spawnp`` starts it.
+
+    Raises:
+        CannotRun: the command could not be executed.
+    """
+    if _controls_terminal():
+        return _spawn_in_foreground(command, env)
     try:
         return os.posix_spawnp(
             command[0],
