@@ -209,6 +209,7 @@ class _Wiring:
     def __init__(
         self, mediation: Mediation, private: Path, run_id: str, network: NetworkChoice
     ) -> None:
+        """Build the children for ``network``'s mode (the egress parts in ``proxy`` mode)."""
         self.before: list[ChildSpec] = [ChildSpec("mcp", lambda: mediation.supervisor)]
         self.ready: asyncio.Future[None] = mediation.ready
         self.proxy: EgressProxy | None = None
@@ -227,6 +228,7 @@ class _Wiring:
                 RunAudit(mediation.supervisor, run_id),
                 session=run_id,
                 other_kinds={CONNECTION_BYTE: Kind(UNIX_FAMILIES, channel.take)},
+                local_names=(network.hostname,),
             )
             self.before += [
                 ChildSpec("channel", lambda: channel),

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
 from glove.container import Bind, Profile, Protected, SpecError
-from glove.container._spec import NetworkMode
+from glove.container._spec import DEFAULT_HOSTNAME, NetworkMode
 from glove.run._options import SandboxOptions
 from glove.run._prepare import Additions, network_mode
 
@@ -51,6 +51,8 @@ class NetworkChoice(NamedTuple):
     mode: NetworkMode
     allow: tuple[str, ...] = ()
     deny: tuple[str, ...] = ()
+    #: The sandbox's host name (the proxy's DNS answers it with loopback).
+    hostname: str = DEFAULT_HOSTNAME
 
     def rules(self) -> RuleSet:
         """The loaded rules.
@@ -84,9 +86,11 @@ def rule_text(text: str) -> str:
 def network_choice(opts: SandboxOptions, profile: Profile) -> NetworkChoice:
     """The profile's ``[network]`` with the flags on top (the module docstring says how)."""
     if network_mode(opts, profile) == "none":
-        return NetworkChoice("none")
+        return NetworkChoice("none", hostname=profile.hostname)
     section = profile.network
-    return NetworkChoice("proxy", (*section.allow, *opts.allow), (*section.deny, *opts.deny))
+    return NetworkChoice(
+        "proxy", (*section.allow, *opts.allow), (*section.deny, *opts.deny), profile.hostname
+    )
 
 
 class EgressParts(NamedTuple):

@@ -79,7 +79,7 @@ async def run_proxied(
     """
     loop = asyncio.get_running_loop()
     audit = AuditLog(audit_path, shared=True)
-    proxy = EgressProxy(parts.host_end, rules, audit, session=session)
+    proxy = EgressProxy(parts.host_end, rules, audit, session=session, local_names=(spec.hostname,))
     writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})
     ready = loop.create_task(all_started(audit, proxy), name="egress-ready")
     tree = session_tree(
