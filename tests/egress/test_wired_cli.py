@@ -136,3 +136,16 @@ def test_no_audit_log_means_nothing_runs(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == EXIT_SETUP, done
     assert not marker.exists()
+
+
+def test_under_a_pty_the_command_behind_the_helper_owns_the_terminal(tmp_path: Path) -> None:
+    """--pty with the proxy: the helper makes its command's group the terminal's foreground
+    one, so a TUI is not stopped by SIGTTOU/SIGTTIN (as glove-relay does under glove run)."""
+    probe = "import os; print(os.tcgetpgrp(0) == os.getpgrp(), os.getpgrp() != os.getsid(0))"
+    (tmp_path / "ws").mkdir()
+    done = _glove(
+        "exec", "--pty", "--allow", "x.org", "--audit", str(tmp_path / "a.log"),
+        "--", "/usr/bin/python3", "-c", probe, cwd=tmp_path / "ws",
+    )  # fmt: skip
+    assert done.returncode == 0, done
+    assert done.stdout.split() == ["True", "True"]
