@@ -96,6 +96,12 @@ def seeds() -> dict[str, bytes]:
         "29-17-labels": plan(labels={f"k{i}": "v" for i in range(17)}),
         "30-network-proxy": plan(network={"mode": "proxy", "allow": ["example.org:443"]}),
         "31-network-object": plan(network={"mode": "none"}),
+        "32-network-proxy-narrow": plan(
+            network={"mode": "proxy", "allow": ["api.github.com:443+sni"], "deny": ["x.org"]}
+        ),
+        "33-network-proxy-widen": plan(network={"mode": "proxy", "allow": ["evil.org"]}),
+        "34-network-proxy-untagged": plan(network={"allow": ["example.org"]}),
+        "35-network-proxy-bad-rule": plan(network={"mode": "proxy", "allow": ["*.com"]}),
         "32-version-2": plan(version=2),
         "33-unknown-field": plan(extra=1),
         "34-unknown-limit": plan(limits=limits(gpus=1)),

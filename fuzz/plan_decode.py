@@ -40,6 +40,8 @@ with atheris.instrument_imports(include=["glove"]) if _FUZZING else contextlib.n
         HarnessPolicy,
         LocalPolicy,
         PlanError,
+        ProxyNetwork,
+        ValidatedPlan,
         canonical_bytes,
         decode_plan,
         jcs_dumps,
@@ -91,6 +93,15 @@ LOCALS = (
         mechanisms={**_FULL, "pids": "rlimit-nproc-per-user"},
         accept_weaker=frozenset({"all"}),
         networks=frozenset(),
+    ),
+    LocalPolicy(
+        harnesses=_HARNESSES,
+        exposures=_EXPOSURES,
+        limits_max=dict.fromkeys(PLAN_LIMIT_NAMES, 2**53 - 1),
+        mechanisms=dict(_FULL),
+        networks=frozenset({"none", "proxy"}),
+        egress_allow=("*.github.com:443+sni", "example.org", "10.0.0.5:443"),
+        egress_deny=("gist.github.com",),
     ),
 )
 
@@ -145,6 +156,19 @@ def one_input(data: bytes) -> None:
         assert validated.harness is local.harnesses[plan.harness]
         assert list(validated.exposures) == list(plan.exposures)
         assert set(validated.mechanisms) == set(PLAN_LIMIT_NAMES)
+        _check_egress(validated, local)
+
+
+def _check_egress(validated: ValidatedPlan, local: LocalPolicy) -> None:
+    """Proxy mode carries narrowed rules: only the plan's allow rules, every local deny."""
+    network = validated.plan.network
+    if not isinstance(network, ProxyNetwork):
+        assert validated.egress is None
+        return
+    assert validated.egress is not None
+    assert len(validated.egress.allow) == len(network.allow)
+    own = local.egress_rules()
+    assert validated.egress.deny[: len(own.deny)] == own.deny
 
 
 def seeds() -> list[bytes]:

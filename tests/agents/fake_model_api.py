@@ -184,10 +184,12 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main() -> int:
-    """Serve on 127.0.0.1:PORT until killed (the sandbox ends it with the agent)."""
+    """Serve on HOST:PORT (default 127.0.0.1) until killed (the sandbox ends it with the
+    agent; on the host, the test does): ``fake_model_api.py PORT LOG [HOST]``."""
     port, log = int(sys.argv[1]), Path(sys.argv[2])
+    host = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
     Handler.log_path = log
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = ThreadingHTTPServer((host, port), Handler)
     server.daemon_threads = True
     server.serve_forever()
     return 0

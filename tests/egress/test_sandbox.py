@@ -1,9 +1,8 @@
 """The helper inside a real Glove sandbox (glove.container): it works there and costs one PID.
 
-The sandbox is launched as ``network = "none"`` (its namespace has only ``lo`` and no
-route, which is what ``proxy`` mode keeps) with the helper bound at /opt/glove, the channel
-passed as descriptor 3, and ``--no-dns``: binding 127.0.0.1:53 needs the sandbox change
-this package asks the lead for (``ip_unprivileged_port_start``, see docs/egress.md).
+The library path (``glove.container.run_async``): a spec in ``network = "proxy"`` mode (the
+route-less namespace, port 53 bindable without privilege) with the helper bound at
+/opt/glove and the channel passed as descriptor 3; the DNS stub included.
 """
 
 from __future__ import annotations
@@ -71,7 +70,8 @@ async def _sandboxed(
         resolver=StaticResolver({"web.test": ["127.0.0.1"]}),
     )  # fmt: skip
     spec = SandboxSpec(
-        argv=guest.command(argv, dns=False),
+        argv=guest.command(argv),
+        network="proxy",
         binds=(*SYSTEM_BINDS, Bind(guest.bind_dir, GUEST_DIR)),
         env={**ENV, **guest.env},
         pass_fds=guest.pass_fds,

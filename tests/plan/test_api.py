@@ -26,6 +26,7 @@ FORBIDDEN_IMPORTS = {
 #: The interface the lead builds on (issue 9, section 3), plus what this package adds.
 EXPORTS = [
     "MAX_EXPOSURES",
+    "MAX_NETWORK_RULES",
     "MAX_PLAN_BYTES",
     "MAX_PLAN_DEPTH",
     "PLAN_LIMIT_NAMES",
@@ -41,6 +42,7 @@ EXPORTS = [
     "PlanError",
     "PlanLimits",
     "PlanProblem",
+    "ProxyNetwork",
     "ValidatedPlan",
     "canonical_bytes",
     "decode_plan",
@@ -48,6 +50,7 @@ EXPORTS = [
     "host_mechanisms",
     "jcs_dumps",
     "mechanism_is_full",
+    "network_mode",
     "plan_digests",
     "validate_plan",
 ]

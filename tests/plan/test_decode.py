@@ -272,14 +272,15 @@ def test_a_flood_of_unknown_members_is_capped() -> None:
     assert problems[-1] == PlanProblem(path="$", message="437 more problems not listed")
 
 
-def test_the_proxy_network_object_is_refused_by_name_as_not_yet_available() -> None:
-    """The reserved object form of issue 12 is recognized and refused as not available."""
-    problems = refused(plan_bytes(network={"mode": "proxy", "allow": ["example.org:443"]}))
-    assert problems[0].path == "$.network"
-    assert 'network mode "proxy" is not available yet' in problems[0].message
+def test_the_network_object_is_for_proxy_mode_only() -> None:
+    """``{"mode": "none"}`` and an object without its mode are refused by name (the mode is
+    never filled in: the canonical form is the plan as sent)."""
     other = refused(plan_bytes(network={"mode": "none"}))[0]
     assert other.path == "$.network"
-    assert "the object form is reserved" in other.message
+    assert 'network mode "none" is the string "none"' in other.message
+    untagged = refused(plan_bytes(network={"allow": ["example.org"]}))[0]
+    assert untagged.path == "$.network.mode"
+    assert "required field `mode` is missing" in untagged.message
 
 
 def test_a_string_network_mode_other_than_none_is_refused() -> None:

@@ -9,8 +9,9 @@ profile's acceptance of a weaker mechanism for that limit (the caller asked expl
 A profile may start from another: ``extends = "default"`` (an embedded name, or a path
 relative to the profile's folder) takes that profile and changes only what this one names.
 Tables merge key by key; ``bind`` entries are added after the base's (one with the same
-target replaces the base's); ``use`` entries and ``env.pass`` names are added; every other
-value (``limits.accept_weaker`` included) replaces the base's.
+target replaces the base's); ``use`` entries, ``env.pass`` names and ``network.allow`` and
+``network.deny`` rules are added; every other value (``limits.accept_weaker`` included)
+replaces the base's.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from glove.container._spec import (
     DEFAULT_WORKSPACE_TARGET,
     RESERVED_TARGETS,
     Bind,
+    NetworkMode,
     Protected,
     SandboxSpec,
     normalize_inside,
@@ -40,6 +42,9 @@ DEFAULT_PROFILE: Final = "default"
 MAX_PROFILE_BYTES: Final = 256 * 1024
 #: Longest ``extends`` chain (a cycle is refused before this is reached).
 MAX_EXTENDS_DEPTH: Final = 8
+
+#: List keys whose entries a profile adds to its base's (``use``, ``env.pass``, the rules).
+_ADDED_LISTS: Final = frozenset({"use", "pass", "allow", "deny"})
 
 SizeValue = int | str
 SecondsValue = float | str
@@ -59,9 +64,30 @@ class WorkspaceSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class NetworkSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[network]``: only ``none`` (a namespace with loopback up and no routes) exists."""
+    """``[network]``: the mode, and the egress rules of ``proxy`` mode.
 
-    mode: Literal["none"] = "none"
+    The same table as :class:`glove.egress.NetworkPolicy` (which loads the rules); it is
+    decoded here structurally so that loading a profile does not import the proxy.
+
+    Attributes:
+        mode: ``none`` (a namespace with loopback up and no routes) or ``proxy`` (the same
+            namespace; connections leave only through the audited egress proxy).
+        allow: ``HOST[:PORTS][+OPTION...]`` rules (``docs/egress.md``); only with ``proxy``.
+        deny: ``HOST[:PORTS]`` rules; only with ``proxy``.
+    """
+
+    mode: NetworkMode = "none"
+    allow: list[str] = msgspec.field(default_factory=list)
+    deny: list[str] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        """Refuse rules in a mode that has no proxy to apply them.
+
+        Raises:
+            SpecError: ``allow`` or ``deny`` given with mode ``none``.
+        """
+        if self.mode == "none" and (self.allow or self.deny):
+            raise SpecError('network allow and deny rules need mode = "proxy"')
 
 
 class EnvSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -135,7 +161,7 @@ def _merge(base: dict[str, Any], child: dict[str, Any]) -> dict[str, Any]:
         if key == "bind" and isinstance(old, list) and isinstance(value, list):
             targets = {_bind_target(item) for item in value}
             merged[key] = [item for item in old if _bind_target(item) not in targets] + value
-        elif key in ("use", "pass") and isinstance(old, list) and isinstance(value, list):
+        elif key in _ADDED_LISTS and isinstance(old, list) and isinstance(value, list):
             merged[key] = old + [item for item in value if item not in old]
         elif isinstance(old, dict) and isinstance(value, dict):
             merged[key] = _merge(old, value)

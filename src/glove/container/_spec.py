@@ -22,6 +22,8 @@ DEFAULT_SCRATCH_BYTES: Final = 1024 * 1024 * 1024
 MAX_PASSED_FD: Final = 255
 
 BindMode = Literal["ro", "rw"]
+#: ``none``: loopback only; ``proxy``: loopback only, plus what the egress helper needs.
+NetworkMode = Literal["none", "proxy"]
 
 
 def normalize_inside(path: str) -> str:
@@ -155,7 +157,9 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         workspace_mode: ``rw`` or ``ro``.
         cwd: working directory inside; defaults to the workspace target, else ``/``.
         env: the complete environment of the command (nothing else is inherited).
-        network: only ``none`` (loopback only) exists today.
+        network: ``none`` (loopback only) or ``proxy`` (the same route-less namespace, with
+            unprivileged ports from 53 up, so the egress helper can serve DNS on
+            127.0.0.1:53, and a ``resolv.conf`` naming it; see ``docs/egress.md``).
         pty: give the command a fresh pseudo-terminal as its controlling terminal.
         limits: the six limits.
         accept_weaker: limit names (or ``all``) for which a per-process mechanism is fine.
@@ -172,7 +176,7 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     workspace_mode: BindMode = "rw"
     cwd: str | None = None
     env: dict[str, str] = msgspec.field(default_factory=dict)
-    network: Literal["none"] = "none"
+    network: NetworkMode = "none"
     pty: bool = False
     limits: Limits = msgspec.field(default_factory=Limits)
     accept_weaker: frozenset[str] = frozenset()

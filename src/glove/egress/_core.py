@@ -236,9 +236,15 @@ class EgressCore:
         resolver: Resolver | None = None,
         limits: ProxyLimits | None = None,
         clock: Callable[[], float] = time.monotonic,
+        local_names: frozenset[str] = frozenset(),
     ) -> None:
-        """Serve ``rules`` for ``session``, auditing to ``audit``."""
+        """Serve ``rules`` for ``session``, auditing to ``audit``.
+
+        ``local_names`` are the sandbox's own host names: DNS answers them with loopback
+        (the sandbox itself), as it does ``localhost``; they never reach a resolver.
+        """
         self.rules = rules
+        self.local_names = frozenset(normalize_host(name) for name in local_names)
         self.audit = audit
         self.session = session
         self.resolver: Resolver = resolver if resolver is not None else SystemResolver()

@@ -30,7 +30,7 @@ import contextlib
 import logging
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Final
 
 import msgspec
@@ -85,16 +85,24 @@ class EgressProxy(Actor):
         clock: Callable[[], float] = time.monotonic,
         name: str = "egress",
         other_kinds: Mapping[bytes, Kind] | None = None,
+        local_names: Iterable[str] = (),
     ) -> None:
         """Serve ``rules`` on the host end ``channel`` (owned from now on) for ``session``.
 
         ``other_kinds`` adds kinds this channel also carries, served by someone else: under
         ``glove run`` with ``glove-egress --mcp``, ``{b"c": Kind(UNIX_FAMILIES, attach)}``
         hands MCP connections to the mediation (their callback owns the socket).
+        ``local_names`` (the sandbox's host name) resolve to loopback, as ``localhost`` does.
         """
         super().__init__(name, mailbox_size=PROXY_MAILBOX)
         self.core = EgressCore(
-            rules, audit, session=session, resolver=resolver, limits=limits, clock=clock
+            rules,
+            audit,
+            session=session,
+            resolver=resolver,
+            limits=limits,
+            clock=clock,
+            local_names=frozenset(local_names),
         )
         self._channel = channel
         self._receiver: ChannelReceiver | None = None

@@ -10,8 +10,8 @@ one audit record (``proto: dns``, ``method`` the question type) and one answer:
   connection, port aside) and answers with the addresses that pass (NODATA for another
   question type or family); a name whose addresses are all refused is NXDOMAIN; a lookup
   that fails is SERVFAIL, as is an allowed answer the audit log could not record;
-* ``localhost`` and its subdomains (RFC 6761): the loopback address, which inside the
-  sandbox is the sandbox itself.
+* ``localhost``, its subdomains (RFC 6761) and the sandbox's own host name (``glove``):
+  the loopback address, which inside the sandbox is the sandbox itself.
 """
 
 from __future__ import annotations
@@ -79,14 +79,14 @@ async def answer_query(  # noqa: PLR0911 - one answer per outcome, in precedence
     if query.opcode != OPCODE_QUERY:
         await core.record_deny(ex, Refused("only standard queries", None, "malformed"))
         return encode_error(query, RCODE_NOTIMP)
-    if query.name is not None and (query.name == LOCALHOST or query.name.endswith(".localhost")):
+    if query.name is not None and _is_local(core, query.name):
         loopback = [a for a in LOCALHOST_ADDRESSES if a is not None]
         return await _answered(
             core,
             ex,
             query=query,
             addresses=loopback,
-            reason="localhost is the sandbox itself",
+            reason="the name is the sandbox itself",
             rule=None,
         )
     if query.name is None or query.qclass != CLASS_IN:
@@ -102,6 +102,11 @@ async def answer_query(  # noqa: PLR0911 - one answer per outcome, in precedence
     return await _answered(
         core, ex, query=query, addresses=addresses, reason=decision.reason, rule=ex.rule
     )
+
+
+def _is_local(core: EgressCore, name: str) -> bool:
+    """``localhost``, its subdomains, and the sandbox's own host name(s)."""
+    return name == LOCALHOST or name.endswith(".localhost") or name in core.local_names
 
 
 async def _answered(

@@ -1,43 +1,30 @@
 #!/usr/bin/python3
 """glove-egress: the sandbox's network helper; hands every connection to the host proxy.
 
-This module is copied, as a script, into the sandbox at ``/opt/glove/glove-egress`` and run
-by the sandbox's ``/usr/bin/python3`` (standard library only: it imports nothing from
-Glove, the sandbox sees the system Python, not Glove's virtual environment)::
+Copied as a script into the sandbox at ``/opt/glove/glove-egress`` and run by the sandbox's
+``/usr/bin/python3`` (standard library only)::
 
     glove-egress FD [--mcp] [--no-dns] -- COMMAND [ARGS...]
     glove-egress connect HOST PORT [--fdpass]
 
-**Serve** (the sandbox's command). ``FD`` is the guest end of a Unix socketpair inherited
-from the host; the host end is read by the egress proxy. Before the command starts, the
-helper listens, inside the sandbox's own route-less network namespace, on:
+**Serve** (the sandbox's command). ``FD`` is the guest end of a Unix socketpair whose host
+end the egress proxy reads. Inside the sandbox's route-less network namespace the helper
+listens on ``127.0.0.1:3128`` (HTTP proxy, kind ``h``), ``127.0.0.1:1080`` (SOCKS5, ``s``),
+``127.0.0.1:53`` UDP and TCP (the DNS stub, ``d``, unless ``--no-dns``) and, with ``--mcp``,
+``@glove-mcp`` (MCP connections, ``c``: ``glove-relay``'s job, so one PID serves both).
+Every accepted connection goes to the host with ``SCM_RIGHTS`` (one kind byte carrying one
+descriptor); the helper keeps no copy and never reads its bytes. A UDP query travels in a
+socketpair passed as ``d``, in DNS-over-TCP framing (RFC 1035 4.2.2); the framed answer
+goes back to the UDP client. The helper never holds a host socket.
 
-* ``127.0.0.1:3128`` TCP, the HTTP proxy (forward proxying and CONNECT), kind ``h``;
-* ``127.0.0.1:1080`` TCP, the SOCKS5 proxy, kind ``s``;
-* ``127.0.0.1:53`` UDP and TCP, the DNS stub (unless ``--no-dns``), kind ``d``;
-* ``@glove-mcp`` (abstract Unix name), MCP connections under ``glove run`` (``--mcp``),
-  kind ``c``: this one helper then also does what ``glove-relay`` does, so a session that
-  has both MCP mediation and egress spends one PID on its helper, not two.
+The command inherits neither the channel nor a listener (all close-on-exec); it runs in its
+own process group (the terminal's foreground one under a pty) with
+:func:`proxy_environment` added and gets the signals the init forwards; the helper exits
+with its status (128 + N for a signal). When the host end closes (the proxy is gone) every
+listener closes: the network ends, it never opens; the command keeps running.
 
-Every accepted TCP (or Unix) connection is sent to the host over the channel with
-``SCM_RIGHTS``: one message is one kind byte carrying one descriptor; the helper then
-closes its copy and never reads or writes the connection's bytes. A UDP DNS query cannot be
-handed over as a descriptor, so for each one the helper makes a socketpair, sends one end
-as kind ``d``, writes the query on its own end in DNS-over-TCP framing (a two-byte length,
-RFC 1035 section 4.2.2), and sends the framed answer that comes back to the querying UDP
-address. A TCP DNS connection is handed over as kind ``d`` itself: the host speaks the
-same framing on both. The helper never holds a host socket and never talks to a network.
-
-The command inherits neither the channel nor a listener (all close-on-exec); it runs in
-its own process group with the proxy environment of :func:`proxy_environment` added, and
-gets the signals the sandbox's init forwards. When the command exits, the helper exits
-with its status (128 + N for a signal). When the host end closes (the proxy is gone), the
-helper closes every listener, so connections are refused from then on: the network ends,
-it never opens. The command keeps running.
-
-**Connect** (an ``ssh`` ``ProxyCommand``): connect to the SOCKS5 listener, ask for
-``HOST:PORT``, then copy standard input and output to and from the tunnel; with
-``--fdpass`` (``ProxyUseFdpass yes``) hand the connected socket to ``ssh`` and exit.
+**Connect** (an ``ssh`` ``ProxyCommand``): tunnel to ``HOST:PORT`` through the SOCKS5
+listener and copy stdio, or with ``--fdpass`` (``ProxyUseFdpass yes``) pass the socket.
 """
 
 from __future__ import annotations
@@ -76,14 +63,8 @@ DNS_ANSWER_TIMEOUT_S = 5.0
 #: Seconds the connect mode waits for the SOCKS5 listener to answer.
 CONNECT_TIMEOUT_S = 30.0
 COPY_CHUNK_BYTES = 64 * 1024
-FORWARDED_SIGNALS = (
-    signal.SIGTERM,
-    signal.SIGINT,
-    signal.SIGHUP,
-    signal.SIGQUIT,
-    signal.SIGUSR1,
-    signal.SIGUSR2,
-)
+_S = signal.Signals
+FORWARDED_SIGNALS = (_S.SIGTERM, _S.SIGINT, _S.SIGHUP, _S.SIGQUIT, _S.SIGUSR1, _S.SIGUSR2)
 EXIT_USAGE = 125
 EXIT_CANNOT_RUN = 127
 EXIT_REFUSED = 1
@@ -117,16 +98,10 @@ class CannotRun(Exception):
 def proxy_environment(
     helper: str = GUEST_HELPER_PATH, python: str = SYSTEM_PYTHON
 ) -> dict[str, str]:
-    """The variables that point common tools at the helper's listeners.
-
-    curl reads the lowercase ``http_proxy`` (never ``HTTP_PROXY``), ``HTTPS_PROXY``,
-    ``ALL_PROXY`` and ``NO_PROXY``; Python (urllib, requests, pip, httpx), git (through
-    libcurl), Go, Ruby and most others read both cases. ``socks5h`` asks SOCKS clients to
-    let the proxy resolve names. npm and yarn read their own keys, pip ``PIP_PROXY``, Node's
-    built-in fetch needs ``NODE_USE_ENV_PROXY``, and git over SSH gets a ``ProxyCommand``
-    through this helper's SOCKS5 client. Nothing here is a secret: the inherited channel is
-    the authentication.
-    """
+    """The variables that point common tools at the helper's listeners (both cases: curl
+    reads only lowercase ``http_proxy``); ``socks5h``: the proxy resolves; npm, yarn, pip and
+    Node's fetch get their own keys; git over SSH a ``ProxyCommand`` through this helper.
+    Nothing here is a secret: the inherited channel is the authentication."""
     http = f"http://{HTTP_PROXY_ADDRESS[0]}:{HTTP_PROXY_ADDRESS[1]}"
     socks = f"socks5h://{SOCKS_ADDRESS[0]}:{SOCKS_ADDRESS[1]}"
     env = {}
@@ -153,9 +128,6 @@ def proxy_environment(
     return env
 
 
-# -- serve --------------------------------------------------------------------------------
-
-
 def _channel(fd: int) -> socket.socket:
     try:
         channel = socket.socket(fileno=fd)
@@ -169,12 +141,19 @@ def _channel(fd: int) -> socket.socket:
     return channel
 
 
-def _tcp_listener(address: tuple[str, int]) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)  # close-on-exec
+def _listener(family: int, kind: int, address: tuple[str, int] | str) -> socket.socket:
+    """A bound, non-blocking, close-on-exec listener (TCP and Unix streams also listen).
+
+    Raises:
+        UsageError: the address cannot be bound (naming the sysctl for port 53).
+    """
+    sock = socket.socket(family, kind)
     try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
-        sock.listen(LISTEN_BACKLOG)
+        if kind == socket.SOCK_STREAM:
+            sock.listen(LISTEN_BACKLOG)
     except OSError as exc:
         sock.close()
         raise UsageError(_bind_failure(address, exc)) from exc
@@ -182,18 +161,9 @@ def _tcp_listener(address: tuple[str, int]) -> socket.socket:
     return sock
 
 
-def _udp_listener(address: tuple[str, int]) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    try:
-        sock.bind(address)
-    except OSError as exc:
-        sock.close()
-        raise UsageError(_bind_failure(address, exc)) from exc
-    sock.setblocking(False)
-    return sock
-
-
-def _bind_failure(address: tuple[str, int], exc: OSError) -> str:
+def _bind_failure(address: tuple[str, int] | str, exc: OSError) -> str:
+    if isinstance(address, str):
+        return f"cannot listen on @{address[1:]}: {exc.strerror}"
     where = f"{address[0]}:{address[1]}"
     if address[1] < 1024 and exc.errno == 13:
         return (
@@ -203,24 +173,63 @@ def _bind_failure(address: tuple[str, int], exc: OSError) -> str:
     return f"cannot listen on {where}: {exc.strerror}"
 
 
-def _unix_listener(name: str) -> socket.socket:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _controls_terminal() -> bool:
+    """Whether stdin is a terminal whose foreground process group is the helper's own."""
     try:
-        sock.bind("\0" + name)
-        sock.listen(LISTEN_BACKLOG)
-    except OSError as exc:
-        sock.close()
-        raise UsageError(f"cannot listen on @{name}: {exc.strerror}") from exc
-    sock.setblocking(False)
-    return sock
+        return os.isatty(0) and os.tcgetpgrp(0) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def _spawn_in_foreground(command: list[str], env: dict[str, str]) -> int:
+    """Fork the command into its own process group, made the terminal's foreground one
+    before ``execvpe`` (as ``glove-relay`` does: a background TUI would be stopped by
+    SIGTTIN/SIGTTOU). An exec failure comes back as its errno over a close-on-exec pipe.
+
+    Raises:
+        CannotRun: the command could not be executed.
+    """
+    failed_read, failed_write = os.pipe2(os.O_CLOEXEC)
+    pid = os.fork()
+    if pid == 0:  # the command, before exec: never returns
+        try:
+            os.close(failed_read)
+            os.setpgid(0, 0)
+            signal.signal(signal.SIGTTOU, signal.SIG_IGN)
+            os.tcsetpgrp(0, os.getpid())
+            for signum in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}:
+                with contextlib.suppress(OSError, ValueError):
+                    signal.signal(signum, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, [])
+            os.execvpe(command[0], command, env)  # noqa: S606 - argv is a list, no shell
+        except OSError as exc:
+            os.write(failed_write, str(exc.errno or 0).encode())
+        except BaseException:  # noqa: BLE001 - the forked child must never unwind
+            os.write(failed_write, b"0")
+        os._exit(EXIT_CANNOT_RUN)
+    os.close(failed_write)
+    with contextlib.suppress(OSError):
+        os.setpgid(pid, pid)  # EACCES once the child has exec'd: it already did it
+    failure = os.read(failed_read, 64)
+    os.close(failed_read)
+    if failure:
+        os.waitpid(pid, 0)
+        err = int(failure) if failure.isdigit() else 0
+        raise CannotRun(f"cannot run {command[0]!r}: {os.strerror(err)}")
+    return pid
 
 
 def _spawn(command: list[str], env: dict[str, str]) -> int:
     """Start the command in its own process group with default signal handling.
 
+    On a terminal the command's group becomes the foreground one
+    (:func:`_spawn_in_foreground`); otherwise ``posix_spawnp`` starts it.
+
     Raises:
         CannotRun: the command could not be executed.
     """
+    if _controls_terminal():
+        return _spawn_in_foreground(command, env)
     try:
         return os.posix_spawnp(
             command[0],
@@ -254,13 +263,14 @@ class Helper:
         self.selector = selectors.DefaultSelector()
         self.serving = True
         try:
-            self.listeners[_tcp_listener(HTTP_PROXY_ADDRESS)] = KIND_HTTP
-            self.listeners[_tcp_listener(SOCKS_ADDRESS)] = KIND_SOCKS
+            inet, unix, stream = socket.AF_INET, socket.AF_UNIX, socket.SOCK_STREAM
+            self.listeners[_listener(inet, stream, HTTP_PROXY_ADDRESS)] = KIND_HTTP
+            self.listeners[_listener(inet, stream, SOCKS_ADDRESS)] = KIND_SOCKS
             if dns:
-                self.listeners[_tcp_listener(DNS_ADDRESS)] = KIND_DNS
-                self.udp = _udp_listener(DNS_ADDRESS)
+                self.listeners[_listener(inet, stream, DNS_ADDRESS)] = KIND_DNS
+                self.udp = _listener(inet, socket.SOCK_DGRAM, DNS_ADDRESS)
             if mcp:
-                self.listeners[_unix_listener(MCP_NAME)] = KIND_MCP
+                self.listeners[_listener(unix, stream, "\0" + MCP_NAME)] = KIND_MCP
         except UsageError:
             self.close_listeners()
             raise
@@ -434,9 +444,6 @@ def serve(fd: int, command: list[str], *, mcp: bool = False, dns: bool = True) -
     os.close(exited)
     _, wait_status = os.waitpid(child, 0)
     return _status(wait_status)
-
-
-# -- connect (ssh ProxyCommand) -----------------------------------------------------------------
 
 
 def _recv_exactly(sock: socket.socket, count: int) -> bytes:

@@ -23,6 +23,11 @@ commented template ``glove setup`` writes)::
     env = { LANG = "C.UTF-8" }                # the command's environment (plus the sandbox's)
     profile = "default"                       # a sandbox profile (name or path)
 
+    [network]                                 # the owner's egress rules (docs/egress.md)
+    allow = ["pypi.org:443", "*.github.com:443+sni"]   # a plan's allow rules must lie inside
+    deny = ["gist.github.com"]                # always applied; proxy mode is offered when
+                                              # allow is not empty
+
     [remote_backend]                          # construction-only (docs/remote.md)
 """
 
@@ -67,6 +72,18 @@ class SessionsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_running: int = DEFAULT_MAX_RUNNING
 
 
+class NetworkConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[network]``: the owner's egress rules, which a plan's ``proxy`` network can only
+    narrow (``glove.plan.LocalPolicy.egress_allow`` / ``egress_deny``)."""
+
+    allow: list[str] = msgspec.field(default_factory=list)
+    deny: list[str] = msgspec.field(default_factory=list)
+
+    def modes(self) -> frozenset[str]:
+        """The network modes offered to plans: ``none``, and ``proxy`` when anything is allowed."""
+        return frozenset({"none", "proxy"}) if self.allow else frozenset({"none"})
+
+
 class GlovedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole of gloved.toml."""
 
@@ -75,6 +92,7 @@ class GlovedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     limits: LocalLimits = msgspec.field(default_factory=LocalLimits)
     sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
     harnesses: dict[str, HarnessConfig] = msgspec.field(default_factory=dict)
+    network: NetworkConfig = msgspec.field(default_factory=NetworkConfig)
     remote_backend: dict[str, object] | None = None
 
 
@@ -100,6 +118,13 @@ def _check(config: GlovedConfig, source: str) -> None:
     unknown = set(config.accept_weaker) - {*LIMIT_NAMES, "all"}
     if unknown:
         raise GlovedConfigError(f"{source}: `accept_weaker` names unknown limits {sorted(unknown)}")
+    from glove.egress._rules import RuleSet
+    from glove.egress.errors import RuleError
+
+    try:
+        RuleSet.load(config.network.allow, config.network.deny)
+    except RuleError as exc:
+        raise GlovedConfigError(f"{source}: `network`: {exc}") from exc
 
 
 def parse_gloved_config(data: bytes, source: str = "gloved.toml") -> GlovedConfig:

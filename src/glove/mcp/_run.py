@@ -255,14 +255,19 @@ class AgentChannel(Actor):
     Once the mediation is ready it reads the channel (:class:`ConnectionReceiver`) and turns
     each connection into an agent endpoint of the mediation; at stop it closes the channel
     and every connection not yet attached. It owns ``host_end`` from construction on.
+
+    With ``host_end=None`` it reads no channel of its own: another reader of the sandbox's
+    channel (the egress proxy, when ``glove-egress --mcp`` relays MCP connections as kind
+    ``c``) hands each connection to :meth:`take`.
     """
 
-    def __init__(self, host_end: socket.socket, mediation: Mediation) -> None:
+    def __init__(self, host_end: socket.socket | None, mediation: Mediation) -> None:
         super().__init__("channel", mailbox_size=1)
         self._host_end = host_end
         self._mediation = mediation
         self._receiver: ConnectionReceiver | None = None
         self._attacher: _Attacher | None = None
+        self.refused = 0
 
     async def on_start(self) -> None:
         """Wait for the mediation to be ready, then start receiving connections."""
@@ -270,19 +275,37 @@ class AgentChannel(Actor):
         self._attacher = _Attacher(
             self._mediation, lambda coro: self.spawn_task(coro, name="attach")
         )
-        self._receiver = ConnectionReceiver(self._host_end, self._attacher, self._attacher.live)
-        self._receiver.start()
+        if self._host_end is not None:
+            self._receiver = ConnectionReceiver(self._host_end, self._attacher, self._attacher.live)
+            self._receiver.start()
+
+    def take(self, kind: bytes, sock: socket.socket) -> None:
+        """Attach one MCP connection another channel reader received (it owns ``sock`` now).
+
+        Closed instead when the channel is not ready or already holds
+        :data:`MAX_AGENT_CONNECTIONS` live connections.
+        """
+        del kind  # always CONNECTION_BYTE: the reader dispatches by kind
+        attacher = self._attacher
+        if attacher is None or self.state != "running" or attacher.live() >= MAX_AGENT_CONNECTIONS:
+            sock.close()
+            self.refused += 1
+            if self.refused <= MAX_REFUSALS_LOGGED:
+                _log.warning("refused an MCP connection from the sandbox (not ready or full)")
+            return
+        attacher(sock)
 
     async def on_stop(self) -> None:
         """Close the channel and every connection not yet attached."""
         if self._receiver is not None:
             self._receiver.close()
-        else:
+        elif self._host_end is not None:
             self._host_end.close()
         if self._attacher is not None:
             await self._attacher.cancel()
 
     def force_kill(self) -> None:
         """Close the channel at once."""
-        with contextlib.suppress(OSError):
-            self._host_end.close()
+        if self._host_end is not None:
+            with contextlib.suppress(OSError):
+                self._host_end.close()

@@ -16,6 +16,7 @@ from glove.plan._decode import REJECTED_MEMBERS, decode_plan
 from glove.plan._digest import PlanDigests, plan_digests
 from glove.plan._model import (
     MAX_EXPOSURES,
+    MAX_NETWORK_RULES,
     MAX_PLAN_BYTES,
     MAX_PLAN_DEPTH,
     PLAN_LIMIT_NAMES,
@@ -25,13 +26,16 @@ from glove.plan._model import (
     LocalPolicy,
     Plan,
     PlanLimits,
+    ProxyNetwork,
     ValidatedPlan,
+    network_mode,
 )
 from glove.plan._validate import host_mechanisms, mechanism_is_full, validate_plan
 from glove.plan.errors import CanonicalError, LocalPolicyError, PlanError, PlanProblem
 
 __all__ = [
     "MAX_EXPOSURES",
+    "MAX_NETWORK_RULES",
     "MAX_PLAN_BYTES",
     "MAX_PLAN_DEPTH",
     "PLAN_LIMIT_NAMES",
@@ -47,6 +51,7 @@ __all__ = [
     "PlanError",
     "PlanLimits",
     "PlanProblem",
+    "ProxyNetwork",
     "ValidatedPlan",
     "canonical_bytes",
     "decode_plan",
@@ -54,6 +59,7 @@ __all__ = [
     "host_mechanisms",
     "jcs_dumps",
     "mechanism_is_full",
+    "network_mode",
     "plan_digests",
     "validate_plan",
 ]

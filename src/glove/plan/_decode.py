@@ -22,6 +22,8 @@ from typing import Any, Final
 
 import msgspec
 
+from glove.egress._rules import parse_rule
+from glove.egress.errors import RuleError
 from glove.plan._model import (
     IDENTIFIER_RE,
     LABEL_KEY_RE,
@@ -33,6 +35,7 @@ from glove.plan._model import (
     PLAN_VERSION,
     Plan,
     PlanLimits,
+    ProxyNetwork,
 )
 from glove.plan.errors import PlanError, PlanProblem, member_path
 from glove.protocol._json import loads_strict
@@ -256,7 +259,9 @@ def _member_problems(raw: Any) -> list[PlanProblem]:
         _sort_members(limits, "$.limits", _LIMIT_FIELDS, named, unknown)
     network = raw.get("network")
     if isinstance(network, dict):
-        named.append(_network_object(network))
+        problem = _network_object(network)
+        if problem is not None:
+            named.append(problem)
     return named + unknown
 
 
@@ -280,17 +285,22 @@ def _sort_members(
             )
 
 
-def _network_object(network: dict[str, Any]) -> PlanProblem:
-    if network.get("mode") == "proxy":
+def _network_object(network: dict[str, Any]) -> PlanProblem | None:
+    """The object form is ``{"mode": "proxy", ...}``; the mode is never implied (the
+    canonical form is the plan as sent, so a missing tag must not be filled in)."""
+    mode = network.get("mode")
+    if mode == "proxy":
+        return None
+    if mode is None:
         return PlanProblem.at(
-            "$.network",
-            'network mode "proxy" is not available yet (an allowlist that can only narrow the '
-            'owner\'s is issue 12); use "none"',
+            "$.network.mode",
+            'required field `mode` is missing: the object form is {"mode": "proxy", "allow": '
+            '[...]}; without parameters the network is the string "none"',
         )
     return PlanProblem.at(
         "$.network",
-        'network is a mode name and v1 has only "none"; the object form is reserved for '
-        'modes with parameters ({"mode": "proxy", ...}, not available yet)',
+        'the object form is for mode "proxy" ({"mode": "proxy", "allow": [...]}); '
+        'network mode "none" is the string "none"',
     )
 
 
@@ -355,6 +365,22 @@ def plan_problems(plan: Plan) -> list[PlanProblem]:
             first_at[alias] = index
     problems.extend(_terminal_problems(plan))
     problems.extend(_label_problems(plan))
+    problems.extend(_network_problems(plan))
+    return problems
+
+
+def _network_problems(plan: Plan) -> list[PlanProblem]:
+    """Every egress rule of a ``proxy`` network must load (the syntax of ``docs/egress.md``)."""
+    network = plan.network
+    if not isinstance(network, ProxyNetwork):
+        return []
+    problems: list[PlanProblem] = []
+    for action, rules in (("allow", network.allow), ("deny", network.deny_rules)):
+        for index, text in enumerate(rules):
+            try:
+                parse_rule(text, action)  # type: ignore[arg-type]
+            except RuleError as exc:
+                problems.append(PlanProblem.at(f"$.network.{action}[{index}]", str(exc)))
     return problems
 
 

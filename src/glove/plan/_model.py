@@ -8,10 +8,10 @@ exposure registry) says what those identifiers mean here and how far a plan may 
 Optional plan fields default to ``UNSET`` rather than a value, so a decoded plan re-encodes to
 exactly the members it was sent with and its canonical bytes are those of the input.
 
-``network`` is a string mode today (only ``"none"``). A mode with parameters will be an object
-tagged by ``"mode"`` (``{"mode": "proxy", "allow": ["host[:port]", ...]}``, issue 12), added as
-``Literal["none"] | ProxyNetwork`` with ``tag_field="mode"``: every v1 plan still decodes the
-same. Until then the object form is refused by name, before typed decoding.
+``network`` is the string ``"none"``, or an object tagged by ``"mode"`` for a mode with
+parameters: ``{"mode": "proxy", "allow": ["HOST[:PORTS][+OPTION]", ...], "deny": [...]}``
+(:class:`ProxyNetwork`, the egress rules of ``docs/egress.md``; ``deny`` optional). Every plan
+that decoded before still decodes, canonicalizes and digests exactly as it did.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from glove.container._limits import MIN_DISK_BYTES, MIN_MEMORY_BYTES, MIN_PIDS, Limits
+from glove.egress._rules import RuleSet
+from glove.egress.errors import RuleError
 from glove.plan._digest import PlanDigests
 from glove.plan.errors import LocalPolicyError
 
@@ -76,9 +78,14 @@ CONTAINER_LIMIT_NAMES: Final = {
     "output_bytes": "output",
 }
 
+#: Most allow (and most deny) rules one plan may carry, and the longest rule, in characters.
+MAX_NETWORK_RULES: Final = 64
+MAX_NETWORK_RULE_CHARS: Final = 300
+
 Seconds = Annotated[float, Meta(gt=0, le=MAX_PLAN_SECONDS)]
+NetworkRule = Annotated[str, Meta(min_length=1, max_length=MAX_NETWORK_RULE_CHARS)]
+NetworkRules = Annotated[tuple[NetworkRule, ...], Meta(max_length=MAX_NETWORK_RULES)]
 Cells = Annotated[int, Meta(ge=MIN_TERMINAL_CELLS, le=MAX_TERMINAL_CELLS)]
-NetworkMode = Literal["none"]
 Terminal = Literal["pipes", "pty"]
 
 
@@ -126,6 +133,37 @@ class PlanLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         )
 
 
+class ProxyNetwork(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag_field="mode", tag="proxy"
+):
+    """``"network": {"mode": "proxy", ...}``: the audited egress proxy, with these rules.
+
+    A plan can only narrow the owner's local rules: each allow rule must lie inside one of
+    the owner's (``LocalPolicy.egress_allow``), and both denylists apply.
+
+    Attributes:
+        allow: ``HOST[:PORTS][+OPTION...]`` rules (at most 64); empty reaches nothing.
+        deny: ``HOST[:PORTS]`` rules (at most 64), optional.
+    """
+
+    allow: NetworkRules
+    deny: NetworkRules | UnsetType = UNSET
+
+    @property
+    def deny_rules(self) -> tuple[str, ...]:
+        """``deny``, empty when absent."""
+        return () if isinstance(self.deny, UnsetType) else self.deny
+
+
+#: A plan's network: the mode name ``"none"``, or the ``proxy`` object.
+PlanNetwork = Literal["none"] | ProxyNetwork
+
+
+def network_mode(network: PlanNetwork) -> str:
+    """The mode name of a plan's network (``none`` or ``proxy``)."""
+    return "proxy" if isinstance(network, ProxyNetwork) else network
+
+
 class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A decoded plan v1 (structure checked; not yet judged against local policy).
 
@@ -134,7 +172,7 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         harness: the id of a ``[harnesses.<id>]`` table in the owner's gloved.toml.
         exposures: exposure aliases created with ``glove init`` (at most 32, no repeats).
         limits: the six limits.
-        network: the network mode; ``"none"`` is the only one in v1.
+        network: ``"none"``, or the :class:`ProxyNetwork` object.
         terminal: ``"pipes"`` (stdin/stdout/stderr) or ``"pty"``.
         rows: terminal rows, only with ``"pty"`` and together with ``cols``.
         cols: terminal columns, only with ``"pty"`` and together with ``rows``.
@@ -145,7 +183,7 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     harness: str
     exposures: tuple[str, ...]
     limits: PlanLimits
-    network: NetworkMode
+    network: PlanNetwork
     terminal: Terminal
     rows: Cells | UnsetType = UNSET
     cols: Cells | UnsetType = UNSET
@@ -218,8 +256,11 @@ class LocalPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             missing name counts as None. See :func:`host_mechanisms`.
         accept_weaker: plan limit names (or ``"all"``) for which the owner accepts a
             per-process mechanism where no whole-sandbox one exists.
-        networks: the network modes offered here.
+        networks: the network modes offered here (``proxy`` only with egress rules to
+            narrow: a plan allow rule outside ``egress_allow`` is refused).
         terminals: the terminal kinds offered here.
+        egress_allow: the owner's local egress allowlist (gloved.toml ``[network] allow``).
+        egress_deny: the owner's local egress denylist (``[network] deny``), always applied.
     """
 
     harnesses: dict[str, HarnessPolicy]
@@ -229,6 +270,12 @@ class LocalPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     accept_weaker: frozenset[str] = frozenset()
     networks: frozenset[str] = frozenset({"none"})
     terminals: frozenset[str] = frozenset({"pipes"})
+    egress_allow: tuple[str, ...] = ()
+    egress_deny: tuple[str, ...] = ()
+
+    def egress_rules(self) -> RuleSet:
+        """The owner's egress rules, loaded (checked when the policy was built)."""
+        return RuleSet.load(self.egress_allow, self.egress_deny)
 
     def __post_init__(self) -> None:
         """Refuse names that are not plan limit names (a typo would silently loosen nothing,
@@ -236,8 +283,12 @@ class LocalPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
         Raises:
             LocalPolicyError: an unknown limit name in ``limits_max``, ``mechanisms`` or
-                ``accept_weaker``.
+                ``accept_weaker``, or a local egress rule that does not load.
         """
+        try:
+            self.egress_rules()
+        except RuleError as exc:
+            raise LocalPolicyError(f"LocalPolicy egress rules: {exc}") from exc
         known = frozenset(PLAN_LIMIT_NAMES)
         for field, names in (
             ("limits_max", frozenset(self.limits_max)),
@@ -265,6 +316,9 @@ class ValidatedPlan(msgspec.Struct, frozen=True):
         exposures: each alias, in plan order -> its registry entry at validation time.
         limits: the six limits as glove.container.Limits (seconds and bytes).
         mechanisms: each plan limit name -> the mechanism that will enforce it.
+        egress: in ``proxy`` mode, the rules the session's proxy runs with:
+            ``narrow(local, plan)`` (the plan's allow rules, each inside the owner's, and
+            both denylists); None in ``none`` mode.
     """
 
     plan: Plan
@@ -274,6 +328,7 @@ class ValidatedPlan(msgspec.Struct, frozen=True):
     exposures: dict[str, ExposurePolicy]
     limits: Limits
     mechanisms: dict[str, str]
+    egress: RuleSet | None = None
 
     @property
     def terminal_size(self) -> tuple[int, int] | None:

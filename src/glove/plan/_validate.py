@@ -10,7 +10,9 @@ fixes a plan in one round trip:
   maximum (a limit with no maximum is refused), and each enforceable here at whole-sandbox
   strength, or by a per-process mechanism the owner accepted for it (as ``glove exec
   --accept-weaker`` does); a limit with no mechanism at all is refused;
-* the network mode and the terminal kind are offered here.
+* the network mode and the terminal kind are offered here; in ``proxy`` mode every allow
+  rule of the plan lies inside one of the owner's (``LocalPolicy.egress_allow``: a plan can
+  only narrow), and the effective rules are ``narrow(local, plan)``.
 
 The plan is first re-decoded from its own canonical bytes, so the digests always describe
 exactly the plan that is judged, even one built by hand rather than by :func:`decode_plan`.
@@ -46,6 +48,9 @@ from glove.container._limits import (
     plan_limits,
 )
 from glove.container.errors import LimitRefused, SandboxError
+from glove.egress._check import narrow
+from glove.egress._rules import RuleSet
+from glove.egress.errors import RuleError
 from glove.plan._canonical import canonical_bytes
 from glove.plan._decode import capped, decode_plan
 from glove.plan._digest import plan_digests
@@ -55,7 +60,9 @@ from glove.plan._model import (
     ExposurePolicy,
     LocalPolicy,
     Plan,
+    ProxyNetwork,
     ValidatedPlan,
+    network_mode,
 )
 from glove.plan.errors import PlanError, PlanProblem
 
@@ -133,10 +140,12 @@ def validate_plan(plan: Plan, local: LocalPolicy) -> ValidatedPlan:
         )
     exposures = _exposures(plan, local, problems)
     mechanisms = _limits(plan, local, problems)
-    if plan.network not in local.networks:
-        problems.append(
-            PlanProblem.at("$.network", f"network mode {plan.network!r} is not offered here")
-        )
+    mode = network_mode(plan.network)
+    egress: RuleSet | None = None
+    if mode not in local.networks:
+        problems.append(PlanProblem.at("$.network", f"network mode {mode!r} is not offered here"))
+    elif isinstance(plan.network, ProxyNetwork):
+        egress = _egress(plan.network, local, problems)
     if plan.terminal not in local.terminals:
         problems.append(
             PlanProblem.at("$.terminal", f"terminal {plan.terminal!r} is not offered here")
@@ -155,7 +164,23 @@ def validate_plan(plan: Plan, local: LocalPolicy) -> ValidatedPlan:
         exposures=exposures,
         limits=limits,
         mechanisms=mechanisms,
+        egress=egress,
     )
+
+
+def _egress(network: ProxyNetwork, local: LocalPolicy, problems: list[PlanProblem]) -> RuleSet:
+    """The rules the proxy runs with; a plan allow rule outside the owner's is a problem."""
+    own = local.egress_rules()
+    plan_rules = RuleSet.load(network.allow, network.deny_rules)  # loaded once when decoded
+    for index, rule in enumerate(plan_rules.allow):
+        try:
+            narrow(own, RuleSet(allow=(rule,)))
+        except RuleError as exc:
+            where = f"$.network.allow[{index}]"
+            problems.append(PlanProblem.at(where, f"{exc} (a plan can only narrow it)"))
+    if problems:
+        return RuleSet()
+    return narrow(own, plan_rules)
 
 
 def _exposures(

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from glove.actors import ActorDead, Busy, ChildSpec, Supervisor
+from glove.actors import Actor, ChildSpec, Supervisor
 from glove.container import (
     Bind,
     Protected,
@@ -35,19 +35,23 @@ from glove.container import (
 )
 from glove.container._result import setup_failure
 from glove.container.linux._async_run import FdWriter, raw_terminal
-from glove.container.linux._pty import get_winsize, set_winsize
+from glove.egress import EgressProxy, EgressStats, Kind
+from glove.egress._channel import UNIX_FAMILIES
 from glove.errors import GloveError
 from glove.mcp._config import McpConfig, UpstreamConfig, child_environment, load_config
 from glove.mcp._kernel import RUN_ID_BYTES
 from glove.mcp._run import (
+    CONNECTION_BYTE,
     GUEST_CHANNEL_FD,
     GUEST_DIR,
+    RELAY_NAME,
     AgentChannel,
     GuestSetup,
     guest_env,
     prepare_guest_dir,
 )
-from glove.mcp._service import build_mediation
+from glove.mcp._service import Mediation, build_mediation
+from glove.run._egress import EgressParts, NetworkChoice, RunAudit, network_choice, prepare_egress
 from glove.run._exec import dry_run, print_notes, report_result, write_status
 from glove.run._options import SandboxOptions
 from glove.run._prepare import (
@@ -57,15 +61,11 @@ from glove.run._prepare import (
     current_directory,
     open_status,
     prepare_agent_for,
+    profile_for,
 )
-from glove.session import (
-    SANDBOX_CHILD,
-    SandboxActor,
-    SendSignal,
-    SessionOutcome,
-    run_session,
-    session_tree,
-)
+from glove.run._proxied import all_started, close_once_launched
+from glove.run._tree import forward_signals, session_result
+from glove.session import SANDBOX_CHILD, SandboxActor, run_session, session_tree
 
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
@@ -132,14 +132,21 @@ def mediator_protected(config_path: str, config: McpConfig) -> tuple[Protected, 
 
 def _spec_for(
     opts: SandboxOptions,
-    setup: GuestSetup | None,
+    setup: GuestSetup | EgressParts | None,
     protected: tuple[Protected, ...],
     status_path: str | None,
     agent: AgentLaunch | None = None,
 ) -> SandboxSpec:
-    """The sandbox of this run; without ``setup``, the same without the guest parts."""
+    """The sandbox of this run; without ``setup``, the same without the guest parts.
+
+    ``setup`` is the relay's guest parts offline, or the egress helper's (which then also
+    relays MCP: ``glove-egress --mcp``) in ``proxy`` mode.
+    """
     additions = Additions(protected=protected)
-    if setup is not None:
+    if isinstance(setup, EgressParts):
+        argv = agent_argv(opts, agent)
+        additions = setup.additions(argv, protected=protected, mcp_env=guest_env())
+    elif setup is not None:
         additions = Additions(
             binds=(Bind(source=setup.bind_dir, target=GUEST_DIR, mode="ro"),),
             env=setup.env,
@@ -158,19 +165,33 @@ def _spec_for(
 
 
 def _dry_run(
-    opts: SandboxOptions, protected: tuple[Protected, ...], agent: AgentLaunch | None
+    opts: SandboxOptions,
+    protected: tuple[Protected, ...],
+    agent: AgentLaunch | None,
+    network: NetworkChoice,
 ) -> int:
     """Describe the sandbox, guest parts included, without starting any upstream."""
     private = prepare_guest_dir()
+    parts: EgressParts | None = None
     try:
-        setup = GuestSetup(
-            bind_dir=str(private),
-            env=guest_env(),
-            pass_fds={GUEST_CHANNEL_FD: GUEST_CHANNEL_FD},
-        )
+        setup: GuestSetup | EgressParts
+        if network.mode == "proxy":
+            (private / RELAY_NAME).unlink()
+            parts = prepare_egress(private)
+            setup = parts
+        else:
+            setup = GuestSetup(
+                bind_dir=str(private),
+                env=guest_env(),
+                pass_fds={GUEST_CHANNEL_FD: GUEST_CHANNEL_FD},
+            )
         spec = _spec_for(opts, setup, protected, None, agent)
-        return dry_run(PROG, spec, as_json=opts.json, platform=opts.platform)
+        return dry_run(
+            PROG, spec, as_json=opts.json, platform=opts.platform, network=network.described()
+        )
     finally:
+        if parts is not None:
+            parts.close()
         shutil.rmtree(private, ignore_errors=True)
 
 
@@ -178,33 +199,71 @@ class _Run(NamedTuple):
     result: SandboxResult
     denied: int
     first_denied: str | None
+    egress: EgressStats | None = None
 
 
-def _forward_signals(loop: asyncio.AbstractEventLoop, tree: Supervisor) -> list[int]:
-    """Pass the operator's TERM, INT and HUP on to the agent, as glove exec does."""
-    sandbox = tree.child(SANDBOX_CHILD)
-    installed: list[int] = []
+class _Wiring:
+    """The host side of one run's channel: the children before the sandbox, the guest parts,
+    the future the sandbox starts after, and what to close at the end."""
 
-    def forward(signum: int) -> None:
-        with contextlib.suppress(ActorDead, Busy):
-            sandbox.tell(SendSignal(signum))  # type: ignore[union-attr]
+    def __init__(
+        self, mediation: Mediation, private: Path, run_id: str, network: NetworkChoice
+    ) -> None:
+        """Build the children for ``network``'s mode (the egress parts in ``proxy`` mode)."""
+        self.before: list[ChildSpec] = [ChildSpec("mcp", lambda: mediation.supervisor)]
+        self.ready: asyncio.Future[None] = mediation.ready
+        self.proxy: EgressProxy | None = None
+        self.parts: EgressParts | None = None
+        self.waiters: list[asyncio.Task[None]] = []
+        if network.mode == "proxy":
+            # One helper (glove-egress --mcp) and one channel for the proxy and the MCP relay.
+            (private / RELAY_NAME).unlink()  # glove-egress --mcp does its job
+            self.parts = parts = prepare_egress(private)
+            self.guest_end = parts.guest_end
+            self.setup: GuestSetup | EgressParts = parts
+            channel = AgentChannel(None, mediation)
+            self.proxy = proxy = EgressProxy(
+                parts.host_end,
+                network.rules(),
+                RunAudit(mediation.supervisor, run_id),
+                session=run_id,
+                other_kinds={CONNECTION_BYTE: Kind(UNIX_FAMILIES, channel.take)},
+                local_names=(network.hostname,),
+            )
+            self.before += [
+                ChildSpec("channel", lambda: channel),
+                ChildSpec("egress", lambda: proxy),
+            ]
+            ready = asyncio.get_running_loop().create_task(
+                _all_ready(mediation.ready, channel, proxy), name="session-ready"
+            )
+            self.waiters.append(ready)
+            self.ready = ready
+            return
+        host_end, self.guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.setup = GuestSetup(
+            bind_dir=str(private),
+            env=guest_env(),
+            pass_fds={GUEST_CHANNEL_FD: self.guest_end.fileno()},
+        )
+        channel = AgentChannel(host_end, mediation)  # it owns the host end now
+        self.before.append(ChildSpec("channel", lambda: channel))
 
-    for signum in FORWARDED_SIGNALS:
-        with contextlib.suppress(ValueError, RuntimeError):
-            loop.add_signal_handler(signum, forward, signum)
-            installed.append(signum)
-    if os.isatty(0):
+    def started(self, tree: Supervisor) -> None:
+        """Once the sandbox holds the guest end, close ours (the proxy then sees the helper's
+        end of file); offline the relay's channel stays as it always was."""
+        if self.parts is not None:
+            self.waiters.append(
+                asyncio.get_running_loop().create_task(close_once_launched(tree, self.guest_end))
+            )
 
-        def follow_size() -> None:
-            box = sandbox.box if isinstance(sandbox, SandboxActor) else None
-            size = get_winsize(0)
-            if box is not None and box.master is not None and size is not None:
-                set_winsize(box.master, size)
-
-        with contextlib.suppress(ValueError, RuntimeError):
-            loop.add_signal_handler(signal.SIGWINCH, follow_size)
-            installed.append(signal.SIGWINCH)
-    return installed
+    def close(self) -> None:
+        """Cancel the waiters and close the guest end (and the host end if never owned)."""
+        for waiter in self.waiters:
+            waiter.cancel()
+        self.guest_end.close()
+        if self.parts is not None:
+            self.parts.close()
 
 
 async def _session(
@@ -212,48 +271,39 @@ async def _session(
     config: McpConfig,
     protected: tuple[Protected, ...],
     status: str | None,
+    *,
     agent: AgentLaunch | None,
+    network: NetworkChoice,
 ) -> _Run:
-    """One session tree: the mediation, the agent channel, then the sandbox (one strike)."""
+    """One session tree: the mediation, the agent channel, [egress,] then the sandbox."""
     loop = asyncio.get_running_loop()
     private = await asyncio.to_thread(prepare_guest_dir)
-    host_end: socket.socket | None
-    host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     installed: list[int] = []
+    wiring: _Wiring | None = None
     run_id = secrets.token_hex(RUN_ID_BYTES)
     try:
         mediation = build_mediation(config, run_id=run_id)
-        setup = GuestSetup(
-            bind_dir=str(private),
-            env=guest_env(),
-            pass_fds={GUEST_CHANNEL_FD: guest_end.fileno()},
-        )
-        spec = _spec_for(opts, setup, protected, status, agent)
+        wiring = _Wiring(mediation, private, run_id, network)
+        spec = _spec_for(opts, wiring.setup, protected, status, agent)
         if not opts.quiet:
             print_notes(PROG, spec)
         writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})
-        assert host_end is not None
-        channel, host_end = AgentChannel(host_end, mediation), None  # the channel owns it now
+        ready = wiring.ready
         tree = session_tree(
             f"session-{run_id}",
-            [
-                ChildSpec("mcp", lambda: mediation.supervisor),
-                ChildSpec("channel", lambda: channel),
-            ],
+            wiring.before,
             ChildSpec(
                 SANDBOX_CHILD,
                 lambda: SandboxActor(
-                    spec,
-                    on_output=writer.write,
-                    stdin=0,
-                    winsize_from=0,
-                    start_after=mediation.ready,
+                    spec, on_output=writer.write, stdin=0, winsize_from=0, start_after=ready
                 ),
             ),
         )
 
         def started(tree: Supervisor) -> None:
-            installed.extend(_forward_signals(loop, tree))
+            installed.extend(forward_signals(loop, tree))
+            if wiring is not None:
+                wiring.started(tree)
 
         with raw_terminal(0 if spec.pty else None):
             outcome = await run_session(tree, on_started=started)
@@ -261,32 +311,20 @@ async def _session(
     finally:
         for signum in installed:
             loop.remove_signal_handler(signum)
-        guest_end.close()
-        if host_end is not None:
-            host_end.close()
+        if wiring is not None:
+            wiring.close()
         with contextlib.suppress(OSError):
             await asyncio.to_thread(shutil.rmtree, private)
     mediator = mediation.mediator
     denied = (mediator.denied, mediator.first_denied) if mediator is not None else (0, None)
-    return _Run(_session_result(outcome), *denied)
+    stats = wiring.proxy.stats if wiring.proxy is not None else None
+    return _Run(session_result(outcome), *denied, stats)
 
 
-def _session_result(outcome: SessionOutcome) -> SandboxResult:
-    """The exit of ``glove run``: the agent's, or why the session ended without it."""
-    failure, result = outcome.failure, outcome.result
-    if failure is None:
-        return result if result is not None else setup_failure("the sandbox never started")
-    if outcome.failed_child == SANDBOX_CHILD or result is None or result.outcome == "setup_error":
-        # Nothing ran: the sandbox's launch failed, or the mediation failed to start.
-        why = str(failure) if isinstance(failure, GloveError) else repr(failure)
-        return setup_failure(why)
-    # One strike: the mediation (an upstream, the audit log) failed under a running agent,
-    # so the agent's whole sandbox was killed with it.
-    return SandboxResult(
-        outcome="mediation_failed",
-        exit_code=EXIT_MEDIATION_FAILED,
-        error=f"the mediation failed ({failure!r}); the agent was stopped",
-    )
+async def _all_ready(mediation: asyncio.Future[None], *actors: Actor) -> None:
+    """The mediation is ready and the channel and proxy have started: the agent may start."""
+    await asyncio.shield(mediation)
+    await all_started(*actors)
 
 
 def run_agent(opts: SandboxOptions, config_path: str) -> int:
@@ -307,8 +345,11 @@ def run_agent(opts: SandboxOptions, config_path: str) -> int:
         config = load_config(config_path)
         protected = mediator_protected(config_path, config)
         agent = prepare_agent_for(opts, dict(os.environ))
+        network = network_choice(opts, profile_for(opts, agent))
+        if network.mode == "proxy":
+            network.rules()  # a bad rule starts nothing
         if opts.dry_run:
-            return _dry_run(opts, protected, agent)
+            return _dry_run(opts, protected, agent, network)
         preflight = _spec_for(opts, None, protected, status_path, agent)
         describe(preflight)  # the preflight checks
         if agent is not None:
@@ -317,11 +358,20 @@ def run_agent(opts: SandboxOptions, config_path: str) -> int:
             write_agent_config(
                 agent, workdir=preflight.working_directory, mcp=True, sandbox_env=preflight.env
             )
-        run = asyncio.run(_session(opts, config, protected, status_path, agent))
-    except (GloveError, SandboxError) as exc:
+        run = asyncio.run(
+            _session(opts, config, protected, status_path, agent=agent, network=network)
+        )
+    except (GloveError, SandboxError, OSError) as exc:
         run = _Run(setup_failure(str(exc)), 0, None)
+    egress = run.egress
     report_result(
-        PROG, run.result, quiet=opts.quiet, denied_calls=run.denied, first_denied=run.first_denied
+        PROG,
+        run.result,
+        quiet=opts.quiet,
+        denied_calls=run.denied,
+        first_denied=run.first_denied,
+        egress=egress.summary() if egress is not None else None,
     )
-    write_status(PROG, status_fd, run.result)
+    extra = {"egress": egress.json_status()} if egress is not None else None
+    write_status(PROG, status_fd, run.result, extra)
     return run.result.exit_code

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -22,14 +24,28 @@ from glove.container import (
 )
 from glove.container._result import setup_failure
 from glove.errors import GloveError
+from glove.run._egress import (
+    NetworkChoice,
+    audit_protected,
+    exec_audit_path,
+    network_choice,
+    prepare_egress,
+)
 from glove.run._options import SandboxOptions
 from glove.run._prepare import (
+    agent_argv,
     build_from_options,
     current_directory,
     open_status,
     prepare_agent_for,
+    profile_for,
 )
 from glove.run._report import exit_summary, notes_before, render_description
+
+if TYPE_CHECKING:
+    from glove.agents import AgentLaunch
+    from glove.container import Profile
+    from glove.run._egress import EgressParts
 
 
 def say(prog: str, line: str) -> None:
@@ -37,11 +53,19 @@ def say(prog: str, line: str) -> None:
     sys.stderr.write(f"{prog}: {line}\n")
 
 
-def dry_run(prog: str, spec: SandboxSpec, *, as_json: bool, platform: str | None = None) -> int:
+def dry_run(
+    prog: str,
+    spec: SandboxSpec,
+    *,
+    as_json: bool,
+    platform: str | None = None,
+    network: Mapping[str, object] | None = None,
+) -> int:
     """Describe the sandbox ``spec`` would build; 0, or 125 if a launch would be refused.
 
     ``platform="macos"`` prints the Seatbelt profile the macOS backend would apply (on any
-    machine: it is rendered, not applied).
+    machine: it is rendered, not applied). ``network`` adds to the description's network
+    object (the egress rules of ``proxy`` mode).
     """
     if platform == "macos":
         from glove.container.macos import render_sbpl
@@ -55,6 +79,10 @@ def dry_run(prog: str, spec: SandboxSpec, *, as_json: bool, platform: str | None
         return 0
     try:
         description = describe(spec)
+        if network:
+            description = msgspec.structs.replace(
+                description, network={**description.network, **network}
+            )
     except SandboxError as exc:
         say(prog, str(exc))
         return setup_failure(str(exc)).exit_code
@@ -82,25 +110,38 @@ def report_result(
     quiet: bool,
     denied_calls: int = 0,
     first_denied: str | None = None,
+    egress: str | None = None,
 ) -> None:
-    """The error line of a failed setup, and the exit summary (or, quiet, a limit's line)."""
+    """The error line of a failed setup, and the exit summary (or, quiet, a limit's line).
+
+    ``egress`` is the proxy's own summary line (``EgressStats.summary()``), if any.
+    """
     if result.outcome in ("setup_error", "exec_error", "mediation_failed") and result.error:
         say(prog, result.error)
     if quiet:
         if result.outcome == "limit" and result.error:
             say(prog, result.error)
         return
-    summary = exit_summary(result, denied_calls, first_denied)
+    summary = exit_summary(result, denied_calls, first_denied, egress)
     if summary is not None:
         say(prog, summary)
 
 
-def write_status(prog: str, fd: int, result: SandboxResult) -> None:
-    """Write the ``--json-status`` document and close its descriptor."""
+def write_status(
+    prog: str, fd: int, result: SandboxResult, extra: Mapping[str, object] | None = None
+) -> None:
+    """Write the ``--json-status`` document and close its descriptor.
+
+    ``extra`` adds members beside the sandbox's result (``"egress"`` in proxy mode).
+    """
     if fd < 0:
         return
+    document = result.to_json()
+    if extra:
+        merged = {**msgspec.to_builtins(result), **extra}
+        document = msgspec.json.encode(merged) + b"\n"
     try:
-        os.write(fd, result.to_json())
+        os.write(fd, document)
     except OSError as exc:
         say(prog, f"cannot write --json-status: {exc.strerror}")
     finally:
@@ -117,17 +158,21 @@ def exec_command(opts: SandboxOptions) -> int:
             status_fd, status_path = open_status(opts.json_status)
         host_env = dict(os.environ)
         agent = prepare_agent_for(opts, host_env)
+        profile = profile_for(opts, agent)
+        network = network_choice(opts, profile)
+        if network.mode == "proxy":
+            return _exec_proxied(prog, opts, network, status_fd, status_path, agent, profile)
         spec = build_from_options(
-            opts, cwd=current_directory(), host_env=host_env, status_path=status_path, agent=agent
+            opts,
+            cwd=current_directory(),
+            host_env=host_env,
+            status_path=status_path,
+            agent=agent,
+            profile=profile,
         )
         if opts.dry_run:
             return dry_run(prog, spec, as_json=opts.json, platform=opts.platform)
-        if agent is not None:
-            from glove.agents import write_agent_config
-
-            write_agent_config(
-                agent, workdir=spec.working_directory, mcp=False, sandbox_env=spec.env
-            )
+        _write_agent_config(agent, spec)
         if not opts.quiet:
             print_notes(prog, spec)
         result = run(
@@ -137,4 +182,66 @@ def exec_command(opts: SandboxOptions) -> int:
         result = setup_failure(str(exc))
     report_result(prog, result, quiet=opts.quiet)
     write_status(prog, status_fd, result)
+    return result.exit_code
+
+
+def _write_agent_config(agent: AgentLaunch | None, spec: SandboxSpec) -> None:
+    if agent is not None:
+        from glove.agents import write_agent_config
+
+        write_agent_config(agent, workdir=spec.working_directory, mcp=False, sandbox_env=spec.env)
+
+
+def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
+    prog: str,
+    opts: SandboxOptions,
+    network: NetworkChoice,
+    status_fd: int,
+    status_path: str | None,
+    agent: AgentLaunch | None,
+    profile: Profile,
+) -> int:
+    """``glove exec`` in ``proxy`` mode: the sandbox and its egress proxy on a session tree."""
+    import asyncio
+    import shutil
+
+    from glove.run._proxied import new_session_id, run_proxied
+
+    egress: dict[str, object] | None = None
+    summary: str | None = None
+    parts: EgressParts | None = None
+    try:
+        rules = network.rules()
+        cwd = current_directory()
+        audit_path = exec_audit_path(opts, cwd, os.environ)
+        protected = audit_protected(audit_path, "the egress audit log")
+        parts = prepare_egress()
+        spec = build_from_options(
+            opts,
+            cwd=cwd,
+            host_env=dict(os.environ),
+            status_path=status_path,
+            additions=parts.additions(agent_argv(opts, agent), protected=protected),
+            agent=agent,
+            profile=profile,
+            network="proxy",
+        )
+        if opts.dry_run:
+            return dry_run(
+                prog, spec, as_json=opts.json, platform=opts.platform, network=network.described()
+            )
+        _write_agent_config(agent, spec)
+        if not opts.quiet:
+            print_notes(prog, spec)
+        done = asyncio.run(run_proxied(spec, parts, rules, audit_path, new_session_id()))
+        result = done.result
+        egress, summary = done.egress.json_status(), done.egress.summary()
+    except (SandboxError, GloveError, OSError) as exc:
+        result = setup_failure(str(exc))
+    finally:
+        if parts is not None:
+            parts.close()
+            shutil.rmtree(parts.guest.bind_dir, ignore_errors=True)
+    report_result(prog, result, quiet=opts.quiet, egress=summary)
+    write_status(prog, status_fd, result, {"egress": egress} if egress is not None else None)
     return result.exit_code

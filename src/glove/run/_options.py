@@ -52,7 +52,12 @@ class SandboxOptions:
     binds: list[str] = field(default_factory=list)
     uses: list[str] = field(default_factory=list)
     env: list[str] = field(default_factory=list)
-    network: str = "none"
+    #: ``none`` or ``proxy``; None: the profile's mode (``proxy`` when rules are given).
+    network: str | None = None
+    allow: list[str] = field(default_factory=list)
+    deny: list[str] = field(default_factory=list)
+    #: ``glove exec`` only: the egress audit log (default under the XDG state dir).
+    audit: str | None = None
     pty: bool = False
     wall_time: str | None = None
     cpu_time: str | None = None
@@ -70,6 +75,8 @@ class SandboxOptions:
     agent_install: str | None = None
 
 
+#: The network modes ``--network`` knows.
+NETWORK_MODES: Final = ("none", "proxy")
 #: The agents ``--agent`` knows (each has an embedded profile of the same name).
 AGENT_NAMES: Final = ("claude", "codex")
 
@@ -101,7 +108,27 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
         "same path, its bin/ first on PATH (a venv's base Python is bound too); repeatable",
     )
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="repeatable")
-    p.add_argument("--network", default="none", choices=("none",), help="only loopback")
+    p.add_argument(
+        "--network",
+        choices=NETWORK_MODES,
+        help="none: loopback only; proxy: through the audited egress proxy, by the --allow "
+        "and --deny rules (default: the profile's [network] mode; proxy when rules are given)",
+    )
+    p.add_argument(
+        "--allow",
+        action="append",
+        default=[],
+        metavar="HOST[:PORTS][+OPTION]",
+        help="let the sandbox reach HOST (ports 80 and 443 unless listed; *.x.com: subdomains "
+        "only; +sni, +read-only) through the proxy; repeatable (docs/egress.md)",
+    )
+    p.add_argument(
+        "--deny",
+        action="append",
+        default=[],
+        metavar="HOST[:PORTS]",
+        help="refuse HOST (every port unless listed); beats --allow; repeatable",
+    )
     p.add_argument("--pty", action="store_true", help="give the command a fresh terminal")
     for flag, metavar, text in LIMIT_FLAGS:
         p.add_argument(flag, metavar=metavar, help=text)
@@ -153,6 +180,11 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         parser.error("--json goes with --dry-run (the result itself is --json-status)")
     if args.platform is not None and not args.dry_run:
         parser.error("--platform goes with --dry-run (a sandbox runs on this machine's own)")
+    if (args.allow or args.deny) and args.network == "none":
+        parser.error("--allow and --deny go with --network proxy (none reaches nothing)")
+    bad_rule = _bad_rule(args.allow, args.deny)
+    if bad_rule is not None:
+        parser.error(bad_rule)
     return SandboxOptions(
         argv=command,
         profile=args.profile,
@@ -162,6 +194,9 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         uses=args.uses,
         env=args.env,
         network=args.network,
+        allow=args.allow,
+        deny=args.deny,
+        audit=getattr(args, "audit", None),
         # --agent: a terminal on stdin means the agent's TUI, so it gets one inside too.
         pty=args.pty or (args.agent is not None and not args.dry_run and _stdin_is_a_tty()),
         wall_time=args.wall_time,
@@ -179,6 +214,22 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         agent=args.agent,
         agent_install=args.agent_install,
     )
+
+
+def _bad_rule(allow: list[str], deny: list[str]) -> str | None:
+    """What is wrong with the first malformed ``--allow``/``--deny`` rule, or None."""
+    if not allow and not deny:
+        return None  # the rules module is imported only when rules are given
+    from glove.egress._rules import parse_rule
+    from glove.egress.errors import RuleError
+
+    for flag, action, rules in (("--allow", "allow", allow), ("--deny", "deny", deny)):
+        for text in rules:
+            try:
+                parse_rule(text, action)  # type: ignore[arg-type]
+            except RuleError as exc:
+                return f"{flag} {text!r}: {exc}"
+    return None
 
 
 def _stdin_is_a_tty() -> bool:

@@ -17,6 +17,7 @@ import msgspec
 from glove.container import (
     Bind,
     Overrides,
+    Profile,
     Protected,
     SandboxSpec,
     SpecError,
@@ -26,6 +27,7 @@ from glove.container import (
     parse_seconds,
     parse_size,
 )
+from glove.container._spec import NetworkMode
 from glove.run._options import SandboxOptions
 
 if TYPE_CHECKING:
@@ -187,19 +189,21 @@ def build_from_options(
     status_path: str | None = None,
     additions: Additions | None = None,
     agent: AgentLaunch | None = None,
+    profile: Profile | None = None,
+    network: NetworkMode | None = None,
 ) -> SandboxSpec:
     """Build the sandbox spec the options (and the caller's additions) describe.
 
     With ``agent`` (``--agent``), the agent's profile is the default profile, its binds and
-    variables come before the flags', and its command line is the command.
+    variables come before the flags', and its command line is the command. ``profile``
+    (already loaded) saves loading it again; ``network`` overrides the mode the options and
+    the profile give (a preflight without the egress parts is ``none``).
 
     Raises:
         SpecError: a malformed flag value or an invalid combination.
         ProfileError: the profile cannot be loaded.
     """
     add = additions or Additions()
-    if opts.network != "none":
-        raise SpecError(f"--network {opts.network!r}: only 'none' is available")
     protected = list(add.protected)
     if status_path is not None:
         protected.append(Protected(status_path, "the --json-status file"))
@@ -217,11 +221,28 @@ def build_from_options(
         protected=tuple(protected),
     )
     argv = add.argv if add.argv is not None else agent_argv(opts, agent)
-    profile = opts.profile or (opts.agent if agent is not None else None)
-    spec = build_spec(load_profile(profile), argv, cwd=cwd, host_env=host_env, overrides=overrides)
-    if add.pass_fds:
-        spec = msgspec.structs.replace(spec, pass_fds=dict(add.pass_fds))
-    return spec
+    loaded = profile if profile is not None else profile_for(opts, agent)
+    spec = build_spec(loaded, argv, cwd=cwd, host_env=host_env, overrides=overrides)
+    return msgspec.structs.replace(
+        spec, pass_fds=dict(add.pass_fds), network=network or network_mode(opts, loaded)
+    )
+
+
+def profile_for(opts: SandboxOptions, agent: AgentLaunch | None = None) -> Profile:
+    """The profile the options name (``--agent``'s own when none is given).
+
+    Raises:
+        ProfileError: it cannot be loaded.
+    """
+    return load_profile(opts.profile or (opts.agent if agent is not None else None))
+
+
+def network_mode(opts: SandboxOptions, profile: Profile) -> NetworkMode:
+    """The network mode of the run: ``--network``, else ``proxy`` when rules are given,
+    else the profile's (see :func:`glove.run._egress.network_choice` for the rules)."""
+    if opts.network is not None:
+        return "proxy" if opts.network == "proxy" else "none"
+    return "proxy" if opts.allow or opts.deny else profile.network.mode
 
 
 def agent_argv(opts: SandboxOptions, agent: AgentLaunch | None) -> tuple[str, ...]:

@@ -84,9 +84,16 @@ def notes_before(spec: SandboxSpec, plans: Mapping[str, LimitPlan]) -> list[str]
 
 
 def exit_summary(
-    result: SandboxResult, denied_calls: int = 0, first_denied: str | None = None
+    result: SandboxResult,
+    denied_calls: int = 0,
+    first_denied: str | None = None,
+    egress: str | None = None,
 ) -> str | None:
-    """One line naming everything refused or hit, or None when nothing was."""
+    """One line naming everything refused or hit, or None when nothing was.
+
+    ``egress`` is the proxy's line (``EgressStats.summary()``): denied connections and
+    lookups with the first few destinations.
+    """
     parts: list[str] = []
     if result.denied_syscalls:
         ordered = sorted(result.denied_syscalls.items(), key=lambda item: (-item[1], item[0]))
@@ -102,9 +109,29 @@ def exit_summary(
             )
     if denied_calls:
         parts.append(f"{denied_calls} MCP call(s) denied (first: {first_denied})")
+    if egress:
+        parts.append(egress)
     if not parts:
         return None
     return "; ".join(parts)
+
+
+def _network_rules(network: Mapping[str, object]) -> list[str]:
+    """The egress rules of ``proxy`` mode, one line each (deny rules win)."""
+    if network.get("mode") != "proxy":
+        return []
+    allow = network.get("allow")
+    deny = network.get("deny")
+    allow = allow if isinstance(allow, list) else []
+    deny = deny if isinstance(deny, list) else []
+    lines = [
+        "          through the egress proxy on 127.0.0.1:3128 (HTTP), :1080 (SOCKS5), :53 (DNS)"
+    ]
+    if not allow:
+        lines.append("          allow: nothing (the allowlist is empty)")
+    lines += [f"          allow: {rule}" for rule in allow]
+    lines += [f"          deny:  {rule}" for rule in deny]
+    return lines
 
 
 def render_description(description: SandboxDescription) -> str:
@@ -115,6 +142,9 @@ def render_description(description: SandboxDescription) -> str:
         f"cwd:      {d.cwd}",
         f"hostname: {d.hostname}    terminal: {'pty' if d.pty else 'pipes'}",
         f"network:  {d.network['mode']} (interfaces: lo; no routes)",
+    ]
+    lines += _network_rules(d.network)
+    lines += [
         "mounts:",
     ]
     width = max(len(m.target) for m in d.mounts)

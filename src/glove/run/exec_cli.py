@@ -29,6 +29,12 @@ _SUMMARY: Final = "Run CMD inside the sandbox: own namespaces, minimal root, no 
 def build_parser() -> argparse.ArgumentParser:
     """The ``glove exec`` argument parser."""
     parser = UsageParser(prog="glove exec", description=_SUMMARY, epilog=EPILOG)
+    parser.add_argument(
+        "--audit",
+        metavar="FILE",
+        help="with --network proxy: the egress audit log (default: "
+        "$XDG_STATE_HOME/glove/egress-audit.log; glove run uses its config's log)",
+    )
     add_sandbox_arguments(parser)
     return parser
 

@@ -51,6 +51,10 @@ _O_PATH_NOFOLLOW: Final = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 _RESOLVE_STRICT: Final = sc.RESOLVE_NO_SYMLINKS | sc.RESOLVE_NO_MAGICLINKS
 _SIOCGIFFLAGS: Final = 0x8913
 _SIOCSIFFLAGS: Final = 0x8914
+#: The per-network-namespace lowest port an unprivileged process may bind.
+UNPRIVILEGED_PORT_START: Final = "/proc/sys/net/ipv4/ip_unprivileged_port_start"
+#: The port of the egress helper's DNS stub (``proxy`` mode).
+DNS_PORT: Final = 53
 _IFF_UP: Final = 0x1
 
 
@@ -441,6 +445,24 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock.fileno(), _SIOCSIFFLAGS, struct.pack("16sH14x", b"lo", flags | _IFF_UP))
 
 
+def _allow_dns_port() -> None:
+    """Let the sandbox's unprivileged processes bind ports from 53 up (``proxy`` mode).
+
+    The egress helper serves DNS on 127.0.0.1:53 without any capability. The value is per
+    network namespace: only the sandbox's own, route-less one changes (the init still holds
+    ``CAP_NET_ADMIN`` there, before it drops every capability), never the host's.
+    """
+    _write_proc(UNPRIVILEGED_PORT_START, str(DNS_PORT).encode())
+
+
+def _write_proc(path: str, value: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.write(fd, value)
+    finally:
+        os.close(fd)
+
+
 def _attach_detached(root_fd: int, target: str, mount_fd: int) -> None:
     """Attach a detached mount (a retained image) at ``target`` under the new root."""
     parents, name = _split(target)
@@ -511,6 +533,8 @@ def build_root(
     )
     socket.sethostname(spec.hostname)
     _loopback_up()
+    if spec.network == "proxy":
+        _allow_dns_port()
 
 
 def forbid_nested_user_namespaces() -> None:

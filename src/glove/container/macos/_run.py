@@ -335,8 +335,8 @@ def _result(
 def _refuse_unsupported(spec: SandboxSpec) -> None:
     if spec.pass_fds:
         raise UnsupportedPlatform("passing descriptors into a macOS sandbox is not built")
-    if spec.network != "none":  # pragma: no cover - the spec type allows only none today
-        raise UnsupportedPlatform("the macOS profile has no network mode but none")
+    if spec.network != "none":
+        raise UnsupportedPlatform("the macOS profile has no network mode but none (no proxy)")
 
 
 def run(

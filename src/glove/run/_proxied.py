@@ -1,0 +1,117 @@
+"""``glove exec --network proxy``: the sandbox on a session tree, next to its egress proxy.
+
+Offline, ``glove exec`` runs the blocking supervisor (``glove.container.run``). With the
+proxy it runs the same session tree as ``glove run`` (:func:`glove.session.run_session`)::
+
+    session-<id>  one_for_all, intensity 0: one strike ends the session
+    ├─ audit      AuditLog: the egress audit log (shared between concurrent runs)
+    ├─ egress     EgressProxy on the host end of the channel (kinds h, s, d)
+    └─ sandbox    SandboxActor: glove-egress (one PID) -> COMMAND
+
+The audit log and the proxy start before the sandbox, so the first connection already has
+both; a failure of either while the command runs kills the sandbox (exit 124), one that
+happens before it starts means nothing ran (125). The guest end of the channel is closed
+here once the sandbox holds it, so the proxy sees the helper's end of file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import socket
+from typing import TYPE_CHECKING, Final, NamedTuple
+
+from glove.actors import Actor, ChildSpec, Supervisor
+from glove.audit import AuditLog
+from glove.container import SandboxResult, SandboxSpec
+from glove.container.linux._async_run import FdWriter, raw_terminal
+from glove.egress import EgressProxy, EgressStats
+from glove.run._tree import forward_signals, session_result
+from glove.session import SANDBOX_CHILD, SandboxActor, run_session, session_tree
+
+if TYPE_CHECKING:
+    from glove.egress import RuleSet
+    from glove.run._egress import EgressParts
+
+#: Random bytes of an exec session's id (hex in every audit record).
+SESSION_ID_BYTES: Final = 8
+#: The prefix of a proxied ``glove exec`` session's id in the audit log.
+SESSION_PREFIX: Final = "exec-"
+
+
+class ProxiedRun(NamedTuple):
+    """How a proxied run ended: the command's result and what the proxy counted."""
+
+    result: SandboxResult
+    egress: EgressStats
+    session: str
+
+
+def new_session_id() -> str:
+    """A fresh id for one proxied ``glove exec`` (``exec-<16 hex>``)."""
+    return SESSION_PREFIX + secrets.token_hex(SESSION_ID_BYTES)
+
+
+async def all_started(*actors: Actor) -> None:
+    """Return once every actor has started (the sandbox waits on it: no connection before
+    the proxy and its audit log are up)."""
+    for actor in actors:
+        await actor.started.wait()
+
+
+async def close_once_launched(tree: Supervisor, guest_end: socket.socket) -> None:
+    """Close the host's copy of the guest end once the sandbox holds its own, so the proxy
+    sees end of file when the helper exits."""
+    sandbox = tree.child(SANDBOX_CHILD)
+    assert isinstance(sandbox, SandboxActor)
+    await sandbox.launched.wait()
+    guest_end.close()
+
+
+async def run_proxied(
+    spec: SandboxSpec, parts: EgressParts, rules: RuleSet, audit_path: str, session: str
+) -> ProxiedRun:
+    """Run ``spec`` (whose command is the helper) with its proxy; return result and counts.
+
+    ``parts`` is consumed: the proxy owns the host end from here, the guest end is closed
+    once the sandbox started (or at the end, whatever happened).
+    """
+    loop = asyncio.get_running_loop()
+    audit = AuditLog(audit_path, shared=True)
+    proxy = EgressProxy(parts.host_end, rules, audit, session=session, local_names=(spec.hostname,))
+    writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})
+    ready = loop.create_task(all_started(audit, proxy), name="egress-ready")
+    tree = session_tree(
+        f"session-{session}",
+        [ChildSpec("audit", lambda: audit), ChildSpec("egress", lambda: proxy)],
+        ChildSpec(
+            SANDBOX_CHILD,
+            lambda: SandboxActor(
+                spec, on_output=writer.write, stdin=0, winsize_from=0, start_after=ready
+            ),
+        ),
+    )
+    installed: list[int] = []
+    closer: asyncio.Task[None] | None = None
+
+    def started(tree: Supervisor) -> None:
+        nonlocal closer
+        closer = loop.create_task(close_once_launched(tree, parts.guest_end))
+        installed.extend(forward_signals(loop, tree))
+
+    try:
+        with raw_terminal(0 if spec.pty else None):
+            outcome = await run_session(tree, on_started=started)
+        await writer.flush()
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        for task in (ready, closer):
+            if task is not None:
+                task.cancel()
+        parts.guest_end.close()
+        with contextlib.suppress(OSError):
+            parts.host_end.close()  # only if the proxy never started (it owns it then)
+    result = session_result(outcome, what="the egress proxy or its audit log", whom="the command")
+    return ProxiedRun(result, proxy.stats, session)
