@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -167,6 +168,13 @@ print(len(children))
 PIDS_LIMIT = "12"
 
 
+def _counted(done: Any) -> bool:
+    """The fork counter printed its count: it exited, or the pids hit ended it after."""
+    return bool(done.stdout.strip()) and (
+        done.rc == 0 or (done.rc == 137 and "pids limit" in done.stderr)
+    )
+
+
 def test_the_helper_takes_one_pid_of_the_limit(glove: Launcher) -> None:
     """Under one --pids limit the command can fork one child fewer behind the helper."""
     (glove.workspace / "forks.py").write_text(FORKS)
@@ -177,8 +185,8 @@ def test_the_helper_takes_one_pid_of_the_limit(glove: Launcher) -> None:
         "--", SYSTEM_PYTHON, "/workspace/forks.py",
     )  # fmt: skip
     proxied = glove.exec(f"exec {SYSTEM_PYTHON} /workspace/forks.py", *common)
-    assert offline.rc == 0, offline
-    assert proxied.rc == 0, proxied
+    assert _counted(offline), offline
+    assert _counted(proxied), proxied
     assert 2 < int(proxied.stdout) == int(offline.stdout) - 1
 
 

@@ -15,6 +15,7 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,6 +97,13 @@ def test_mcp_and_egress_through_one_helper(origins: World, unpriv: Unpriv, who: 
     assert "egress: 1 connection(s)" in done.stderr
 
 
+def _counted(done: Any) -> bool:
+    """The fork counter printed its count: it exited, or the pids hit ended it after."""
+    return bool(done.stdout.strip()) and (
+        done.rc == 0 or (done.rc == 137 and "pids limit" in done.stderr)
+    )
+
+
 def test_one_helper_takes_one_pid_under_glove_run(origins: World, unpriv: Unpriv) -> None:
     """glove run with MCP and egress spends one PID of the limit on its helper, not two."""
     with launcher(origins, "root", unpriv) as run:
@@ -107,6 +115,6 @@ def test_one_helper_takes_one_pid_under_glove_run(origins: World, unpriv: Unpriv
             "run", "--config", str(config), *common, "--network", "proxy",
             "--allow", "web.test", "--", SYSTEM_PYTHON, "/workspace/forks.py",
         )  # fmt: skip
-    assert alone.rc == 0, alone
-    assert behind.rc == 0, behind
+    assert _counted(alone), alone
+    assert _counted(behind), behind
     assert 2 < int(behind.stdout) == int(alone.stdout) - 1
