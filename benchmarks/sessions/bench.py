@@ -219,16 +219,16 @@ async def measure(args: argparse.Namespace, home: Home) -> dict[str, Any]:
         status: list[float] = []
         for i in range(args.status_calls):
             t0 = time.perf_counter()
-            await clients[i % len(clients)].call("session.status", {"session_id": held[i % len(held)]})
+            await clients[i % len(clients)].call(
+                "session.status", {"session_id": held[i % len(held)]}
+            )
             status.append((time.perf_counter() - t0) * 1000)
         out["status_under_load"] = {
             "held_running": running_now,
             "p50_ms": pct(status, 0.5),
             "p99_ms": pct(status, 0.99),
         }
-        await asyncio.gather(
-            *(clients[0].call("session.stop", {"session_id": s}) for s in held)
-        )
+        await asyncio.gather(*(clients[0].call("session.stop", {"session_id": s}) for s in held))
     finally:
         for client in clients:
             await client.aclose()

@@ -64,6 +64,9 @@ class HarnessConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     argv: list[str]
     env: dict[str, str] = msgspec.field(default_factory=dict)
     profile: str = "default"
+    #: An MCP configuration (``glove run --config``'s file: upstreams and policy), relative
+    #: to gloved.toml's directory: sessions of this harness get those tools, mediated.
+    mcp: str | None = None
 
 
 class SessionsConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

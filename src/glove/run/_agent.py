@@ -18,7 +18,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import stat
 import sys
 from pathlib import Path
@@ -35,23 +34,20 @@ from glove.container import (
 )
 from glove.container._result import setup_failure
 from glove.container.linux._async_run import FdWriter, raw_terminal
-from glove.egress import EgressProxy, EgressStats, Kind
-from glove.egress._channel import UNIX_FAMILIES
+from glove.egress import EgressStats
 from glove.errors import GloveError
 from glove.mcp._config import McpConfig, UpstreamConfig, child_environment, load_config
 from glove.mcp._kernel import RUN_ID_BYTES
 from glove.mcp._run import (
-    CONNECTION_BYTE,
     GUEST_CHANNEL_FD,
     GUEST_DIR,
     RELAY_NAME,
-    AgentChannel,
     GuestSetup,
     guest_env,
     prepare_guest_dir,
 )
-from glove.mcp._service import Mediation, build_mediation
-from glove.run._egress import EgressParts, NetworkChoice, RunAudit, network_choice, prepare_egress
+from glove.mcp._service import build_mediation
+from glove.run._egress import EgressParts, NetworkChoice, network_choice, prepare_egress
 from glove.run._exec import dry_run, print_notes, report_result, write_status
 from glove.run._options import SandboxOptions
 from glove.run._prepare import (
@@ -63,9 +59,10 @@ from glove.run._prepare import (
     prepare_agent_for,
     profile_for,
 )
-from glove.run._proxied import all_started, close_once_launched
+from glove.run._proxied import all_started
 from glove.run._tree import forward_signals, session_result
 from glove.session import SANDBOX_CHILD, SandboxActor, run_session, session_tree
+from glove.session._wiring import GuestParts, SessionWiring
 
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
@@ -164,6 +161,31 @@ def _spec_for(
     )
 
 
+def _spec_with(
+    opts: SandboxOptions,
+    guest: GuestParts,
+    protected: tuple[Protected, ...],
+    status_path: str | None,
+    agent: AgentLaunch | None,
+) -> SandboxSpec:
+    """The sandbox of this run with the session wiring's guest parts."""
+    additions = Additions(
+        binds=tuple(Bind(source=src, target=dst, mode="ro") for src, dst in guest.binds),
+        env=guest.env,
+        pass_fds=guest.pass_fds,
+        protected=protected,
+        argv=guest.argv,
+    )
+    return build_from_options(
+        opts,
+        cwd=current_directory(),
+        host_env=dict(os.environ),
+        status_path=status_path,
+        additions=additions,
+        agent=agent,
+    )
+
+
 def _dry_run(
     opts: SandboxOptions,
     protected: tuple[Protected, ...],
@@ -202,70 +224,6 @@ class _Run(NamedTuple):
     egress: EgressStats | None = None
 
 
-class _Wiring:
-    """The host side of one run's channel: the children before the sandbox, the guest parts,
-    the future the sandbox starts after, and what to close at the end."""
-
-    def __init__(
-        self, mediation: Mediation, private: Path, run_id: str, network: NetworkChoice
-    ) -> None:
-        """Build the children for ``network``'s mode (the egress parts in ``proxy`` mode)."""
-        self.before: list[ChildSpec] = [ChildSpec("mcp", lambda: mediation.supervisor)]
-        self.ready: asyncio.Future[None] = mediation.ready
-        self.proxy: EgressProxy | None = None
-        self.parts: EgressParts | None = None
-        self.waiters: list[asyncio.Task[None]] = []
-        if network.mode == "proxy":
-            # One helper (glove-egress --mcp) and one channel for the proxy and the MCP relay.
-            (private / RELAY_NAME).unlink()  # glove-egress --mcp does its job
-            self.parts = parts = prepare_egress(private)
-            self.guest_end = parts.guest_end
-            self.setup: GuestSetup | EgressParts = parts
-            channel = AgentChannel(None, mediation)
-            self.proxy = proxy = EgressProxy(
-                parts.host_end,
-                network.rules(),
-                RunAudit(mediation.supervisor, run_id),
-                session=run_id,
-                other_kinds={CONNECTION_BYTE: Kind(UNIX_FAMILIES, channel.take)},
-                local_names=(network.hostname,),
-            )
-            self.before += [
-                ChildSpec("channel", lambda: channel),
-                ChildSpec("egress", lambda: proxy),
-            ]
-            ready = asyncio.get_running_loop().create_task(
-                _all_ready(mediation.ready, channel, proxy), name="session-ready"
-            )
-            self.waiters.append(ready)
-            self.ready = ready
-            return
-        host_end, self.guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.setup = GuestSetup(
-            bind_dir=str(private),
-            env=guest_env(),
-            pass_fds={GUEST_CHANNEL_FD: self.guest_end.fileno()},
-        )
-        channel = AgentChannel(host_end, mediation)  # it owns the host end now
-        self.before.append(ChildSpec("channel", lambda: channel))
-
-    def started(self, tree: Supervisor) -> None:
-        """Once the sandbox holds the guest end, close ours (the proxy then sees the helper's
-        end of file); offline the relay's channel stays as it always was."""
-        if self.parts is not None:
-            self.waiters.append(
-                asyncio.get_running_loop().create_task(close_once_launched(tree, self.guest_end))
-            )
-
-    def close(self) -> None:
-        """Cancel the waiters and close the guest end (and the host end if never owned)."""
-        for waiter in self.waiters:
-            waiter.cancel()
-        self.guest_end.close()
-        if self.parts is not None:
-            self.parts.close()
-
-
 async def _session(
     opts: SandboxOptions,
     config: McpConfig,
@@ -279,12 +237,18 @@ async def _session(
     loop = asyncio.get_running_loop()
     private = await asyncio.to_thread(prepare_guest_dir)
     installed: list[int] = []
-    wiring: _Wiring | None = None
+    wiring: SessionWiring | None = None
     run_id = secrets.token_hex(RUN_ID_BYTES)
     try:
         mediation = build_mediation(config, run_id=run_id)
-        wiring = _Wiring(mediation, private, run_id, network)
-        spec = _spec_for(opts, wiring.setup, protected, status, agent)
+        wiring = SessionWiring(
+            run_id=run_id,
+            mediation=mediation,
+            rules=network.rules() if network.mode == "proxy" else None,
+            hostname=network.hostname,
+            private=private,
+        )
+        spec = _spec_with(opts, wiring.guest(agent_argv(opts, agent)), protected, status, agent)
         if not opts.quiet:
             print_notes(PROG, spec)
         writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})

@@ -17,6 +17,8 @@ fractional number of seconds, encoded as RFC 8785 numbers are)::
      "usage": {"cpu_user_us": N, "cpu_system_us": N, "peak_rss_bytes": N,
                "disk_bytes": N | null, "output_bytes": N, "wall_us": N},
      "output": {STREAM: {"bytes": N, "sha256": "sha256:..."}},
+     "audit": {"records": N, "bytes": N, "sha256": "sha256:..."} | null,
+     "counts": {"tool_calls_denied": N, "egress_allowed": N, "egress_denied": N},
      "times": {"created_us": N, "launched_us": N | null, "ended_us": N}}
 """
 
@@ -72,8 +74,14 @@ def terminal_receipt(
     created_ns: int,
     launched_ns: int | None,
     ended_ns: int,
+    audit: dict[str, Any] | None = None,
+    counts: dict[str, int] | None = None,
 ) -> dict[str, Any]:
-    """The receipt as a JSON value (encode it with :func:`glove.plan.jcs_dumps`)."""
+    """The receipt as a JSON value (encode it with :func:`glove.plan.jcs_dumps`).
+
+    ``audit`` is the digest of the session's audit log (its MCP decisions and egress
+    records; null without tools or network) and ``counts`` what was refused.
+    """
     limits: dict[str, Any] = {}
     usage: dict[str, Any] = {
         "cpu_user_us": 0,
@@ -105,6 +113,8 @@ def terminal_receipt(
         "limits": limits,
         "usage": usage,
         "output": output,
+        "audit": audit,
+        "counts": dict(counts or {}),
         "times": {
             "created_us": created_ns // 1000,
             "launched_us": launched_ns // 1000 if launched_ns is not None else None,

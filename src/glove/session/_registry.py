@@ -47,6 +47,7 @@ from glove.container import (
     SandboxSpec,
     probe_host_limits,
 )
+from glove.errors import GloveError
 from glove.host._gloved_config import GlovedConfig
 from glove.host._paths import GlovePaths
 from glove.journal import Journal, JournalWriter, RecordKind
@@ -70,6 +71,7 @@ from glove.session._exposures import ExposureRegistry
 from glove.session._receipt import outcome_of, terminal_receipt
 from glove.session._sandbox import SandboxActor
 from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
+from glove.session._tools import SessionTools, audit_digest, digest_builtins, session_tools
 from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
 from glove.session.errors import (
     ExposureError,
@@ -390,6 +392,9 @@ class SessionRegistry(Actor):
             accept_weaker=frozenset(
                 "all" if name == "all" else PLAN_NAME_OF[name] for name in cfg.accept_weaker
             ),
+            networks=cfg.network.modes(),
+            egress_allow=tuple(cfg.network.allow),
+            egress_deny=tuple(cfg.network.deny),
         )
 
     def validate(self, data: bytes) -> ValidatedPlan:
@@ -513,8 +518,8 @@ class SessionRegistry(Actor):
 
     async def _prepare(
         self, record: SessionRecord, validated: ValidatedPlan
-    ) -> tuple[SandboxSpec, str]:
-        """Resolve the exposures and compose the sandbox; persist each step."""
+    ) -> tuple[SandboxSpec, str, SessionTools | None]:
+        """Resolve the exposures, compose the sandbox and its tools; persist each step."""
         await self._move(record, "preparing")
         exposures = []
         binds = []
@@ -532,25 +537,55 @@ class SessionRegistry(Actor):
             limits=validated.limits,
             accept_weaker=frozenset(self.config.accept_weaker),
         )
+        tools = await session_tools(
+            session_id=record.session_id,
+            data_dir=self.paths.sessions_data / record.session_id,
+            mcp_config=self._mcp_config(str(record.plan.get("harness", ""))),
+            rules=validated.egress,
+            hostname=spec.hostname,
+        )
+        if tools is not None:
+            spec = tools.apply(spec, proxy=validated.egress is not None)
         binding = launch_binding(spec, record.sha256, record.blake3, exposures)
         await self._move(record, "composed", {"launch_binding": binding})
-        return spec, binding
+        return spec, binding, tools
+
+    def _mcp_config(self, harness_id: str) -> str | None:
+        """The harness's MCP configuration, as an absolute path (relative to gloved.toml)."""
+        harness = self.config.harnesses.get(harness_id)
+        if harness is None or harness.mcp is None:
+            return None
+        return str(self.paths.gloved_toml.parent / harness.mcp)
 
     async def _run(
-        self, record: SessionRecord, spec: SandboxSpec, drain: OutputDrain
+        self,
+        record: SessionRecord,
+        spec: SandboxSpec,
+        drain: OutputDrain,
+        tools: SessionTools | None,
     ) -> tuple[SessionOutcome, int | None]:
         """Run the session tree under ``sessions``; persist ``running`` once it launched."""
         live = self._live[record.session_id]
+        before = [ChildSpec("drain", lambda: drain)]
+        ready = None
+        if tools is not None:
+            before += tools.wiring.before
+            ready = tools.wiring.ready
         tree = session_tree(
             f"session-{record.session_id}",
-            [ChildSpec("drain", lambda: drain)],
-            ChildSpec(SANDBOX_CHILD, lambda: SandboxActor(spec, on_output=drain.write)),
+            before,
+            ChildSpec(
+                SANDBOX_CHILD,
+                lambda: SandboxActor(spec, on_output=drain.write, start_after=ready),
+            ),
         )
         launched: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def started(tree: Supervisor) -> None:
             sandbox = tree.child(SANDBOX_CHILD)
             assert isinstance(sandbox, SandboxActor)
+            if tools is not None:
+                tools.wiring.started(tree)
 
             def mark(_: object) -> None:
                 if not launched.done():
@@ -582,9 +617,10 @@ class SessionRegistry(Actor):
         launched_ns: int | None = None
         drain = OutputDrain(self.paths.sessions_data / session_id)
         outcome: dict[str, Any]
+        tools: SessionTools | None = None
         try:
-            spec, binding = await self._prepare(record, validated)
-            session, launched_ns = await self._run(record, spec, drain)
+            spec, binding, tools = await self._prepare(record, validated)
+            session, launched_ns = await self._run(record, spec, drain, tools)
             result = session.result
             if session.failure is not None and result is None:
                 outcome = outcome_of(None, error=str(session.failure))
@@ -592,9 +628,18 @@ class SessionRegistry(Actor):
                 outcome = outcome_of(result, error=f"the session failed: {session.failure!r}")
             else:
                 outcome = outcome_of(result)
-        except (ExposureError, SandboxError, LimitRefused) as exc:
-            outcome = outcome_of(None, error=str(exc))
+        except (ExposureError, SandboxError, LimitRefused, GloveError, OSError) as exc:
+            text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            outcome = outcome_of(None, error=text)
+        finally:
+            if tools is not None:
+                await tools.close()
         output = {name: msgspec.to_builtins(d) for name, d in drain.digests().items()}
+        audit = None
+        counts: dict[str, int] = {}
+        if tools is not None:
+            audit = digest_builtins(await asyncio.to_thread(audit_digest, tools.audit_path))
+            counts = tools.counts()
         payload = terminal_receipt(
             session_id=session_id,
             plan_sha256=record.sha256,
@@ -606,6 +651,8 @@ class SessionRegistry(Actor):
             created_ns=record.created_ns,
             launched_ns=launched_ns,
             ended_ns=time.time_ns(),
+            audit=audit,
+            counts=counts,
         )
         receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
         await self.log.checkpoint()

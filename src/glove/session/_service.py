@@ -153,7 +153,7 @@ class SessionService:
             lifecycle_operational=self.lifecycle_operational(),
             runtimes=["linux"],
             limits=limits,
-            networks=["none"],
+            networks=sorted(self.config.network.modes()) if self.config is not None else [],
             terminals=["pipes"],
             reason=self.reason,
         )

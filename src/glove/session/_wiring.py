@@ -1,0 +1,202 @@
+"""What a session tree holds besides its sandbox: the MCP mediation, the agent channel, the
+egress proxy, and the guest parts the sandbox gets for them (``glove run`` and ``gloved``).
+
+::
+
+    tools only (offline)       tools + network          network only
+    ├─ mcp      mediation      ├─ mcp                   ├─ audit   the egress audit log
+    ├─ channel  relay's fd 3   ├─ channel (kind c)      ├─ egress  h, s, d
+    └─ sandbox  glove-relay    ├─ egress  h, s, d, c    └─ sandbox glove-egress
+                               └─ sandbox glove-egress --mcp
+
+One helper process inside the sandbox in every case (it costs one PID of the session's
+limit). The sandbox starts only after the mediation is ready and the channel and proxy
+have started, so the agent's first connection already has them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from glove.actors import Actor, ChildSpec, Supervisor
+
+if TYPE_CHECKING:
+    from glove.egress import EgressProxy, RuleSet
+    from glove.mcp._service import Mediation
+    from glove.run._egress import EgressParts
+
+
+class GuestParts(NamedTuple):
+    """What the sandbox spec gets: read-only binds ``(host, inside)``, env, fds, argv."""
+
+    binds: tuple[tuple[str, str], ...]
+    env: dict[str, str]
+    pass_fds: dict[int, int]
+    argv: tuple[str, ...]
+
+
+class SessionWiring:
+    """The host side of one session's channels (see the module docstring).
+
+    Build it before the tree; put :attr:`before` ahead of the sandbox child, start the
+    sandbox after :attr:`ready`, call :meth:`started` from ``on_started`` and :meth:`close`
+    at the end, whatever happened.
+    """
+
+    def __init__(
+        self,
+        *,
+        run_id: str,
+        mediation: Mediation | None,
+        rules: RuleSet | None,
+        hostname: str,
+        private: Path | None = None,
+        audit_path: str | None = None,
+    ) -> None:
+        """Compose the children for tools (``mediation``), network (``rules``) or both.
+
+        ``private`` is the guest directory ``glove.mcp._run.prepare_guest_dir`` made (with
+        tools); ``audit_path`` is the egress audit log when there is no mediation (whose own
+        log then takes the egress records, with the run id).
+
+        Raises:
+            OSError: the helper directory or the socketpair cannot be made.
+            ValueError: neither tools nor network were asked for, or the audit log is
+                missing.
+        """
+        if mediation is None and rules is None:
+            raise ValueError("a session wiring needs tools, a network, or both")
+        self.before: list[ChildSpec] = []
+        self.proxy: EgressProxy | None = None
+        self.parts: EgressParts | None = None
+        self.waiters: list[asyncio.Task[None]] = []
+        self.guest_end: socket.socket | None = None
+        self._guest: GuestParts
+        self._mcp = mediation is not None
+        loop = asyncio.get_running_loop()
+        if mediation is not None:
+            self.before.append(ChildSpec("mcp", lambda: mediation.supervisor))
+        self.ready: asyncio.Future[None] | None = mediation.ready if mediation is not None else None
+        if rules is not None:
+            self._wire_network(run_id, mediation, rules, hostname, private, audit_path)
+            actors: list[Actor] = [
+                node for node in (self._channel, self._audit, self.proxy) if node is not None
+            ]
+            ready = loop.create_task(
+                _all_ready(mediation.ready if mediation is not None else None, *actors),
+                name="session-ready",
+            )
+            self.waiters.append(ready)
+            self.ready = ready
+            return
+        assert mediation is not None
+        assert private is not None
+        from glove.mcp._run import GUEST_CHANNEL_FD, GUEST_DIR, AgentChannel, GuestSetup, guest_env
+
+        host_end, self.guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        setup = GuestSetup(
+            bind_dir=str(private),
+            env=guest_env(),
+            pass_fds={GUEST_CHANNEL_FD: self.guest_end.fileno()},
+        )
+        channel = AgentChannel(host_end, mediation)  # it owns the host end now
+        self.before.append(ChildSpec("channel", lambda: channel))
+        self._relay = setup
+        self._guest_dir = GUEST_DIR
+
+    def _wire_network(  # noqa: PLR0917 - the constructor's own arguments, passed on
+        self,
+        run_id: str,
+        mediation: Mediation | None,
+        rules: RuleSet,
+        hostname: str,
+        private: Path | None,
+        audit_path: str | None,
+    ) -> None:
+        from glove.audit import AuditLog
+        from glove.egress import EgressProxy, Kind
+        from glove.egress._channel import UNIX_FAMILIES
+        from glove.mcp._run import CONNECTION_BYTE, RELAY_NAME, AgentChannel
+        from glove.run._egress import RunAudit, prepare_egress
+
+        self._channel: AgentChannel | None = None
+        self._audit: AuditLog | None = None
+        if private is not None:
+            (private / RELAY_NAME).unlink(missing_ok=True)  # glove-egress --mcp does its job
+        self.parts = parts = prepare_egress(private)
+        self.guest_end = parts.guest_end
+        sink: Any
+        other: dict[bytes, Any] = {}
+        if mediation is not None:
+            channel = AgentChannel(None, mediation)
+            self._channel = channel
+            sink = RunAudit(mediation.supervisor, run_id)
+            other = {CONNECTION_BYTE: Kind(UNIX_FAMILIES, channel.take)}
+            self.before.append(ChildSpec("channel", lambda: channel))
+        else:
+            if audit_path is None:
+                raise ValueError("a network-only session needs an audit log")
+            audit = AuditLog(audit_path, shared=True)
+            self._audit = sink = audit
+            self.before.append(ChildSpec("audit", lambda: audit))
+        self.proxy = proxy = EgressProxy(
+            parts.host_end,
+            rules,
+            sink,
+            session=run_id,
+            other_kinds=other,
+            local_names=(hostname,),
+        )
+        self.before.append(ChildSpec("egress", lambda: proxy))
+
+    def guest(self, argv: tuple[str, ...]) -> GuestParts:
+        """The guest parts for a sandbox whose command is ``argv``."""
+        if self.parts is not None:
+            from glove.mcp._run import guest_env
+            from glove.run._egress import GUEST_DIR
+
+            guest = self.parts.guest
+            env = {**(guest_env() if self._mcp else {}), **guest.env}
+            return GuestParts(
+                ((guest.bind_dir, GUEST_DIR),),
+                env,
+                dict(guest.pass_fds),
+                tuple(guest.command(argv, mcp=self._mcp)),
+            )
+        setup = self._relay
+        return GuestParts(
+            ((setup.bind_dir, self._guest_dir),),
+            dict(setup.env),
+            dict(setup.pass_fds),
+            tuple(setup.command(argv)),
+        )
+
+    def started(self, tree: Supervisor) -> None:
+        """Once the sandbox holds the guest end, close ours (the proxy then sees the helper's
+        end of file); offline the relay's channel stays as it always was."""
+        if self.parts is not None and self.guest_end is not None:
+            from glove.run._proxied import close_once_launched
+
+            self.waiters.append(
+                asyncio.get_running_loop().create_task(close_once_launched(tree, self.guest_end))
+            )
+
+    def close(self) -> None:
+        """Cancel the waiters and close the guest end (and the host end if never owned)."""
+        for waiter in self.waiters:
+            waiter.cancel()
+        if self.guest_end is not None:
+            self.guest_end.close()
+        if self.parts is not None:
+            self.parts.close()
+
+
+async def _all_ready(mediation: asyncio.Future[None] | None, *actors: Actor) -> None:
+    """The mediation (if any) is ready and the channel, audit log and proxy have started."""
+    if mediation is not None:
+        await asyncio.shield(mediation)
+    for actor in actors:
+        await actor.started.wait()
