@@ -68,6 +68,20 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
+def _claim_cgroups() -> None:
+    """Claim this daemon's cgroup v2 site now (move into its leaf, enable controllers) so
+    launches only make groups; a site that cannot be claimed is logged, never fatal (the
+    limits then use the next mechanism down, as each launch's plan says)."""
+    from glove.container.errors import SandboxError
+    from glove.container.linux._cgroups import claim_cgroup_v2
+
+    log = logging.getLogger("gloved")
+    try:
+        log.info("%s", claim_cgroup_v2())
+    except (SandboxError, OSError) as exc:
+        log.warning("cgroup v2: not claimed: %s", exc)
+
+
 def _compose(config: Path | None, runtime_dir: Path) -> Composition:
     """The session service this daemon runs (not operational without ``glove setup``).
 
@@ -81,6 +95,8 @@ def _compose(config: Path | None, runtime_dir: Path) -> Composition:
 
     paths = dataclasses.replace(glove_paths(), runtime_dir=runtime_dir)
     service = load_service(paths, config)
+    if service.operational:
+        _claim_cgroups()
     if service.reason is not None:
         logging.getLogger("gloved").warning("sessions are off: %s", service.reason)
     return service.composition()
