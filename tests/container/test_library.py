@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import socket
 import tempfile
 import threading
@@ -127,6 +128,33 @@ def test_fork_fallback_path(workspace: Path, monkeypatch: pytest.MonkeyPatch) ->
     code, outcome, out, _ = _capture(spec)
     assert (code, outcome) == (0, "exited")
     assert out.split() == ["2", "glove", "NoNewPrivs:", "1"]
+
+
+@pytest.mark.parametrize("mode", ["fork", "clone3"])
+def test_the_command_sees_eof_when_the_launcher_closes_its_stdin(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """Only the launcher holds the stdin pipe's write end: closing it ends ``cat``.
+
+    (The fork path's reaper once kept every launcher fd open, so a contained agent reading
+    its stdin, as ``codex exec`` does, waited for ever.)
+    """
+    monkeypatch.setenv("GLOVE_SANDBOX_LAUNCH", mode)
+    spec = SandboxSpec(argv=("cat",), binds=SYSTEM_BINDS, workspace=str(workspace), env=ENV)
+    stdin_read, stdin_write = os.pipe()
+    with tempfile.TemporaryFile() as out, open(os.devnull, "wb") as null:
+        process = launch(spec, (stdin_read, out.fileno(), null.fileno()))
+        os.close(stdin_read)
+        os.write(stdin_write, b"to the end\n")
+        os.close(stdin_write)
+        try:
+            ended = select.select([process.pidfd], [], [], 30)[0]
+        finally:
+            process.close()  # kills what is left
+        out.seek(0)
+        assert ended, "cat never saw EOF on its stdin"
+        assert os.waitstatus_to_exitcode(process.wait()) == 0
+        assert out.read() == b"to the end\n"
 
 
 async def test_run_async_does_not_block_the_loop(workspace: Path) -> None:

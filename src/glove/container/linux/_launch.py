@@ -575,11 +575,12 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
                     os._exit(EXIT_SETUP_FAILED)
                 os.close(reaper)
                 _init_main(ctx, handshake=False)
-            os.close(reaper)
+            # The reaper keeps only its lifeline: every other fd it inherited from the
+            # launcher (a stdin pipe's write end, the status pipe, the pty channel) would
+            # otherwise stay open as long as the sandbox lives, so the command would never
+            # see EOF on its stdin and the launcher never on the init's channels.
+            _close_all_except({ctx.launcher_pidfd})
             _forward(init)  # TERM, INT, HUP... reach the init, which passes them on
-            os.close(ctx.status_write)
-            if ctx.pty_channel >= 0:
-                os.close(ctx.pty_channel)  # only the init sends on it: EOF if it dies first
             status = _reap_until(init, ctx.launcher_pidfd)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
