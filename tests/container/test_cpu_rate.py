@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from glove.container import LimitPlan
+from glove.container import LimitPlan, SandboxResult
 from glove.container._cgroupfs import parse_proc_cgroups
 from glove.container.errors import SandboxSetupError
 from glove.container.linux._cgroups import CGROUP_V1_ROOT, GLOVE_GROUP, SandboxCgroups
@@ -227,3 +227,31 @@ def test_doctor_explains_the_rate(unpriv: Unpriv) -> None:
     if os.getuid() == 0:
         assert "cpus: no CPU-rate mechanism (--cpus is refused)" in user["summary"]
         assert "cpus: none; passed over cgroup-v2-cpu-max (" in user["detail"]
+
+
+@root_only
+@needs_v1_cfs
+def test_the_asyncio_supervisor_reports_throttling() -> None:
+    """gloved's and glove run's supervisor (AsyncSandbox) sees the same throttling as glove
+    exec's: a busy loop under cpus 0.25 exits on its own with cpus hit on v1 CFS."""
+    import asyncio
+
+    import msgspec
+
+    from glove.container import AsyncSandbox, Limits, build_spec, decode_profile
+
+    profile = decode_profile(b'extends = "default"\n[workspace]\nenabled = false\n', "<t>")
+    spec = build_spec(profile, ["python3", "-c", SPIN, "1"], cwd="/", host_env={})
+    spec = msgspec.structs.replace(spec, limits=Limits(wall_time=60.0, cpus=RATE))
+
+    async def run() -> tuple[SandboxResult, bytes]:
+        out = bytearray()
+        box = AsyncSandbox(spec, on_output=lambda stream, data: out.extend(data))
+        await box.start()
+        return await box.wait(), bytes(out)
+
+    result, out = asyncio.run(run())
+    assert float(out) >= SPIN_S
+    assert result.outcome == "exited"
+    report = result.limits["cpus"]
+    assert (report.mechanism, report.hit) == ("cgroup-v1-cpu-cfs", True)
