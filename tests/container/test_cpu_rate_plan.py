@@ -70,13 +70,25 @@ def test_parse_cpus_accepts_decimals(text: str | float, expected: float) -> None
 
 
 @pytest.mark.parametrize(
-    "text", ["", "x", "0", "-1", "nan", "inf", "0.001", "5000", "1e9", "50%", True]
+    "text",
+    ["", "x", "0", "-1", "nan", "inf", "0.001", "5000", "1e9", "50%", "1_0", "\uff11", "0x1", True],
 )
 def test_parse_cpus_refuses_what_no_quota_can_be(text: str | bool) -> None:
-    """Zero, negatives, non-finite values, less than one quota step or absurd counts are
-    SpecErrors that say the range."""
+    """Zero, negatives, non-finite values, less than one quota step, absurd counts and what
+    Python's float() would take but is not a plain decimal are SpecErrors."""
     with pytest.raises(SpecError):
         parse_cpus(text)
+
+
+@given(st.one_of(st.text(max_size=40), st.floats(allow_nan=True, allow_infinity=True)))
+def test_parse_cpus_returns_a_rate_in_range_or_a_spec_error(text: str | float) -> None:
+    """Any text or number: a finite rate within the range, or SpecError; nothing else."""
+    try:
+        value = parse_cpus(text)
+    except SpecError:
+        return
+    assert math.isfinite(value)
+    assert MIN_CPUS <= value <= MAX_CPUS
 
 
 @given(st.floats(min_value=MIN_CPUS, max_value=MAX_CPUS))

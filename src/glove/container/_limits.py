@@ -154,6 +154,9 @@ def parse_seconds(text: str | float) -> float:
     return value
 
 
+_CPUS_RE: Final = re.compile(r"^\s*(?:\d+(?:\.\d*)?|\.\d+)\s*$", re.ASCII)
+
+
 def parse_cpus(text: str | float) -> float:
     """Parse a CPU rate: a decimal number of CPUs (``0.5``, ``2``, ``1.25``).
 
@@ -165,12 +168,9 @@ def parse_cpus(text: str | float) -> float:
     if isinstance(text, int | float):
         value = float(text)
     else:
-        try:
-            value = float(text.strip())
-        except ValueError:
-            raise SpecError(
-                f"not a number of CPUs: {text!r} (use a decimal, e.g. 0.5 or 2)"
-            ) from None
+        if _CPUS_RE.match(text) is None:
+            raise SpecError(f"not a number of CPUs: {text!r} (use a decimal, e.g. 0.5 or 2)")
+        value = float(text)
     if not math.isfinite(value) or not MIN_CPUS <= value <= MAX_CPUS:
         raise SpecError(f"cpus must be between {MIN_CPUS:g} and {MAX_CPUS:g}, got {text!r}")
     return value
