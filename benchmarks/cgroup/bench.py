@@ -13,8 +13,10 @@ process, interleaved round by round so drift hits each case alike:
 ``v2-cpu``      a CPU-time limit on the v2 group's ``cpu.stat`` (plus memory and pids on v1)
 ``v1-cpu``      the same CPU-time limit on the v1 cpuacct hierarchy instead
 ``nolimits``    no limit at all: no group of either kind
+``rate``        ``v1+v2`` plus a CPU rate (``cpus``), which adds a group in the v1 ``cpu``
+                hierarchy here (``cgroup-v1-cpu-cfs``; ``cpu.max`` on a pure v2 host)
 
-It prints median and p90 per case and the ratios v1+v2/v1 and v2-cpu/v1-cpu.
+It prints median and p90 per case and the ratios v1+v2/v1, v2-cpu/v1-cpu and rate/v1+v2.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ LIMITS = {
     "v2-cpu": Limits(memory=256 << 20, pids=64, cpu_time=60.0),
     "v1-cpu": Limits(memory=256 << 20, pids=64, cpu_time=60.0),
     "nolimits": Limits(),
+    # 2 CPUs: a quota /bin/true never reaches, so only the group's cost is measured.
+    "rate": Limits(memory=256 << 20, pids=64, cpus=2.0),
 }
 WITHOUT_V2 = frozenset({"v1", "v1-cpu"})
 
@@ -68,6 +72,8 @@ def _once(case: str, null: int) -> float:
         assert mechanisms["cpu_time"] == "cgroup-v2-cpu-watchdog", mechanisms
     if case == "v1-cpu":
         assert mechanisms["cpu_time"] == "cgroup-v1-cpuacct-watchdog", mechanisms
+    if case == "rate":
+        assert mechanisms["cpus"].startswith("cgroup-"), mechanisms
     return elapsed * 1000
 
 
@@ -96,6 +102,7 @@ def main() -> None:
     print(f"ratio v1+v2 / v1:         {medians['v1+v2'] / medians['v1']:.2f}x")
     print(f"ratio v2-cpu / v1-cpu:    {medians['v2-cpu'] / medians['v1-cpu']:.2f}x")
     print(f"ratio v1+v2 / nolimits:   {medians['v1+v2'] / medians['nolimits']:.2f}x")
+    print(f"ratio rate / v1+v2:       {medians['rate'] / medians['v1+v2']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -60,31 +60,36 @@ def _limit(result: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def test_root_probe_offers_the_v2_controllers(guest: dict[str, Any]) -> None:
-    """As root on a pure v2 host the planner puts memory, pids and CPU time on cgroup v2."""
+    """As root on a pure v2 host the planner puts memory, pids, CPU time and the CPU rate on
+    cgroup v2."""
     probe = guest["root_probe"]
     assert probe["cgroup_v2_group"]
     assert probe["cgroup_v2_memory"]
     assert probe["cgroup_v2_pids"]
+    assert probe["cgroup_v2_cpu"]
+    assert not probe["cgroup_v1_cpu"]
     assert not probe["cgroup_v1_memory"]
     assert "no cgroup v1 memory hierarchy" in probe["unavailable"]["cgroup-v1-memory"]
     explain = guest["root_explain"]
     assert explain["memory"].startswith("cgroup-v2-memory (whole sandbox)")
     assert explain["pids"].startswith("cgroup-v2-pids (whole sandbox)")
     assert explain["cpu_time"].startswith("cgroup-v2-cpu-watchdog (whole sandbox)")
+    assert explain["cpus"] == "cgroup-v2-cpu-max (whole sandbox)"
 
 
 def test_a_sandbox_group_carries_its_limits(guest: dict[str, Any]) -> None:
-    """The live group has memory.max, swap 0, a group OOM kill and pids.max; it holds the
-    init and is removed after close."""
+    """The live group has memory.max, swap 0, a group OOM kill, pids.max and cpu.max (the
+    rate as quota and period); it holds the init and is removed after close."""
     files = guest["root_group_files"]
     assert files["memory.max"] == str(64 * 2**20)
     assert files["memory.swap.max"] in ("0", "error: No such file or directory")
     assert files["memory.oom.group"] == "1"
     assert files["pids.max"] == "32"
+    assert files["cpu.max"] == "50000 100000"
     assert files["init_pid"] in files["cgroup.procs"].split()
     assert "populated 1" in files["cgroup.events"]
     assert files["path"].startswith("/sys/fs/cgroup/glove/sbx-")
-    assert {"memory", "pids"} <= set(files["subtree_control"].split())
+    assert {"cpu", "memory", "pids"} <= set(files["subtree_control"].split())
     assert files["removed"] == "True"
 
 
@@ -131,6 +136,22 @@ def test_cpu_time_hit_kills_the_tree(guest: dict[str, Any], who: str) -> None:
     assert guest[f"{who}_cpu_left"] == 0
 
 
+@pytest.mark.parametrize("who", ["root", "user"])
+def test_cpu_rate_throttles_on_cpu_max(guest: dict[str, Any], who: str) -> None:
+    """A busy loop under --cpus 0.5 in the one-CPU guest exits on its own, held to about
+    half the CPU by cpu.max, and the result says cgroup-v2-cpu-max, hit (throttled)."""
+    result = guest[f"{who}_cpus"]
+    assert result["rc"] == 0, result["stderr"]
+    status = result["status"]
+    assert status["outcome"] == "exited"
+    assert _limit(result, "cpus") == {"value": 0.5, "mechanism": "cgroup-v2-cpu-max", "hit": True}
+    used = status["usage"]["cpu_user_s"] + status["usage"]["cpu_system_s"]
+    rate = used / status["durations"]["total_s"]
+    assert 0.15 <= rate <= 0.65, f"the loop got {rate:.3f} of the guest's CPU under 0.5"
+    if who == "user":
+        assert set(guest["user_cpus_subtree"].split()) == {"cpu", "memory", "pids"}
+
+
 def test_delegated_launcher_moves_itself_into_a_leaf(guest: dict[str, Any]) -> None:
     """An unprivileged launcher alone in its delegated cgroup moves into supervisor/, enables
     memory and pids below, and leaves no sandbox group behind."""
@@ -165,11 +186,11 @@ def test_an_undelegated_controller_is_refused_and_the_other_used(guest: dict[str
 
 def test_a_daemon_claims_its_delegated_cgroup_at_start(guest: dict[str, Any]) -> None:
     """claim_cgroup_v2 (for gloved at start-up) moves the process into supervisor/ and
-    enables memory and pids for the sandboxes to come, and says so."""
+    enables cpu, memory and pids for the sandboxes to come, and says so."""
     claim = guest["daemon_claim"]
     assert claim["line"] == (
-        "cgroup v2: sandbox groups under /sys/fs/cgroup/glove-vm-daemon, controllers memory "
-        "pids, launcher moved into /sys/fs/cgroup/glove-vm-daemon/supervisor"
+        "cgroup v2: sandbox groups under /sys/fs/cgroup/glove-vm-daemon, controllers cpu "
+        "memory pids, launcher moved into /sys/fs/cgroup/glove-vm-daemon/supervisor"
     ), claim["stderr"]
     assert claim["cgroup"] == "0::/glove-vm-daemon/supervisor"
-    assert set(claim["subtree_control"].split()) == {"memory", "pids"}
+    assert set(claim["subtree_control"].split()) == {"cpu", "memory", "pids"}

@@ -18,7 +18,9 @@ from glove.container import (
     plan_limits,
 )
 
-ROOT_V1 = HostLimitSupport(cgroup_v1_memory=True, cgroup_v1_pids=True, cgroup_v1_cpuacct=True)
+ROOT_V1 = HostLimitSupport(
+    cgroup_v1_memory=True, cgroup_v1_pids=True, cgroup_v1_cpuacct=True, cgroup_v1_cpu=True
+)
 UNPRIV = HostLimitSupport(host_uid=1000)
 ROOT_BARE = HostLimitSupport(host_uid=0)
 ALL = Limits(wall_time=1, cpu_time=1, memory=2**30, pids=10, disk=2**20, output=10)
@@ -162,11 +164,12 @@ def test_spec_validation() -> None:
 
 
 def test_limit_support_reports_every_limit() -> None:
-    """limit_support names a mechanism (or a refusal reason) for each of the six limits."""
-    from glove.container import LIMIT_NAMES, limit_support
+    """limit_support names a mechanism (or a refusal reason) for each of the six limits and
+    the CPU rate."""
+    from glove.container import SANDBOX_LIMIT_NAMES, limit_support
 
     report = limit_support(UNPRIV)
-    assert set(report) == set(LIMIT_NAMES)
+    assert list(report) == list(SANDBOX_LIMIT_NAMES)
     assert report["pids"].mechanism == "rlimit-nproc-userns"
     assert report["pids"].full
     assert not report["memory"].full

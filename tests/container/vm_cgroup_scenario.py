@@ -41,6 +41,12 @@ FORKS = (
     ),
 )
 SPIN = ("python3", "-c", "while True: pass")
+#: Spins for 1.5 s of wall time and exits on its own (under a CPU rate, not a CPU-time cap).
+SPIN_FOR = (
+    "python3",
+    "-c",
+    "import time\nend = time.monotonic() + 1.5\nwhile time.monotonic() < end: pass\n",
+)
 
 
 def with_marker(marker: str, cmd: tuple[str, ...]) -> tuple[str, ...]:
@@ -121,14 +127,14 @@ def probe_as_root() -> None:
     import msgspec
 
     from glove.container import build_spec, launch, load_profile, probe_host_limits
-    from glove.container._limits import LIMIT_NAMES, Limits, explain_limit
+    from glove.container._limits import SANDBOX_LIMIT_NAMES, Limits, explain_limit
 
     host = probe_host_limits()
     results["root_probe"] = msgspec.to_builtins(host)
-    results["root_explain"] = {name: explain_limit(name, host) for name in LIMIT_NAMES}
+    results["root_explain"] = {name: explain_limit(name, host) for name in SANDBOX_LIMIT_NAMES}
     spec = build_spec(load_profile(None), ["sleep", "30"], cwd="/tmp", host_env={})
     spec = msgspec.structs.replace(
-        spec, workspace=None, limits=Limits(memory=64 * 2**20, pids=32, cpu_time=60)
+        spec, workspace=None, limits=Limits(memory=64 * 2**20, pids=32, cpu_time=60, cpus=0.5)
     )
     devnull = os.open(os.devnull, os.O_RDWR)
     process = launch(spec, stdio=(devnull, devnull, devnull))
@@ -138,7 +144,7 @@ def probe_as_root() -> None:
     assert path is not None
     files = {}
     for name in ("memory.max", "memory.swap.max", "memory.oom.group", "pids.max",
-                 "cgroup.procs", "cgroup.events"):  # fmt: skip
+                 "cpu.max", "cgroup.procs", "cgroup.events"):  # fmt: skip
         try:
             files[name] = (path / name).read_text().strip()
         except OSError as exc:
@@ -163,6 +169,7 @@ def main() -> None:
         lambda: results.update(root_pids_left=left_alive("gvm-rp")),
         lambda: glove_exec("root_cpu", ("--cpu-time", "1"), with_marker("gvm-rc", SPIN)),
         lambda: results.update(root_cpu_left=left_alive("gvm-rc")),
+        lambda: glove_exec("root_cpus", ("--cpus", "0.5"), SPIN_FOR),
     ]
     unit = CG / "glove-vm-unit"
     cases += [
@@ -198,8 +205,13 @@ def main() -> None:
             unpriv=True,
             cgroup=unit / "supervisor",
         ),
+        lambda: results.update(user_cpu_left=left_alive("gvm-uc")),
+        # The first launch with a rate enables cpu in the unit's subtree, lazily.
+        lambda: glove_exec(
+            "user_cpus", ("--cpus", "0.5"), SPIN_FOR, unpriv=True, cgroup=unit / "supervisor"
+        ),
         lambda: results.update(
-            user_cpu_left=left_alive("gvm-uc"),
+            user_cpus_subtree=(unit / "cgroup.subtree_control").read_text().strip(),
             user_leftover_groups=sorted(p.name for p in unit.iterdir() if p.is_dir()),
         ),
     ]

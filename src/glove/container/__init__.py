@@ -30,7 +30,15 @@ from glove.container._backend import (
     run_async,
 )
 from glove.container._description import SandboxDescription
-from glove.container._limits import LIMIT_NAMES, HostLimitSupport, LimitPlan, Limits, plan_limits
+from glove.container._limits import (
+    LIMIT_NAMES,
+    SANDBOX_LIMIT_NAMES,
+    HostLimitSupport,
+    LimitPlan,
+    Limits,
+    plan_limits,
+)
+from glove.container._limits import parse_cpus as parse_cpus
 from glove.container._limits import parse_seconds as parse_seconds
 from glove.container._limits import parse_size as parse_size
 from glove.container._profile import (
@@ -68,6 +76,7 @@ __all__ = [
     "EXIT_NOT_FOUND",
     "EXIT_SETUP_FAILED",
     "LIMIT_NAMES",
+    "SANDBOX_LIMIT_NAMES",
     "AgentSection",
     "AsyncSandbox",
     "Bind",
@@ -101,6 +110,7 @@ __all__ = [
     "launch",
     "limit_support",
     "load_profile",
+    "parse_cpus",
     "parse_seconds",
     "parse_size",
     "plan_limits",

@@ -1,7 +1,9 @@
-"""The six limits and the choice of the mechanism that enforces each (sans-IO).
+"""The sandbox's limits and the choice of the mechanism that enforces each (sans-IO).
 
 The Sage six-limit contract names wall time, CPU time, memory, PIDs, writable disk and
-output bytes. Each requested limit is matched against what the host offers
+output bytes. A seventh, optional limit is outside that contract: ``cpus``, a CPU *rate*
+(Docker's ``--cpus``, systemd's ``CPUQuota=``) that throttles the tree instead of ending it.
+Each requested limit is matched against what the host offers
 (:class:`HostLimitSupport`, probed elsewhere) and gets one mechanism. A mechanism is either
 *full* (it bounds the whole sandbox tree) or *weaker* (it bounds each process, or less); a
 weaker one is used only when the operator accepted it for that limit, otherwise the limit is
@@ -12,6 +14,11 @@ of a delegated v2 subtree), cgroup v1 (a writable v1 hierarchy), an rlimit. The 
 the first rung the host offers *for that limit*, so a hybrid host (controllers bound to v1, an
 empty v2 tree) gets v1 memory and PIDs next to v2 CPU accounting, which needs no controller.
 Every rung passed over carries the probe's reason, for refusals and ``glove doctor``.
+
+The rate limit has two rungs and nothing weaker: ``cpu.max`` in a v2 group with the ``cpu``
+controller, then CFS bandwidth (``cpu.cfs_quota_us``) in a v1 ``cpu`` group. A rate cannot be
+enforced per process, so where neither exists ``cpus`` is refused, and ``--accept-weaker``
+does not apply to it.
 """
 
 from __future__ import annotations
@@ -24,9 +31,9 @@ import msgspec
 
 from glove.container.errors import LimitRefused, SpecError
 
-LimitName = Literal["wall_time", "cpu_time", "memory", "pids", "disk", "output"]
+LimitName = Literal["wall_time", "cpu_time", "memory", "pids", "disk", "output", "cpus"]
 
-#: The six limit names, in the order reports list them.
+#: The six limit names of the contract, in the order reports list them.
 LIMIT_NAMES: Final[tuple[LimitName, ...]] = (
     "wall_time",
     "cpu_time",
@@ -35,6 +42,10 @@ LIMIT_NAMES: Final[tuple[LimitName, ...]] = (
     "disk",
     "output",
 )
+#: Limits outside the contract: a CPU rate, which throttles rather than ends the sandbox.
+RATE_LIMIT_NAMES: Final[tuple[LimitName, ...]] = ("cpus",)
+#: Every limit a sandbox takes, in the order reports list them (the six, then the rate).
+SANDBOX_LIMIT_NAMES: Final[tuple[LimitName, ...]] = LIMIT_NAMES + RATE_LIMIT_NAMES
 
 #: Mechanisms, as reported in results.
 MECH_WATCHDOG: Final = "watchdog"
@@ -48,6 +59,10 @@ MECH_CGROUP_V1_CPUACCT: Final = "cgroup-v1-cpuacct-watchdog"
 MECH_CGROUP_V2_MEMORY: Final = "cgroup-v2-memory"
 MECH_CGROUP_V2_PIDS: Final = "cgroup-v2-pids"
 MECH_CGROUP_V2_CPU: Final = "cgroup-v2-cpu-watchdog"
+#: The CPU rate: ``cpu.max`` ("<quota> <period>") of a v2 group with the ``cpu`` controller,
+#: or ``cpu.cfs_quota_us``/``cpu.cfs_period_us`` of a v1 ``cpu`` group (CFS bandwidth).
+MECH_CGROUP_V2_CPU_MAX: Final = "cgroup-v2-cpu-max"
+MECH_CGROUP_V1_CPU_CFS: Final = "cgroup-v1-cpu-cfs"
 #: Mechanisms whose CPU-time limit the supervisor's watchdog enforces from the group's usage.
 CGROUP_CPU_WATCHDOGS: Final = frozenset({MECH_CGROUP_V1_CPUACCT, MECH_CGROUP_V2_CPU})
 MECH_RLIMIT_NPROC_USERNS: Final = "rlimit-nproc-userns"
@@ -65,16 +80,31 @@ MACOS_CANDIDATES: Final[dict[str, tuple[tuple[str, bool], ...]]] = {
     "pids": ((MECH_RLIMIT_NPROC_USER, False),),
     "disk": ((MECH_RLIMIT_FSIZE, False),),
     "output": ((MECH_PIPE_ACCOUNTING, True),),
+    "cpus": (),
 }
 MACOS_NO_MECHANISM: Final = (
     "no mechanism on macOS: XNU does not enforce RLIMIT_AS or RLIMIT_DATA and there is no "
     "per-sandbox memory controller"
 )
+#: Why a limit with no macOS mechanism is refused, by limit.
+MACOS_NO_MECHANISM_FOR: Final = {
+    "memory": MACOS_NO_MECHANISM,
+    "cpus": "no mechanism on macOS: there is no per-sandbox CPU-rate control (no cgroups)",
+}
 
 #: The smallest sizes that make sense; smaller requests are a caller mistake.
 MIN_MEMORY_BYTES: Final = 4 * 1024 * 1024
 MIN_DISK_BYTES: Final = 64 * 1024
 MIN_PIDS: Final = 2
+#: The CFS period Glove writes (``cpu.max``'s second field, ``cpu.cfs_period_us``), in µs:
+#: the kernel's and Docker's default.
+CPU_PERIOD_US: Final = 100_000
+#: The kernel's smallest CFS quota, in µs (``cpu.max`` and ``cpu.cfs_quota_us`` refuse less).
+MIN_CPU_QUOTA_US: Final = 1_000
+#: The range of ``cpus``: one hundredth of a CPU (the smallest quota per period) to a count
+#: no machine reaches (above the host's CPUs the rate never throttles).
+MIN_CPUS: Final = MIN_CPU_QUOTA_US / CPU_PERIOD_US
+MAX_CPUS: Final = 4096.0
 
 _SIZE_RE: Final = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?B?)?\s*$", re.IGNORECASE)
 _SIZE_UNITS: Final = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -124,6 +154,33 @@ def parse_seconds(text: str | float) -> float:
     return value
 
 
+_CPUS_RE: Final = re.compile(r"^\s*(?:\d+(?:\.\d*)?|\.\d+)\s*$", re.ASCII)
+
+
+def parse_cpus(text: str | float) -> float:
+    """Parse a CPU rate: a decimal number of CPUs (``0.5``, ``2``, ``1.25``).
+
+    Raises:
+        SpecError: not a number between :data:`MIN_CPUS` and :data:`MAX_CPUS`.
+    """
+    if isinstance(text, bool):
+        raise SpecError(f"not a number of CPUs: {text!r}")
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        if _CPUS_RE.match(text) is None:
+            raise SpecError(f"not a number of CPUs: {text!r} (use a decimal, e.g. 0.5 or 2)")
+        value = float(text)
+    if not math.isfinite(value) or not MIN_CPUS <= value <= MAX_CPUS:
+        raise SpecError(f"cpus must be between {MIN_CPUS:g} and {MAX_CPUS:g}, got {text!r}")
+    return value
+
+
+def cpu_quota_us(cpus: float) -> int:
+    """The CFS quota per :data:`CPU_PERIOD_US` that gives ``cpus`` CPUs, in µs."""
+    return max(MIN_CPU_QUOTA_US, round(cpus * CPU_PERIOD_US))
+
+
 class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Requested limits; ``None`` means unlimited.
 
@@ -134,6 +191,9 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         pids: tasks alive at once, the sandbox's init included.
         disk: bytes of writable scratch (the tmpfs behind ``/``, ``/tmp`` and ``/dev/shm``).
         output: bytes of stdout plus stderr (or PTY output) passed on before truncation.
+        cpus: the CPU rate of the whole tree, in CPUs (``0.5``: half of one CPU's time in
+            every 100 ms period); the tree is throttled, never ended, by it. Not one of the
+            six limits of the contract.
     """
 
     wall_time: float | None = None
@@ -142,6 +202,7 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pids: int | None = None
     disk: int | None = None
     output: int | None = None
+    cpus: float | None = None
 
     def __post_init__(self) -> None:
         """Reject values no mechanism can apply.
@@ -160,6 +221,8 @@ class Limits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 raise SpecError(f"{name} must be at least {floor}, got {value}")
         if self.output is not None and self.output < 0:
             raise SpecError(f"output must not be negative, got {self.output}")
+        if self.cpus is not None:
+            parse_cpus(self.cpus)
 
     def get(self, name: LimitName) -> float | int | None:
         """Return the value of one limit by name."""
@@ -175,9 +238,11 @@ class HostLimitSupport(msgspec.Struct, frozen=True):
             v2 subtree with ``cgroup.kill``): teardown, ``cgroup.events`` and ``cpu.stat``.
         cgroup_v2_memory: the v2 ``memory`` controller is (or can be) enabled for those groups.
         cgroup_v2_pids: the v2 ``pids`` controller is (or can be) enabled for those groups.
+        cgroup_v2_cpu: the v2 ``cpu`` controller is (or can be) enabled for those groups.
         cgroup_v1_memory: a writable cgroup v1 memory hierarchy.
         cgroup_v1_pids: a writable cgroup v1 pids hierarchy.
         cgroup_v1_cpuacct: a writable cgroup v1 cpuacct hierarchy.
+        cgroup_v1_cpu: a writable cgroup v1 cpu hierarchy with CFS bandwidth control.
         host_uid: the launcher's uid; RLIMIT_NPROC is per user namespace only when non-zero.
         platform: ``linux``, or ``macos`` for the Seatbelt backend's mechanisms.
         unavailable: for a mechanism the probe found unusable, why (for a person to read).
@@ -192,6 +257,8 @@ class HostLimitSupport(msgspec.Struct, frozen=True):
     cgroup_v2_memory: bool = False
     cgroup_v2_pids: bool = False
     unavailable: dict[str, str] = msgspec.field(default_factory=dict)
+    cgroup_v2_cpu: bool = False
+    cgroup_v1_cpu: bool = False
 
 
 class LimitPlan(msgspec.Struct, frozen=True):
@@ -232,6 +299,11 @@ LINUX_LADDERS: Final[dict[str, tuple[tuple[str, bool], ...]]] = {
     ),
     "disk": ((MECH_TMPFS_SIZE, True),),
     "output": ((MECH_PIPE_ACCOUNTING, True),),
+    # Nothing weaker: a rate cannot be enforced per process.
+    "cpus": (
+        (MECH_CGROUP_V2_CPU_MAX, True),
+        (MECH_CGROUP_V1_CPU_CFS, True),
+    ),
 }
 
 
@@ -241,6 +313,8 @@ def mechanism_available(mechanism: str, host: HostLimitSupport) -> bool:
         MECH_CGROUP_V2_CPU: host.cgroup_v2_group,
         MECH_CGROUP_V2_MEMORY: host.cgroup_v2_group and host.cgroup_v2_memory,
         MECH_CGROUP_V2_PIDS: host.cgroup_v2_group and host.cgroup_v2_pids,
+        MECH_CGROUP_V2_CPU_MAX: host.cgroup_v2_group and host.cgroup_v2_cpu,
+        MECH_CGROUP_V1_CPU_CFS: host.cgroup_v1_cpu,
         MECH_CGROUP_V1_CPUACCT: host.cgroup_v1_cpuacct,
         MECH_CGROUP_V1_MEMORY: host.cgroup_v1_memory,
         MECH_CGROUP_V1_PIDS: host.cgroup_v1_pids,
@@ -296,17 +370,22 @@ def plan_limits(
     """Choose a mechanism for every requested limit, or refuse.
 
     ``accept_weaker`` holds limit names (or ``"all"``) for which a per-process mechanism is
-    acceptable when no whole-tree one exists.
+    acceptable when no whole-tree one exists. The rate limit ``cpus`` has no weaker
+    mechanism, so naming it there is an error.
 
     Raises:
         LimitRefused: a limit has no mechanism, or only a weaker one that was not accepted.
-        SpecError: ``accept_weaker`` names an unknown limit.
+        SpecError: ``accept_weaker`` names an unknown limit, or ``cpus``.
     """
+    if "cpus" in accept_weaker:
+        raise SpecError(
+            "--accept-weaker does not apply to cpus: a CPU rate has no per-process mechanism"
+        )
     unknown = accept_weaker - {*LIMIT_NAMES, "all"}
     if unknown:
         raise SpecError(f"--accept-weaker names unknown limits: {sorted(unknown)}")
     plans: dict[str, LimitPlan] = {}
-    for name in LIMIT_NAMES:
+    for name in SANDBOX_LIMIT_NAMES:
         value = limits.get(name)
         if value is None:
             continue
@@ -315,7 +394,7 @@ def plan_limits(
         if not candidates:
             raise LimitRefused(
                 name,
-                MACOS_NO_MECHANISM
+                MACOS_NO_MECHANISM_FOR.get(name, MACOS_NO_MECHANISM)
                 if host.platform == "macos"
                 else f"no mechanism on this machine ({skipped})",
             )

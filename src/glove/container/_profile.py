@@ -22,7 +22,13 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from glove.container._limits import LIMIT_NAMES, Limits, parse_seconds, parse_size
+from glove.container._limits import (
+    SANDBOX_LIMIT_NAMES,
+    Limits,
+    parse_cpus,
+    parse_seconds,
+    parse_size,
+)
 from glove.container._spec import (
     DEFAULT_HOSTNAME,
     DEFAULT_WORKSPACE_TARGET,
@@ -48,6 +54,7 @@ _ADDED_LISTS: Final = frozenset({"use", "pass", "allow", "deny"})
 
 SizeValue = int | str
 SecondsValue = float | str
+CpusValue = float | str
 
 
 class WorkspaceSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -98,7 +105,8 @@ class EnvSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[limits]``: the six limits (sizes take suffixes) and accepted weaker mechanisms."""
+    """``[limits]``: the six limits (sizes take suffixes), the optional CPU rate ``cpus``
+    (a decimal number of CPUs) and accepted weaker mechanisms."""
 
     wall_time: SecondsValue | None = None
     cpu_time: SecondsValue | None = None
@@ -106,6 +114,7 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     pids: int | None = None
     disk: SizeValue | None = None
     output: SizeValue | None = None
+    cpus: CpusValue | None = None
     accept_weaker: list[str] = msgspec.field(default_factory=list)
 
 
@@ -270,12 +279,14 @@ class Overrides(msgspec.Struct, frozen=True):
 
 def _profile_limits(section: LimitsSection) -> dict[str, float | int]:
     values: dict[str, float | int] = {}
-    for name in LIMIT_NAMES:
+    for name in SANDBOX_LIMIT_NAMES:
         raw = getattr(section, name)
         if raw is None:
             continue
         if name in ("wall_time", "cpu_time"):
             values[name] = parse_seconds(raw)
+        elif name == "cpus":
+            values[name] = parse_cpus(raw)
         elif name == "pids":
             values[name] = int(raw)
         else:

@@ -1,9 +1,9 @@
 """What the sandbox can do on this machine, for ``glove doctor`` (and operators).
 
-:func:`limit_support` says, for this launcher, which mechanism each of the six limits would
-get and whether it bounds the whole sandbox; :func:`self_test` launches a real sandbox
-(``/bin/true`` with the default profile's system binds) and returns its result, which is the
-only trustworthy answer to "does the sandbox work here".
+:func:`limit_support` says, for this launcher, which mechanism each limit (the six and the
+CPU rate ``cpus``) would get and whether it bounds the whole sandbox; :func:`self_test`
+launches a real sandbox (``/bin/true`` with the default profile's system binds) and returns
+its result, which is the only trustworthy answer to "does the sandbox work here".
 """
 
 from __future__ import annotations
@@ -13,12 +13,18 @@ from typing import Final
 
 import msgspec
 
-from glove.container._limits import LIMIT_NAMES, HostLimitSupport, Limits, plan_limits
+from glove.container._limits import SANDBOX_LIMIT_NAMES, HostLimitSupport, Limits, plan_limits
 from glove.container.errors import LimitRefused
 
 #: Probe values, one per limit, used only to ask the planner which mechanism applies.
 _PROBE_LIMITS: Final = Limits(
-    wall_time=1.0, cpu_time=1.0, memory=64 * 1024 * 1024, pids=64, disk=1024 * 1024, output=1
+    wall_time=1.0,
+    cpu_time=1.0,
+    memory=64 * 1024 * 1024,
+    pids=64,
+    disk=1024 * 1024,
+    output=1,
+    cpus=1.0,
 )
 
 
@@ -37,9 +43,10 @@ class LimitSupport(msgspec.Struct, frozen=True):
 
 
 def limit_support(host: HostLimitSupport) -> dict[str, LimitSupport]:
-    """Return the mechanism each of the six limits gets from ``host`` (see probe_host_limits)."""
+    """Return the mechanism each limit (the six, then ``cpus``) gets from ``host`` (see
+    probe_host_limits)."""
     report: dict[str, LimitSupport] = {}
-    for name in LIMIT_NAMES:
+    for name in SANDBOX_LIMIT_NAMES:
         single = msgspec.structs.replace(Limits(), **{name: getattr(_PROBE_LIMITS, name)})
         try:
             strict = plan_limits(single, host, frozenset())[name]

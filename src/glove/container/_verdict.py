@@ -67,6 +67,8 @@ class Observed:
         oom_seen: an out-of-memory message showed on stderr or the terminal.
         memory_oom_killed: the memory cgroup recorded an OOM kill.
         pids_hit: the pids cgroup refused a fork.
+        cpus_throttled: the CPU-rate limit held the tree back in some period (``cpu.stat``
+            ``nr_throttled`` > 0); the rate limit never ends a sandbox.
         init_wait_status: the init's wait status, once reaped.
         setup_s: seconds from the clone to the release.
         total_s: seconds from the start of the run to now.
@@ -82,6 +84,7 @@ class Observed:
     oom_seen: bool = False
     memory_oom_killed: bool = False
     pids_hit: bool = False
+    cpus_throttled: bool = False
     init_wait_status: int | None = None
     setup_s: float = 0.0
     total_s: float = 0.0
@@ -139,6 +142,8 @@ def _limit_reports(
             hit = True if evidence else None
         elif name == "cpu_time" and plan.mechanism == MECH_RLIMIT_CPU:
             hit = isinstance(signaled, Signaled) and signaled.signum == signal.SIGXCPU
+        elif name == "cpus":
+            hit = observed.cpus_throttled
         elif name == "output":
             hit = hit or observed.output_truncated
         elif name == "disk" and isinstance(disk, Disk):

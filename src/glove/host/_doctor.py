@@ -312,15 +312,17 @@ def check_pidfd_clone3() -> Check:
 
 
 def check_limits() -> Check:
-    """Which mechanism enforces each of the six limits here, why not a better one, or why
-    the limit is refused; and what a cgroup v2 group gives every sandbox."""
+    """Which mechanism enforces each of the six limits and the CPU rate (``cpus``) here, why
+    not a better one, or why the limit is refused; and what a cgroup v2 group gives every
+    sandbox."""
     from glove.container import limit_support, probe_host_limits
     from glove.container._limits import explain_limit
 
     host = probe_host_limits()
     support = limit_support(host)
     parts = [f"{name}: {explain_limit(name, host)}" for name in support]  # type: ignore[arg-type]
-    weaker = [name for name, s in support.items() if not s.full]
+    weaker = [name for name, s in support.items() if not s.full and name != "cpus"]
+    no_rate = "cpus" in support and support["cpus"].mechanism is None
     if host.cgroup_v2_group:
         parts.append(
             "teardown: a sandbox with a cgroup limit (the default profile has several) is "
@@ -332,16 +334,27 @@ def check_limits() -> Check:
             + host.unavailable.get("cgroup-v2", "no v2 site")
             + ")"
         )
-    if not weaker:
-        return Check("limits", "ok", False, "all six limits enforceable", detail="; ".join(parts))
+    if not weaker and not no_rate:
+        return Check(
+            "limits",
+            "ok",
+            False,
+            "all six limits and the CPU rate (cpus) enforceable",
+            detail="; ".join(parts),
+        )
+    summary = []
+    if weaker:
+        summary.append(f"{', '.join(weaker)}: only a weaker per-process mechanism, or none")
+    if no_rate:
+        summary.append("cpus: no CPU-rate mechanism (--cpus is refused)")
     return Check(
         "limits",
         "warn",
         required=False,
-        summary=f"{', '.join(weaker)}: only a weaker per-process mechanism, or none",
+        summary="; ".join(summary),
         detail="; ".join(parts),
-        fix="delegate cgroup controllers to this user (see the cgroups check), or pass "
-        "--accept-weaker LIMIT to accept the per-process mechanism",
+        fix="delegate cgroup controllers to this user (see the cgroups check; cpu for "
+        "--cpus), or pass --accept-weaker LIMIT to accept the per-process mechanism",
     )
 
 

@@ -25,10 +25,12 @@ from typing import Final
 import msgspec
 
 from glove.container._limits import (
+    MECH_CGROUP_V1_CPU_CFS,
     MECH_CGROUP_V1_CPUACCT,
     MECH_CGROUP_V1_MEMORY,
     MECH_CGROUP_V1_PIDS,
     MECH_CGROUP_V2_CPU,
+    MECH_CGROUP_V2_CPU_MAX,
     MECH_CGROUP_V2_MEMORY,
     MECH_CGROUP_V2_PIDS,
     MECH_PIPE_ACCOUNTING,
@@ -78,6 +80,8 @@ FULL_MECHANISMS: Final[dict[str, bool]] = {
     MECH_CGROUP_V2_MEMORY: True,
     MECH_CGROUP_V2_PIDS: True,
     MECH_CGROUP_V2_CPU: True,
+    MECH_CGROUP_V2_CPU_MAX: True,  # the CPU rate (not a plan limit: plan v1 has none)
+    MECH_CGROUP_V1_CPU_CFS: True,
     MECH_RLIMIT_NPROC_USERNS: True,
     MECH_RLIMIT_AS: False,
     MECH_RLIMIT_CPU: False,

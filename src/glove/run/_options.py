@@ -25,6 +25,7 @@ LIMIT_FLAGS: Final = (
     ("--pids", "N", "tasks alive at once"),
     ("--disk", "BYTES", "writable scratch (/, /tmp, /dev/shm), e.g. 1G"),
     ("--output", "BYTES", "stdout+stderr (or terminal) bytes before the cut, e.g. 1G"),
+    ("--cpus", "N", "CPU rate of the whole tree in CPUs, e.g. 0.5, 2 (throttles, never ends)"),
 )
 
 
@@ -65,6 +66,7 @@ class SandboxOptions:
     pids: str | None = None
     disk: str | None = None
     output: str | None = None
+    cpus: str | None = None
     accept_weaker: list[str] = field(default_factory=list)
     json_status: str | None = None
     dry_run: bool = False
@@ -205,6 +207,7 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         pids=args.pids,
         disk=args.disk,
         output=args.output,
+        cpus=args.cpus,
         accept_weaker=args.accept_weaker,
         json_status=args.json_status,
         dry_run=args.dry_run,

@@ -24,6 +24,7 @@ from glove.container import (
     build_spec,
     create_file_no_symlinks,
     load_profile,
+    parse_cpus,
     parse_seconds,
     parse_size,
 )
@@ -113,6 +114,11 @@ def limit_overrides(opts: SandboxOptions) -> dict[str, float | int]:
             limits["pids"] = int(opts.pids)
         except ValueError as exc:
             raise SpecError(f"--pids wants a count, got {opts.pids!r}") from exc
+    if opts.cpus is not None:
+        try:
+            limits["cpus"] = parse_cpus(opts.cpus)
+        except SpecError as exc:
+            raise SpecError(f"--cpus: {exc}") from exc
     return limits
 
 

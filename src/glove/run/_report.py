@@ -49,6 +49,8 @@ def format_limit(name: str, value: float) -> str:
         return format_seconds(value)
     if name == "pids":
         return str(int(value))
+    if name == "cpus":
+        return f"{value:g}"
     return format_size(value)
 
 
@@ -103,7 +105,11 @@ def exit_summary(
     elif result.violation == "seccomp":
         parts.append("seccomp killed the command (a foreign-architecture syscall)")
     for name, report in result.limits.items():
-        if report.hit:
+        if report.hit and name == "cpus":  # a rate throttles; the command went on
+            parts.append(
+                f"cpus {format_limit(name, report.value)} throttled the tree ({report.mechanism})"
+            )
+        elif report.hit:
             parts.append(
                 f"{name} limit {format_limit(name, report.value)} reached ({report.mechanism})"
             )

@@ -8,7 +8,7 @@ Where the groups go (the *site*)::
       cgroup chowned to its uid)                                      so the unit's KillMode
                                                                       reaches them
 
-A delegated launcher must leave C before ``memory``/``pids`` can be enabled in
+A delegated launcher must leave C before ``cpu``/``memory``/``pids`` can be enabled in
 ``C/cgroup.subtree_control`` (the no-internal-processes rule); it moves *only itself*, and
 only when another process shares C it gives up on the controllers instead. Without
 controllers (a hybrid host binds them to v1, or none were delegated) a group still offers
@@ -48,17 +48,21 @@ from glove.container._cgroupfs import (
     parse_proc_cgroups,
 )
 from glove.container._limits import (
+    CPU_PERIOD_US,
+    MECH_CGROUP_V2_CPU_MAX,
     MECH_CGROUP_V2_MEMORY,
     MECH_CGROUP_V2_PIDS,
     LimitPlan,
+    cpu_quota_us,
 )
 from glove.container.errors import CgroupFormatError, SandboxSetupError
 
 PROC_SELF_CGROUP: Final = Path("/proc/self/cgroup")
 PROC_SELF_MOUNTINFO: Final = Path("/proc/self/mountinfo")
 PROC_CGROUPS: Final = Path("/proc/cgroups")
-#: The controllers a sandbox group's limits use (``cpu.stat`` needs none).
-WANTED_CONTROLLERS: Final = ("memory", "pids")
+#: The controllers a sandbox group's limits use: ``cpu`` for ``cpu.max`` (the rate limit),
+#: ``memory``, ``pids``. CPU *time* needs none (``cpu.stat``'s usage is a core file).
+WANTED_CONTROLLERS: Final = ("cpu", "memory", "pids")
 #: The group a root launcher keeps its sandboxes in, at the top of the hierarchy.
 ROOT_GROUP: Final = "glove"
 #: The leaf a delegated launcher moves itself into before enabling controllers.
@@ -276,23 +280,36 @@ def claim_site(site: V2Site, controllers: frozenset[str]) -> None:
     Raises:
         SandboxSetupError: the kernel refused the move or a controller.
     """
-    wanted = " ".join(f"+{c}" for c in sorted(controllers))
-    if not wanted:
+    if not controllers:
         return
     with _claim_lock:
         try:
             if site.leaf is not None:
                 site.leaf.mkdir(mode=0o755, exist_ok=True)
                 write_file(site.leaf / "cgroup.procs", str(os.getpid()))
-            for group in site.enable_at:
-                if controllers <= _controllers(group / "cgroup.subtree_control"):
-                    continue
-                write_file(group / "cgroup.subtree_control", wanted)
         except OSError as exc:
-            hint = " (another process is in that cgroup)" if exc.errno == errno.EBUSY else ""
             raise SandboxSetupError(
-                f"cannot enable cgroup v2 {wanted} at {site.base}: {exc.strerror}{hint}"
+                f"cannot move the launcher into {site.leaf}: {exc.strerror}"
             ) from exc
+        failed: list[tuple[str, OSError]] = []
+        for group in site.enable_at:
+            enabled = _controllers(group / "cgroup.subtree_control")
+            # One controller per write: one the kernel refuses (cpu, while a real-time task
+            # is in the subtree) does not keep the others from being enabled.
+            for name in sorted(controllers - enabled):
+                if any(name == bad for bad, _ in failed):
+                    continue
+                try:
+                    write_file(group / "cgroup.subtree_control", f"+{name}")
+                except OSError as exc:
+                    failed.append((name, exc))
+        if failed:
+            first = failed[0][1]
+            hint = " (another process is in that cgroup)" if first.errno == errno.EBUSY else ""
+            refused = " ".join(f"+{n}" for n, _ in failed)
+            raise SandboxSetupError(
+                f"cannot enable cgroup v2 {refused} at {site.base}: {first.strerror}{hint}"
+            ) from first
 
 
 class V2Group:
@@ -325,6 +342,9 @@ class V2Group:
                     write_file(self.path / "memory.oom.group", "1")
                 elif plan.mechanism == MECH_CGROUP_V2_PIDS:
                     write_file(self.path / "pids.max", str(int(plan.value)))
+                elif plan.mechanism == MECH_CGROUP_V2_CPU_MAX:
+                    quota = cpu_quota_us(float(plan.value))
+                    write_file(self.path / "cpu.max", f"{quota} {CPU_PERIOD_US}")
         except OSError as exc:
             failed = self.path
             self.destroy()
@@ -373,6 +393,11 @@ class V2Group:
     def pids_hit(self) -> bool:
         """Whether a fork was refused because ``pids.max`` was reached (``pids.events``)."""
         return self._keyed("pids.events").get("max", 0) > 0
+
+    def cpu_throttled(self) -> bool:
+        """Whether ``cpu.max`` held the group back in any period (``cpu.stat``
+        ``nr_throttled``, present once the ``cpu`` controller is enabled)."""
+        return self._keyed("cpu.stat").get("nr_throttled", 0) > 0
 
     def wait_unpopulated(self, timeout_s: float) -> bool:
         """Wait until ``cgroup.events`` says ``populated 0``; return whether it did in time.

@@ -24,14 +24,18 @@ from typing import Final
 
 from glove.container._limits import (
     CGROUP_CPU_WATCHDOGS,
+    CPU_PERIOD_US,
+    MECH_CGROUP_V1_CPU_CFS,
     MECH_CGROUP_V1_CPUACCT,
     MECH_CGROUP_V1_MEMORY,
     MECH_CGROUP_V1_PIDS,
     MECH_CGROUP_V2_CPU,
+    MECH_CGROUP_V2_CPU_MAX,
     MECH_CGROUP_V2_MEMORY,
     MECH_CGROUP_V2_PIDS,
     HostLimitSupport,
     LimitPlan,
+    cpu_quota_us,
 )
 from glove.container.errors import SandboxSetupError
 from glove.container.linux._cgroup_v2 import V2Group, V2Probe, claim_site, probe_v2
@@ -47,7 +51,16 @@ _CONTROLLERS: Final = {
     MECH_CGROUP_V1_MEMORY: "memory",
     MECH_CGROUP_V1_PIDS: "pids",
     MECH_CGROUP_V1_CPUACCT: "cpuacct",
+    MECH_CGROUP_V1_CPU_CFS: "cpu",
 }
+#: The v2 mechanisms and the controller each needs in the sandbox's group.
+_V2_CONTROLLERS: Final = {
+    MECH_CGROUP_V2_MEMORY: "memory",
+    MECH_CGROUP_V2_PIDS: "pids",
+    MECH_CGROUP_V2_CPU_MAX: "cpu",
+}
+#: The v1 ``cpu`` file that exists only with CFS bandwidth control (CONFIG_CFS_BANDWIDTH).
+CFS_QUOTA_FILE: Final = "cpu.cfs_quota_us"
 
 
 def _controller_usable(controller: str) -> str | None:
@@ -74,23 +87,28 @@ def _support(v2: V2Probe) -> HostLimitSupport:
     v1: dict[str, bool] = {}
     for mechanism, controller in _CONTROLLERS.items():
         reason = _controller_usable(controller)
+        hierarchy = CGROUP_V1_ROOT / controller
+        if reason is None and controller == "cpu" and not (hierarchy / CFS_QUOTA_FILE).exists():
+            reason = f"the cgroup v1 cpu controller at {hierarchy} has no CFS bandwidth control"
         v1[controller] = reason is None
         if reason is not None:
             why[mechanism] = reason
     site = v2.site
     if site is None:
         why["cgroup-v2"] = v2.why_not.get("cgroup-v2", "no cgroup v2 site")
-    for mechanism, controller in ((MECH_CGROUP_V2_MEMORY, "memory"), (MECH_CGROUP_V2_PIDS, "pids")):
+    for mechanism, controller in _V2_CONTROLLERS.items():
         if controller in v2.why_not:
             why[mechanism] = v2.why_not[controller]
     return HostLimitSupport(
         cgroup_v1_memory=v1["memory"],
         cgroup_v1_pids=v1["pids"],
         cgroup_v1_cpuacct=v1["cpuacct"],
+        cgroup_v1_cpu=v1["cpu"],
         host_uid=os.geteuid(),
         cgroup_v2_group=site is not None,
         cgroup_v2_memory=site is not None and "memory" in site.controllers,
         cgroup_v2_pids=site is not None and "pids" in site.controllers,
+        cgroup_v2_cpu=site is not None and "cpu" in site.controllers,
         unavailable=why,
     )
 
@@ -156,8 +174,9 @@ def _read_int_field(path: Path, field: str) -> int:
 class CgroupSet:
     """One sandbox's v1 groups, one per v1 controller its limit plan names.
 
-    Call :meth:`place` with the sandbox init's pid before releasing it, :meth:`destroy`
-    after the whole tree is dead.
+    Controllers mounted together (``cpu,cpuacct`` on many distributions, reached through
+    both ``cpu`` and ``cpuacct``) share one group. Call :meth:`place` with the sandbox
+    init's pid before releasing it, :meth:`destroy` after the whole tree is dead.
     """
 
     def __init__(self, plans: dict[str, LimitPlan], name: str | None = None) -> None:
@@ -168,13 +187,18 @@ class CgroupSet:
         """
         self.name = name or group_name()
         self.dirs: dict[str, Path] = {}
+        made: dict[Path, Path] = {}  # the hierarchy's real path -> the group in it
         try:
             for plan in plans.values():
                 controller = _CONTROLLERS.get(plan.mechanism)
                 if controller is None:
                     continue
-                path = CGROUP_V1_ROOT / controller / GLOVE_GROUP / self.name
-                path.mkdir(mode=0o755)
+                hierarchy = (CGROUP_V1_ROOT / controller).resolve()
+                path = made.get(hierarchy)
+                if path is None:
+                    path = CGROUP_V1_ROOT / controller / GLOVE_GROUP / self.name
+                    path.mkdir(mode=0o755)
+                    made[hierarchy] = path
                 self.dirs[controller] = path
                 if controller == "memory":
                     _write(path / "memory.limit_in_bytes", str(int(plan.value)))
@@ -182,9 +206,16 @@ class CgroupSet:
                         _write(path / "memory.memsw.limit_in_bytes", str(int(plan.value)))
                 elif controller == "pids":
                     _write(path / "pids.max", str(int(plan.value)))
+                elif controller == "cpu":
+                    _write(path / "cpu.cfs_period_us", str(CPU_PERIOD_US))
+                    _write(path / CFS_QUOTA_FILE, str(cpu_quota_us(float(plan.value))))
         except OSError as exc:
             self.destroy()
             raise SandboxSetupError(f"cannot create cgroup {self.name}: {exc}") from exc
+
+    def _groups(self) -> list[Path]:
+        """Each group once (controllers mounted together share one)."""
+        return list(dict.fromkeys(self.dirs.values()))
 
     def place(self, pid: int) -> None:
         """Move ``pid`` into every group.
@@ -193,7 +224,7 @@ class CgroupSet:
             SandboxSetupError: the kernel refused the move.
         """
         try:
-            for path in self.dirs.values():
+            for path in self._groups():
                 _write(path / "cgroup.procs", str(pid))
         except OSError as exc:
             raise SandboxSetupError(f"cannot place the sandbox in cgroup: {exc}") from exc
@@ -218,10 +249,16 @@ class CgroupSet:
         path = self.dirs.get("pids")
         return path is not None and _read_int_field(path / "pids.events", "max") > 0
 
+    def cpu_throttled(self) -> bool:
+        """Whether CFS bandwidth control held the group back in any period (``cpu.stat``
+        ``nr_throttled``)."""
+        path = self.dirs.get("cpu")
+        return path is not None and _read_int_field(path / "cpu.stat", "nr_throttled") > 0
+
     def destroy(self) -> None:
         """Remove the groups (retrying briefly while the kernel releases them)."""
         deadline = time.monotonic() + RMDIR_RETRY_S
-        for path in self.dirs.values():
+        for path in self._groups():
             while True:
                 try:
                     path.rmdir()
@@ -256,10 +293,7 @@ class SandboxCgroups:
         v2 = v2 if v2 is not None else probe_v2()
         need = frozenset(
             controller
-            for mechanism, controller in (
-                (MECH_CGROUP_V2_MEMORY, "memory"),
-                (MECH_CGROUP_V2_PIDS, "pids"),
-            )
+            for mechanism, controller in _V2_CONTROLLERS.items()
             if any(p.mechanism == mechanism for p in plans.values())
         )
         uses_v2 = need or any(p.mechanism == MECH_CGROUP_V2_CPU for p in plans.values())
@@ -332,10 +366,20 @@ class SandboxCgroups:
             return self.v2.pids_hit()
         return mechanism == MECH_CGROUP_V1_PIDS and self.v1 is not None and self.v1.pids_hit()
 
+    def cpu_throttled(self) -> bool:
+        """Whether the CPU-rate limit (``cpus``) throttled the tree in any period."""
+        mechanism = self._mechanism("cpus")
+        if mechanism == MECH_CGROUP_V2_CPU_MAX and self.v2 is not None:
+            return self.v2.cpu_throttled()
+        return (
+            mechanism == MECH_CGROUP_V1_CPU_CFS and self.v1 is not None and self.v1.cpu_throttled()
+        )
+
     def reached(self) -> str | None:
         """The first limit whose cgroup says it was reached (the supervisor then kills the
         tree): ``memory`` after an OOM kill, ``pids`` after a refused fork, ``cpu_time`` once
-        the tree's CPU time is at the limit; None while none is."""
+        the tree's CPU time is at the limit; None while none is. The CPU rate (``cpus``) is
+        never reached: it throttles the tree, which goes on."""
         if self.memory_oom_killed():
             return "memory"
         if self.pids_hit():

@@ -372,6 +372,7 @@ class _Supervisor:
         if process.cgroups is not None:
             observed.memory_oom_killed = process.cgroups.memory_oom_killed()
             observed.pids_hit = process.cgroups.pids_hit()
+            observed.cpus_throttled = process.cgroups.cpu_throttled()
         observed.init_wait_status = process.reaped_status
         observed.setup_s = process.released - started
         observed.total_s = time.monotonic() - started
