@@ -104,8 +104,11 @@ class PtyDrain(Actor):
     async def on_stop(self) -> None:
         """Close the input side, make every byte durable with a closing record, wake viewers."""
         self._close_input()
+        room, self._room = self._room, None
+        if room is not None and not room.done():
+            room.set_result(None)
         transcript = self.transcript
-        if transcript is not None and transcript.end >= 0 and not transcript.closed:
+        if transcript is not None and not transcript.closed:
             try:
                 meta = transcript.snapshot(closed=True)
                 await self.run_blocking(transcript.commit, meta)
@@ -174,11 +177,10 @@ class PtyDrain(Actor):
 
     # -- viewers --------------------------------------------------------------------------------
 
-    def subscribe(self) -> asyncio.Event:
-        """An event set whenever bytes are added, the terminal opens or the transcript ends."""
-        event = asyncio.Event()
+    def subscribe(self, event: asyncio.Event) -> None:
+        """Set ``event`` whenever bytes are added, the terminal opens or closes, or the
+        transcript ends."""
         self._subscribers.add(event)
-        return event
 
     def unsubscribe(self, event: asyncio.Event) -> None:
         """Forget a viewer's event."""

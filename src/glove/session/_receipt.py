@@ -17,7 +17,18 @@ fractional number of seconds, encoded as RFC 8785 numbers are)::
      "usage": {"cpu_user_us": N, "cpu_system_us": N, "peak_rss_bytes": N,
                "disk_bytes": N | null, "output_bytes": N, "wall_us": N},
      "output": {STREAM: {"bytes": N, "sha256": "sha256:..."}},
-     "times": {"created_us": N, "launched_us": N | null, "ended_us": N}}
+     "times": {"created_us": N, "launched_us": N | null, "ended_us": N},
+     "transcript": {...}}                      (PTY sessions only, see below)
+
+A PTY session's ``output`` has one stream, ``pty``; its ``transcript`` commits to the
+terminal's bytes as the transcript ring keeps them (``glove.session._transcript_format``)::
+
+    {"format": "glove-transcript/v1", "bytes": N, "digest": "sha256:...",
+     "evicted": N, "ring_bytes": N, "complete": true | false}
+
+``complete`` is false after a crash (``daemon_lost``): ``bytes`` and ``digest`` are then
+those of the transcript's last durable record; a transcript that does not verify has null
+numbers and an ``error``.
 """
 
 from __future__ import annotations
@@ -72,8 +83,10 @@ def terminal_receipt(
     created_ns: int,
     launched_ns: int | None,
     ended_ns: int,
+    transcript: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The receipt as a JSON value (encode it with :func:`glove.plan.jcs_dumps`)."""
+    """The receipt as a JSON value (encode it with :func:`glove.plan.jcs_dumps`); a PTY
+    session's carries its ``transcript``."""
     limits: dict[str, Any] = {}
     usage: dict[str, Any] = {
         "cpu_user_us": 0,
@@ -96,7 +109,7 @@ def terminal_receipt(
             "output_bytes": result.output.bytes,
             "wall_us": _micro(result.durations.total_s),
         }
-    return {
+    receipt: dict[str, Any] = {
         "receipt": RECEIPT_FORMAT,
         "session_id": session_id,
         "plan": {"sha256": plan_sha256, "blake3": plan_blake3},
@@ -111,3 +124,6 @@ def terminal_receipt(
             "ended_us": ended_ns // 1000,
         },
     }
+    if transcript is not None:
+        receipt["transcript"] = transcript
+    return receipt

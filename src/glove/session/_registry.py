@@ -47,6 +47,7 @@ from glove.container import (
     SandboxSpec,
     probe_host_limits,
 )
+from glove.container.linux._pty import DEFAULT_WINSIZE
 from glove.host._gloved_config import GlovedConfig
 from glove.host._paths import GlovePaths
 from glove.journal import Journal, JournalWriter, RecordKind
@@ -67,10 +68,13 @@ from glove.plan._model import CONTAINER_LIMIT_NAMES
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
 from glove.session._exposures import ExposureRegistry
+from glove.session._pty_drain import PtyDrain
 from glove.session._receipt import outcome_of, terminal_receipt
 from glove.session._sandbox import SandboxActor
 from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
+from glove.session._transcript import recovered_summary
 from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
+from glove.session._viewers import TerminalHub
 from glove.session.errors import (
     ExposureError,
     RecoveryRefused,
@@ -161,6 +165,8 @@ class SessionRegistry(Actor):
         self.recovered: list[str] = []
         #: Where each receipt record sits (seq -> segment, offset), to page their payloads.
         self._places: dict[int, tuple[int, int]] = {}
+        #: PTY sessions' drains and viewers (session.attach and friends).
+        self.terminals = TerminalHub()
 
     # -- start and recovery -------------------------------------------------------------------
 
@@ -287,6 +293,10 @@ class SessionRegistry(Actor):
                 "mechanism": None,
                 "error": f"gloved stopped while the session was {was}; its sandbox ended with it",
             }
+            transcript = None
+            if record.plan.get("terminal") == "pty":  # what was durable before the crash
+                directory = self.paths.sessions_data / record.session_id
+                transcript = await asyncio.to_thread(recovered_summary, directory)
             payload = terminal_receipt(
                 session_id=record.session_id,
                 plan_sha256=record.sha256,
@@ -298,6 +308,7 @@ class SessionRegistry(Actor):
                 created_ns=record.created_ns,
                 launched_ns=record.details.get("launched_ns"),
                 ended_ns=time.time_ns(),
+                transcript=transcript,
             )
             receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
             seq = receipt.seq
@@ -390,6 +401,7 @@ class SessionRegistry(Actor):
             accept_weaker=frozenset(
                 "all" if name == "all" else PLAN_NAME_OF[name] for name in cfg.accept_weaker
             ),
+            terminals=frozenset({"pipes", "pty"}),
         )
 
     def validate(self, data: bytes) -> ValidatedPlan:
@@ -531,26 +543,33 @@ class SessionRegistry(Actor):
             binds=binds,
             limits=validated.limits,
             accept_weaker=frozenset(self.config.accept_weaker),
+            pty=validated.plan.terminal == "pty",
         )
         binding = launch_binding(spec, record.sha256, record.blake3, exposures)
         await self._move(record, "composed", {"launch_binding": binding})
         return spec, binding
 
     async def _run(
-        self, record: SessionRecord, spec: SandboxSpec, drain: OutputDrain
+        self, record: SessionRecord, spec: SandboxSpec, drain: OutputDrain | PtyDrain
     ) -> tuple[SessionOutcome, int | None]:
         """Run the session tree under ``sessions``; persist ``running`` once it launched."""
         live = self._live[record.session_id]
+        size = drain.size if isinstance(drain, PtyDrain) else None
         tree = session_tree(
             f"session-{record.session_id}",
-            [ChildSpec("drain", lambda: drain)],
-            ChildSpec(SANDBOX_CHILD, lambda: SandboxActor(spec, on_output=drain.write)),
+            [ChildSpec(drain.name, lambda: drain)],
+            ChildSpec(
+                SANDBOX_CHILD,
+                lambda: SandboxActor(spec, on_output=drain.write, terminal_size=size),
+            ),
         )
         launched: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def started(tree: Supervisor) -> None:
             sandbox = tree.child(SANDBOX_CHILD)
             assert isinstance(sandbox, SandboxActor)
+            if isinstance(drain, PtyDrain):
+                drain.follow(sandbox)  # the terminal's input side, once launched
 
             def mark(_: object) -> None:
                 if not launched.done():
@@ -580,7 +599,15 @@ class SessionRegistry(Actor):
         result: SandboxResult | None = None
         binding: str | None = None
         launched_ns: int | None = None
-        drain = OutputDrain(self.paths.sessions_data / session_id)
+        directory = self.paths.sessions_data / session_id
+        drain: OutputDrain | PtyDrain = OutputDrain(directory)
+        if validated.plan.terminal == "pty":
+            drain = PtyDrain(
+                directory,
+                capacity=self.config.terminal.transcript_bytes,
+                size=validated.terminal_size or DEFAULT_WINSIZE,
+            )
+            self.terminals.opened(session_id, drain)
         outcome: dict[str, Any]
         try:
             spec, binding = await self._prepare(record, validated)
@@ -595,6 +622,7 @@ class SessionRegistry(Actor):
         except (ExposureError, SandboxError, LimitRefused) as exc:
             outcome = outcome_of(None, error=str(exc))
         output = {name: msgspec.to_builtins(d) for name, d in drain.digests().items()}
+        transcript = drain.summary() if isinstance(drain, PtyDrain) else None
         payload = terminal_receipt(
             session_id=session_id,
             plan_sha256=record.sha256,
@@ -606,11 +634,13 @@ class SessionRegistry(Actor):
             created_ns=record.created_ns,
             launched_ns=launched_ns,
             ended_ns=time.time_ns(),
+            transcript=transcript,
         )
         receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
         await self.log.checkpoint()
         await self.store.terminal(session_id, receipt.seq, outcome)
         self._live.pop(session_id, None)
+        self.terminals.ended(session_id)
         self._publish(record)
 
     async def _move(
@@ -619,6 +649,15 @@ class SessionRegistry(Actor):
         assert self.store is not None
         await self.store.transition(record.session_id, state, details)
         self._publish(record)
+
+    def sandbox_of(self, session_id: str) -> SandboxActor | None:
+        """The live sandbox actor of a running session (None when it has none now)."""
+        try:
+            tree = self._sessions.child(f"session-{session_id}")
+            sandbox = tree.child(SANDBOX_CHILD) if isinstance(tree, Supervisor) else None
+        except KeyError:
+            return None
+        return sandbox if isinstance(sandbox, SandboxActor) else None
 
     # -- exposures and receipts ---------------------------------------------------------------
 
