@@ -21,6 +21,8 @@ from ._gloved import Gloved, plan_text
 from ._terminals import Viewer, pty_plan, terminal_home
 
 PROMPT = b"agent$ "
+#: A sleep no other test runs, to find it in /proc.
+SLEEP_MARK = 97531
 
 
 @pytest.fixture
@@ -37,6 +39,26 @@ async def gloved(tmp_path: Path) -> AsyncIterator[Gloved]:
 async def _create(client: AsyncClient, plan: str) -> str:
     view = await client.call("session.create", {"plan": plan})
     return str(view["session_id"])
+
+
+async def _until_foreground(cmdline: str, timeout: float = 30.0) -> None:
+    """Until a process with ``cmdline`` is its terminal's foreground process group."""
+
+    def found() -> bool:
+        for entry in Path("/proc").iterdir():
+            try:
+                if (entry / "cmdline").read_bytes() != cmdline.encode():
+                    continue
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[2] == fields[5]:  # pgrp == tpgid
+                return True
+        return False
+
+    async with asyncio.timeout(timeout):
+        while not await asyncio.to_thread(found):
+            await asyncio.sleep(0.02)
 
 
 async def _type(client: AsyncClient, session_id: str, text: str) -> None:
@@ -126,8 +148,8 @@ async def test_viewers_share_the_terminal_and_one_writer_types(gloved: Gloved) -
                 )
                 await second.wait_for(b"41 121\r\n")
                 # A script's input (no viewer) is the owner's too.
-                await _type(client, session_id, "sleep 100\r")
-                await second.wait_for(b"sleep 100\r\n")
+                await _type(client, session_id, f"sleep {SLEEP_MARK}\r")
+                await _until_foreground(f"sleep\0{SLEEP_MARK}\0")
                 done = await client.call(
                     "session.signal", {"session_id": session_id, "signal": "INT"}
                 )
