@@ -7,12 +7,20 @@ import base64
 import contextlib
 import json
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from glove.control import AsyncClient, AsyncStream
+from glove.control import AsyncClient, AsyncStream, ControlError
 
-from ._gloved import HARNESSES, LIMITS, Gloved
+from ._gloved import HARNESSES, LIMITS, MARKER, Gloved
+
+#: ``seq 1 FLOOD_LINES`` on a terminal is 108,888,897 bytes (over 100 MiB).
+FLOOD_LINES = 12_000_000
+#: ... and ``seq 1 SMALL_FLOOD_LINES`` about 17 MB (it fits a 32 MiB ring).
+SMALL_FLOOD_LINES = 2_000_000
+#: The background sleep that keeps the terminal open after the command exits.
+HOLDER_SLEEP = 4242
 
 _HOSTILE = (
     r'printf "A\033]52;c;aGVsbG8=\007B\033]0;pwned\007C\033P\$q\"p\033\134D'
@@ -28,10 +36,12 @@ _HARNESS_ARGV = {
     "lines": ["/bin/sh", "-c",
               "stty size; i=0; while [ $i -lt 3000 ]; do echo line-$i; i=$((i+1)); done"],
     "hostile": ["/bin/sh", "-c", _HOSTILE],
-    "flood": ["/usr/bin/seq", "1", "12000000"],
-    "lines-forever": ["/bin/sh", "-c", "i=0; while :; do echo line-$i; i=$((i+1)); done"],
+    "flood": ["/usr/bin/seq", "1", str(FLOOD_LINES)],
+    "flood-small": ["/usr/bin/seq", "1", str(SMALL_FLOOD_LINES)],
+    "lines-forever": ["/bin/sh", "-c",
+                      f"i=0; while :; do echo line-$i; i=$((i+1)); done; : {MARKER}"],
     "escape-flood": ["/bin/sh", "-c", _ESCAPE_FLOOD],
-    "holds-pty": ["/bin/sh", "-c", "setsid sleep 1000 & echo started; exit 0"],
+    "holds-pty": ["/bin/sh", "-c", f"setsid sleep {HOLDER_SLEEP} & echo started; exit 0"],
     "silent": ["/bin/sleep", "1000"],
     "yes": ["/usr/bin/yes"],
 }  # fmt: skip
@@ -67,6 +77,18 @@ def terminal_home(
         text = re.sub(r"transcript_bytes = \d+", f"transcript_bytes = {ring_bytes}", text)
     toml.write_text(text)
     return home
+
+
+def glove_raw(home: Gloved, *args: str, timeout: float = 120.0) -> Any:
+    """Run the glove CLI as the home's owner; the CompletedProcess with bytes output."""
+    return subprocess.run(
+        [home.python, "-m", "glove", *args],
+        **home.creds,
+        env=home.env,
+        capture_output=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def pty_plan(harness: str, *, rows: int = 30, cols: int = 100, **limits: Any) -> str:
@@ -120,12 +142,14 @@ class Viewer:
         return self
 
     async def __aexit__(self, *_exc: object) -> None:
+        # A connection that broke under the viewer (gloved killed) is the test's business.
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            with contextlib.suppress(asyncio.CancelledError, ControlError):
                 await self._task
         if self._stream is not None:
-            await self._stream.aclose()
+            with contextlib.suppress(ControlError):
+                await self._stream.aclose()
 
     @property
     def viewer_id(self) -> int:
