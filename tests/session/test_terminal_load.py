@@ -61,6 +61,10 @@ async def _receipt(home: Gloved, session_id: str, timeout: float = 120.0) -> dic
     return found
 
 
+async def _create(client: AsyncClient, plan: str) -> str:
+    return str((await client.call("session.create", {"plan": plan}))["session_id"])
+
+
 async def _stalled_attach(home: Gloved, session_id: str) -> RawPeer:
     """An attach from offset 0 on a raw connection that then reads nothing."""
     peer = await RawPeer.open(RuntimePaths(home.runtime))
@@ -91,10 +95,8 @@ async def test_a_viewer_that_stops_reading_never_slows_the_agent(gloved: Gloved)
     order, from exactly where it stopped: the small one every byte, the large one its
     first bytes, a gap naming the evicted offsets, and the last 32 MiB."""
     async with AsyncClient.for_runtime_dir(gloved.runtime) as client:
-        big = (await client.call("session.create",
-                                 {"plan": pty_plan("flood", **FLOOD_LIMITS)}))["session_id"]
-        small = (await client.call("session.create",
-                                   {"plan": pty_plan("flood-small", **FLOOD_LIMITS)}))["session_id"]  # fmt: skip
+        big = await _create(client, pty_plan("flood", **FLOOD_LIMITS))
+        small = await _create(client, pty_plan("flood-small", **FLOOD_LIMITS))
     peers = [await _stalled_attach(gloved, big), await _stalled_attach(gloved, small)]
     try:
         receipts = [await _receipt(gloved, big), await _receipt(gloved, small)]
@@ -118,7 +120,8 @@ async def test_a_viewer_that_stops_reading_never_slows_the_agent(gloved: Gloved)
         after = [(o, c) for o, c in chunks if o >= gap["until"]]
         assert len(before) + len(after) == len(chunks)
         head = b"".join(before)
-        assert head == expected[0][: len(head)] and len(head) == gap["offset"]
+        assert head == expected[0][: len(head)]
+        assert len(head) == gap["offset"]
         assert gap["until"] == gap["evicted"] == len(expected[0]) - RING_BYTES
         assert after[0][0] == gap["until"]
         assert b"".join(c for _, c in after) == expected[0][gap["until"] :]
@@ -191,9 +194,8 @@ async def test_a_terminal_held_open_or_silent_still_ends(gloved: Gloved) -> None
     (the sandbox's pid namespace goes with it); a silent one ends at its wall time; the
     viewers of both are told the transcript closed."""
     async with AsyncClient.for_runtime_dir(gloved.runtime) as client:
-        held = (await client.call("session.create", {"plan": pty_plan("holds-pty")}))["session_id"]
-        silent = (await client.call(
-            "session.create", {"plan": pty_plan("silent", wall_time_s=2)}))["session_id"]  # fmt: skip
+        held = await _create(client, pty_plan("holds-pty"))
+        silent = await _create(client, pty_plan("silent", wall_time_s=2))
         async with Viewer(client, held) as one, Viewer(client, silent) as two:
             ends = [await one.wait_event("end", 60), await two.wait_event("end", 60)]
         assert [e["reason"] for e in ends] == ["closed", "closed"]
