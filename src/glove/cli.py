@@ -34,6 +34,7 @@ _COMMAND_MODULES = {
     "capabilities": "glove.session.cli",
     "plan": "glove.session.cli",
     "session": "glove.session.cli",
+    "attach": "glove.session.terminal_cli",
     "doctor": "glove.host.doctor_cli",
     "exec": "glove.run.exec_cli",
     "run": "glove.run.run_cli",

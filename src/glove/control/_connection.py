@@ -371,6 +371,17 @@ class Connection:
                     frame = self._event_frame(ctx, item)
                     if self._writer.is_closing():
                         return
+                    if spec.paced:
+                        # Pulled at the reader's pace: wait (within the stream's deadline)
+                        # for our buffer to drain, never queue for it, never overflow.
+                        self._writer.write(frame)
+                        events += 1
+                        try:
+                            await self._writer.drain()
+                        except OSError:
+                            return  # the client is gone: nobody to answer
+                        await asyncio.sleep(0)
+                        continue
                     unread = self._writer.transport.get_write_buffer_size()
                     if unread + len(frame) > self._limits.stream_buffer_bytes:
                         response = error_response(

@@ -91,6 +91,7 @@ class MethodSpec:
     handler: Callable[..., Any]
     deadline_s: float
     gated: bool
+    paced: bool = False
 
 
 class MethodRegistry:
@@ -127,13 +128,20 @@ class MethodRegistry:
         *,
         deadline_s: float = DEFAULT_STREAM_DEADLINE_S,
         gated: bool = False,
+        paced: bool = False,
     ) -> None:
         """Register a streaming method: each item the handler yields is one event frame.
+
+        A *paced* stream is pulled at the pace its client reads: the next item is asked of
+        the handler only once the connection's unsent output is below the transport's
+        low-water mark, so a slow reader is never ended with ``stream_overflow``. Only a
+        handler that can resume from its own position (a transcript at an offset) should be
+        paced: its producer must not queue on the reader's behalf.
 
         Raises:
             RegistryError: as for :meth:`unary`.
         """
-        self._add(MethodSpec(name, "stream", params_type, handler, deadline_s, gated))
+        self._add(MethodSpec(name, "stream", params_type, handler, deadline_s, gated, paced))
 
     def _add(self, spec: MethodSpec) -> None:
         if spec.name == HELLO:

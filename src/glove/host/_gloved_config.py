@@ -18,6 +18,9 @@ commented template ``glove setup`` writes)::
     [sessions]
     max_running = 64                          # sessions alive at once; more are refused
 
+    [terminal]
+    transcript_bytes = 16777216               # each PTY session's transcript ring on disk
+
     [harnesses.demo]                          # the only source of command lines
     argv = ["/bin/sh", "-c", "echo hello"]
     env = { LANG = "C.UTF-8" }                # the command's environment (plus the sandbox's)
@@ -45,6 +48,8 @@ MAX_CONFIG_BYTES: Final = 256 * 1024
 HARNESS_ID_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 DEFAULT_MAX_RUNNING: Final = 64
 MAX_RUNNING_CEILING: Final = 1024
+#: Each PTY session's transcript ring (bounds: glove.session._transcript_format).
+DEFAULT_TRANSCRIPT_BYTES: Final = 16 * 1024 * 1024
 
 
 class LocalLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -87,6 +92,12 @@ class NetworkConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return frozenset({"none", "proxy"}) if self.allow else frozenset({"none"})
 
 
+class TerminalConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[terminal]``: PTY sessions' transcripts."""
+
+    transcript_bytes: int = DEFAULT_TRANSCRIPT_BYTES
+
+
 class GlovedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole of gloved.toml."""
 
@@ -94,6 +105,7 @@ class GlovedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     accept_weaker: list[str] = msgspec.field(default_factory=lambda: ["memory", "cpu_time"])
     limits: LocalLimits = msgspec.field(default_factory=LocalLimits)
     sessions: SessionsConfig = msgspec.field(default_factory=SessionsConfig)
+    terminal: TerminalConfig = msgspec.field(default_factory=TerminalConfig)
     harnesses: dict[str, HarnessConfig] = msgspec.field(default_factory=dict)
     network: NetworkConfig = msgspec.field(default_factory=NetworkConfig)
     remote_backend: dict[str, object] | None = None
@@ -115,6 +127,13 @@ def _check(config: GlovedConfig, source: str) -> None:
     if not 1 <= config.sessions.max_running <= MAX_RUNNING_CEILING:
         raise GlovedConfigError(
             f"{source}: `sessions.max_running` must be within 1..{MAX_RUNNING_CEILING}"
+        )
+    from glove.session._transcript_format import MAX_RING_BYTES, MIN_RING_BYTES
+
+    if not MIN_RING_BYTES <= config.terminal.transcript_bytes <= MAX_RING_BYTES:
+        raise GlovedConfigError(
+            f"{source}: `terminal.transcript_bytes` must be within "
+            f"{MIN_RING_BYTES}..{MAX_RING_BYTES}"
         )
     from glove.container import LIMIT_NAMES
 

@@ -40,6 +40,9 @@ SESSION_ERROR_CODES: Final = {
     "exposure_error": "the exposure cannot be created, resolved or revoked",
     "receipt_not_next": "receipts are acknowledged in order: that is not the next one",
     "receipt_unavailable": "the receipt (or its sealed checkpoint) cannot be read",
+    "no_terminal": "the session has no terminal (its plan says pipes), or no transcript now",
+    "not_writer": "that viewer is not the session's writer (another attach took the terminal)",
+    "transcript_corrupt": "the session's transcript files do not verify",
 }
 
 #: Deadlines: a create persists twice (session journal); a page reads the receipt journal.
@@ -216,6 +219,9 @@ class SessionMethods:
         methods.stream(
             "session.watch", SessionParams, self.watch, deadline_s=WATCH_DEADLINE_S, gated=True
         )
+        from glove.session._attach import TerminalMethods
+
+        TerminalMethods(self._registry).register(methods)
 
     # -- plans and sessions -----------------------------------------------------------------
 

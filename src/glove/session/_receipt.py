@@ -19,7 +19,18 @@ fractional number of seconds, encoded as RFC 8785 numbers are)::
      "output": {STREAM: {"bytes": N, "sha256": "sha256:..."}},
      "audit": {"records": N, "bytes": N, "sha256": "sha256:..."} | null,
      "counts": {"tool_calls_denied": N, "egress_allowed": N, "egress_denied": N},
-     "times": {"created_us": N, "launched_us": N | null, "ended_us": N}}
+     "times": {"created_us": N, "launched_us": N | null, "ended_us": N},
+     "transcript": {...}}                      (PTY sessions only, see below)
+
+A PTY session's ``output`` has one stream, ``pty``; its ``transcript`` commits to the
+terminal's bytes as the transcript ring keeps them (``glove.session._transcript_format``)::
+
+    {"format": "glove-transcript/v1", "bytes": N, "digest": "sha256:...",
+     "evicted": N, "ring_bytes": N, "complete": true | false}
+
+``complete`` is false after a crash (``daemon_lost``): ``bytes`` and ``digest`` are then
+those of the transcript's last durable record; a transcript that does not verify has null
+numbers and an ``error``.
 """
 
 from __future__ import annotations
@@ -76,11 +87,13 @@ def terminal_receipt(
     ended_ns: int,
     audit: dict[str, Any] | None = None,
     counts: dict[str, int] | None = None,
+    transcript: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The receipt as a JSON value (encode it with :func:`glove.plan.jcs_dumps`).
 
     ``audit`` is the digest of the session's audit log (its MCP decisions and egress
-    records; null without tools or network) and ``counts`` what was refused.
+    records; null without tools or network), ``counts`` what was refused, and a PTY
+    session's receipt carries its ``transcript``.
     """
     limits: dict[str, Any] = {}
     usage: dict[str, Any] = {
@@ -104,7 +117,7 @@ def terminal_receipt(
             "output_bytes": result.output.bytes,
             "wall_us": _micro(result.durations.total_s),
         }
-    return {
+    receipt: dict[str, Any] = {
         "receipt": RECEIPT_FORMAT,
         "session_id": session_id,
         "plan": {"sha256": plan_sha256, "blake3": plan_blake3},
@@ -121,3 +134,6 @@ def terminal_receipt(
             "ended_us": ended_ns // 1000,
         },
     }
+    if transcript is not None:
+        receipt["transcript"] = transcript
+    return receipt

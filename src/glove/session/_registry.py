@@ -47,6 +47,7 @@ from glove.container import (
     SandboxSpec,
     probe_host_limits,
 )
+from glove.container.linux._pty import DEFAULT_WINSIZE
 from glove.errors import GloveError
 from glove.host._gloved_config import GlovedConfig
 from glove.host._paths import GlovePaths
@@ -68,11 +69,14 @@ from glove.plan._model import CONTAINER_LIMIT_NAMES
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
 from glove.session._exposures import ExposureRegistry
+from glove.session._pty_drain import PtyDrain
 from glove.session._receipt import outcome_of, terminal_receipt
 from glove.session._sandbox import SandboxActor
 from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
 from glove.session._tools import SessionTools, audit_digest, digest_builtins, session_tools
+from glove.session._transcript import recovered_summary
 from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
+from glove.session._viewers import TerminalHub
 from glove.session.errors import (
     ExposureError,
     RecoveryRefused,
@@ -163,6 +167,8 @@ class SessionRegistry(Actor):
         self.recovered: list[str] = []
         #: Where each receipt record sits (seq -> segment, offset), to page their payloads.
         self._places: dict[int, tuple[int, int]] = {}
+        #: PTY sessions' drains and viewers (session.attach and friends).
+        self.terminals = TerminalHub()
 
     # -- start and recovery -------------------------------------------------------------------
 
@@ -289,6 +295,10 @@ class SessionRegistry(Actor):
                 "mechanism": None,
                 "error": f"gloved stopped while the session was {was}; its sandbox ended with it",
             }
+            transcript = None
+            if record.plan.get("terminal") == "pty":  # what was durable before the crash
+                directory = self.paths.sessions_data / record.session_id
+                transcript = await asyncio.to_thread(recovered_summary, directory)
             payload = terminal_receipt(
                 session_id=record.session_id,
                 plan_sha256=record.sha256,
@@ -300,6 +310,7 @@ class SessionRegistry(Actor):
                 created_ns=record.created_ns,
                 launched_ns=record.details.get("launched_ns"),
                 ended_ns=time.time_ns(),
+                transcript=transcript,
             )
             receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
             seq = receipt.seq
@@ -395,6 +406,7 @@ class SessionRegistry(Actor):
             networks=cfg.network.modes(),
             egress_allow=tuple(cfg.network.allow),
             egress_deny=tuple(cfg.network.deny),
+            terminals=frozenset({"pipes", "pty"}),
         )
 
     def validate(self, data: bytes) -> ValidatedPlan:
@@ -536,6 +548,7 @@ class SessionRegistry(Actor):
             binds=binds,
             limits=validated.limits,
             accept_weaker=frozenset(self.config.accept_weaker),
+            pty=validated.plan.terminal == "pty",
         )
         tools = await session_tools(
             session_id=record.session_id,
@@ -561,12 +574,13 @@ class SessionRegistry(Actor):
         self,
         record: SessionRecord,
         spec: SandboxSpec,
-        drain: OutputDrain,
+        drain: OutputDrain | PtyDrain,
         tools: SessionTools | None,
     ) -> tuple[SessionOutcome, int | None]:
         """Run the session tree under ``sessions``; persist ``running`` once it launched."""
         live = self._live[record.session_id]
-        before = [ChildSpec("drain", lambda: drain)]
+        size = drain.size if isinstance(drain, PtyDrain) else None
+        before = [ChildSpec(drain.name, lambda: drain)]
         ready = None
         if tools is not None:
             before += tools.wiring.before
@@ -576,7 +590,9 @@ class SessionRegistry(Actor):
             before,
             ChildSpec(
                 SANDBOX_CHILD,
-                lambda: SandboxActor(spec, on_output=drain.write, start_after=ready),
+                lambda: SandboxActor(
+                    spec, on_output=drain.write, start_after=ready, terminal_size=size
+                ),
             ),
         )
         launched: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -586,6 +602,8 @@ class SessionRegistry(Actor):
             assert isinstance(sandbox, SandboxActor)
             if tools is not None:
                 tools.wiring.started(tree)
+            if isinstance(drain, PtyDrain):
+                drain.follow(sandbox)  # the terminal's input side, once launched
 
             def mark(_: object) -> None:
                 if not launched.done():
@@ -615,7 +633,15 @@ class SessionRegistry(Actor):
         result: SandboxResult | None = None
         binding: str | None = None
         launched_ns: int | None = None
-        drain = OutputDrain(self.paths.sessions_data / session_id)
+        directory = self.paths.sessions_data / session_id
+        drain: OutputDrain | PtyDrain = OutputDrain(directory)
+        if validated.plan.terminal == "pty":
+            drain = PtyDrain(
+                directory,
+                capacity=self.config.terminal.transcript_bytes,
+                size=validated.terminal_size or DEFAULT_WINSIZE,
+            )
+            self.terminals.opened(session_id, drain)
         outcome: dict[str, Any]
         tools: SessionTools | None = None
         try:
@@ -640,6 +666,7 @@ class SessionRegistry(Actor):
         if tools is not None:
             audit = digest_builtins(await asyncio.to_thread(audit_digest, tools.audit_path))
             counts = tools.counts()
+        transcript = drain.summary() if isinstance(drain, PtyDrain) else None
         payload = terminal_receipt(
             session_id=session_id,
             plan_sha256=record.sha256,
@@ -653,11 +680,13 @@ class SessionRegistry(Actor):
             ended_ns=time.time_ns(),
             audit=audit,
             counts=counts,
+            transcript=transcript,
         )
         receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
         await self.log.checkpoint()
         await self.store.terminal(session_id, receipt.seq, outcome)
         self._live.pop(session_id, None)
+        self.terminals.ended(session_id)
         self._publish(record)
 
     async def _move(
@@ -666,6 +695,15 @@ class SessionRegistry(Actor):
         assert self.store is not None
         await self.store.transition(record.session_id, state, details)
         self._publish(record)
+
+    def sandbox_of(self, session_id: str) -> SandboxActor | None:
+        """The live sandbox actor of a running session (None when it has none now)."""
+        try:
+            tree = self._sessions.child(f"session-{session_id}")
+            sandbox = tree.child(SANDBOX_CHILD) if isinstance(tree, Supervisor) else None
+        except KeyError:
+            return None
+        return sandbox if isinstance(sandbox, SandboxActor) else None
 
     # -- exposures and receipts ---------------------------------------------------------------
 

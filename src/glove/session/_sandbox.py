@@ -44,6 +44,7 @@ class SandboxActor(Actor):
         on_output: OutputHandler,
         stdin: int | None = None,
         winsize_from: int | None = None,
+        terminal_size: tuple[int, int] | None = None,
         start_after: asyncio.Future[None] | None = None,
         name: str = "sandbox",
     ) -> None:
@@ -54,6 +55,7 @@ class SandboxActor(Actor):
         self._on_output = on_output
         self._stdin = stdin
         self._winsize_from = winsize_from
+        self._terminal_size = terminal_size
         self._start_after = start_after
         self._box: AsyncSandbox | None = None
         #: Resolved with the sandbox's result once it has ended and drained.
@@ -75,7 +77,11 @@ class SandboxActor(Actor):
         if self._start_after is not None:
             await asyncio.shield(self._start_after)
         box = AsyncSandbox(
-            self.spec, on_output=self._on_output, stdin=self._stdin, winsize_from=self._winsize_from
+            self.spec,
+            on_output=self._on_output,
+            stdin=self._stdin,
+            winsize_from=self._winsize_from,
+            terminal_size=self._terminal_size,
         )
         self._box = box
         await box.start(self.executor)

@@ -50,9 +50,14 @@ LIFECYCLE_METHODS: Final = (
     "receipts.ack",
     "receipts.export",
     "receipts.page",
+    "session.attach",
     "session.cleanup",
     "session.create",
+    "session.detach",
+    "session.input",
     "session.list",
+    "session.resize",
+    "session.signal",
     "session.status",
     "session.stop",
     "session.watch",
@@ -154,7 +159,7 @@ class SessionService:
             runtimes=["linux"],
             limits=limits,
             networks=sorted(self.config.network.modes()) if self.config is not None else [],
-            terminals=["pipes"],
+            terminals=["pipes", "pty"],
             reason=self.reason,
         )
 

@@ -8,7 +8,12 @@
         ├── SessionConflict       the request does not fit the session's state
         ├── SessionLimit          too many sessions are running at once
         ├── ExposureError         an exposure cannot be created, resolved or revoked
-        └── RecoveryRefused       the daemon's journals disagree; it will not start
+        ├── RecoveryRefused       the daemon's journals disagree; it will not start
+        └── TerminalError         a session's terminal cannot do what was asked
+            ├── NoTerminal        the session has no terminal (pipes), or its transcript is gone
+            ├── NotWriter         the viewer is not the session's writer
+            ├── InputBusy         the agent is not reading its input; the queue is full
+            └── TranscriptCorrupt a transcript's files do not verify
 """
 
 from __future__ import annotations
@@ -38,3 +43,23 @@ class ExposureError(SessionError):
 
 class RecoveryRefused(SessionError):
     """The daemon's journals do not verify or disagree with each other: it will not start."""
+
+
+class TerminalError(SessionError):
+    """A session's terminal cannot do what was asked."""
+
+
+class NoTerminal(TerminalError):
+    """The session has no terminal (its plan says pipes), or its transcript is gone."""
+
+
+class NotWriter(TerminalError):
+    """The viewer is not the session's writer (another client took the terminal)."""
+
+
+class InputBusy(TerminalError):
+    """The agent is not reading its terminal: the input queue is full."""
+
+
+class TranscriptCorrupt(TerminalError):
+    """A transcript's ring or its metadata does not verify (torn, resized, or tampered)."""

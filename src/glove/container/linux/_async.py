@@ -77,16 +77,20 @@ class AsyncSandbox:
         on_output: OutputHandler,
         stdin: int | None = None,
         winsize_from: int | None = None,
+        terminal_size: tuple[int, int] | None = None,
     ) -> None:
         """Prepare (nothing starts until :meth:`start`).
 
         ``stdin`` is a host fd for the command's stdin (handed over when it is a pipe or a
-        socket, pumped otherwise), or None for an empty stdin.
+        socket, pumped otherwise), or None for an empty stdin. In PTY mode the terminal
+        starts ``terminal_size`` (rows, columns), else the size of ``winsize_from``, else
+        24 x 80.
         """
         self.spec = spec
         self._on_output = on_output
         self._stdin = stdin
         self._winsize_from = winsize_from
+        self._terminal_size = terminal_size
         self._loop = asyncio.get_running_loop()
         self._done: asyncio.Future[SandboxResult] = self._loop.create_future()
         self._process: SandboxProcess | None = None
@@ -132,7 +136,9 @@ class AsyncSandbox:
             UnsupportedPlatform: the machine lacks seccomp or namespaces.
         """
         self._wiring = wire_stdio(self.spec, self._stdin)
-        size = get_winsize(self._winsize_from) if self._winsize_from is not None else None
+        size = self._terminal_size
+        if size is None and self._winsize_from is not None:
+            size = get_winsize(self._winsize_from)
         try:
             self._process = await self._loop.run_in_executor(
                 executor,
