@@ -149,7 +149,7 @@ async def keystrokes_gloved(home: Home, keys: int) -> list[float]:
 
         reader = asyncio.get_running_loop().create_task(read())
         seen = b""
-        while b"READY\r\n" not in seen:
+        while b"READY" not in seen:
             seen += await received.get()
         samples = []
         for i in range(keys):

@@ -228,7 +228,13 @@ async def measure(args: argparse.Namespace, home: Home) -> dict[str, Any]:
             "p50_ms": pct(status, 0.5),
             "p99_ms": pct(status, 0.99),
         }
-        await asyncio.gather(*(clients[0].call("session.stop", {"session_id": s}) for s in held))
+        gate = asyncio.Semaphore(16)  # below a connection's in-flight limit (32)
+
+        async def stop(i: int, session_id: str) -> None:
+            async with gate:
+                await clients[i % len(clients)].call("session.stop", {"session_id": session_id})
+
+        await asyncio.gather(*(stop(i, s) for i, s in enumerate(held)))
     finally:
         for client in clients:
             await client.aclose()

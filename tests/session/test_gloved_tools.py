@@ -101,6 +101,18 @@ def test_a_session_uses_mediated_tools_and_its_receipt_covers_the_audit(
     }
     assert receipt["counts"]["tool_calls_denied"] == 1
     assert not (home.config / "unused.log").exists()  # the session's own log, never that one
+    # A third party holding only the public key verifies the same receipt, audit included.
+    key = home.glove("receipts", "public-key")
+    assert key.returncode == 0, key.stderr
+    (home.base / "log.pub").write_text(key.stdout)
+    bundle = home.base / "bundle.json"
+    exported = home.glove("receipts", "export", view["session_id"], "-o", str(bundle))
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    verified = home.glove(
+        "receipts", "verify", str(bundle), "--public-key", str(home.base / "log.pub"), "--json"
+    )
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    assert json.loads(verified.stdout)["receipt"]["audit"] == receipt["audit"]
 
 
 FETCH = r"""
