@@ -13,7 +13,8 @@ resolver that busy-loops burns CPU at the same wall time:
 
 ``bwrap``   ``bwrap --unshare-all --die-with-parent --new-session`` with the same binds as the
             ``claude`` profile (no ``/etc/resolv.conf``: lookups go to 127.0.0.1:53)
-``glove``   ``python -m glove exec -q --agent claude`` (its own offline ``resolv.conf``)
+``glove``   ``python -m glove exec -q --agent claude`` (its own offline ``resolv.conf``): the
+            CLI, its launcher and the whole sandboxed tree, all reaped through this process
 
 It prints the CPU seconds per case (median over the rounds, interleaved) and the ratio
 glove/bwrap; the goal is at most 2x.
@@ -99,11 +100,19 @@ def main() -> int:
             outer, out = _own_cpu(_bwrap(bwrap_home, workspace, args.seconds), env, workspace)
             inner = int(out.split()[-1]) / ticks if "CPU" in out else float("nan")
             samples["bwrap"].append(outer + inner)
-            # SIGTERM after the same window: glove passes it on, the agent exits, the init
-            # reports the tree's CPU in --json-status.
+            # SIGTERM after the same window: glove passes it on, the agent exits. glove's
+            # launcher reaps its init, which reaped the whole tree, so this process's
+            # children's rusage already holds every agent process (unlike bwrap's, whose
+            # pid-namespace init is not reaped through it). The init's own report in
+            # --json-status is the tree without the launcher: it must not be larger.
             outer, _ = _own_cpu(["timeout", str(args.seconds), *glove], env, workspace)
             usage = json.loads(status.read_text())["usage"]
-            samples["glove"].append(outer + usage["cpu_user_s"] + usage["cpu_system_s"])
+            tree = usage["cpu_user_s"] + usage["cpu_system_s"]
+            if tree > outer + 0.05:
+                sys.exit(
+                    f"the sandbox's tree ({tree:.2f} s) exceeds what was reaped ({outer:.2f} s)"
+                )
+            samples["glove"].append(outer)
         for name, values in samples.items():
             shown = ", ".join(f"{v:.2f}" for v in values)
             print(f"{name:6} CPU s median {statistics.median(values):.2f}  ({shown})")
