@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Unpriv
+
 REPO = Path(__file__).resolve().parents[2]
 NPM = REPO / "tests" / "agents" / "npm" / "node_modules"
 FAKE_API = Path(__file__).parent / "fake_model_api.py"
@@ -64,20 +66,43 @@ class AgentBox:
     config: Path
     audit: Path
     xdg: Path
+    #: Who runs glove: this process's user, or the unprivileged test user (as root).
+    owner: Unpriv | None = None
 
     def env(self) -> dict[str, str]:
         """The environment ``glove`` runs with: the agents on PATH, a private data home."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
         env["PATH"] = f"{NPM / '.bin'}:{env.get('PATH', '/usr/bin:/bin')}"
         env["XDG_DATA_HOME"] = str(self.xdg)
+        if self.owner is not None:
+            env["HOME"] = str(self.root)
+            env["USER"] = env["LOGNAME"] = self.owner.user
         return env
+
+    @property
+    def python(self) -> str:
+        """The interpreter glove (and the echo upstream) run with."""
+        return self.owner.python if self.owner is not None else sys.executable
+
+    def _hand_over(self) -> None:
+        """Give the layout (as the test wrote it so far) to the owner."""
+        if self.owner is None or os.getuid() != 0:
+            return
+        for directory, dirs, files in os.walk(self.root):
+            for name in [*dirs, *files]:
+                os.chown(Path(directory) / name, self.owner.uid, self.owner.gid,
+                         follow_symlinks=False)  # fmt: skip
+        os.chown(self.root, self.owner.uid, self.owner.gid)
 
     def glove(
         self, *args: str, stdin: int | None = subprocess.DEVNULL, timeout: float = AGENT_DEADLINE_S
     ) -> subprocess.CompletedProcess[str]:
         """Run ``glove ARGS`` in the workspace; return the finished process (text)."""
-        return subprocess.run(
-            [sys.executable, "-m", "glove", *args],
+        self._hand_over()
+        creds = self.owner.credentials() if self.owner is not None else {}
+        return subprocess.run(  # type: ignore[call-overload, no-any-return]
+            [self.python, "-m", "glove", *args],
+            **creds,
             cwd=self.workspace,
             env=self.env(),
             stdin=stdin,
@@ -130,9 +155,7 @@ class AgentBox:
         return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-@pytest.fixture
-def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentBox]:
-    """A fresh layout under /var/tmp (a workspace under /tmp would appear at /workspace)."""
+def _layout(tmp_path_factory: pytest.TempPathFactory, owner: Unpriv | None) -> AgentBox:
     agents_installed()
     root = Path(tmp_path_factory.mktemp("agents", numbered=True))
     base = Path("/var/tmp") / f"glove-agents-{os.getpid()}-{root.name}"
@@ -143,12 +166,33 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentBox]:
     cfg.mkdir()
     (cfg / "policy.toml").write_text(POLICY)
     config = cfg / "glove.toml"
+    python = owner.python if owner is not None else sys.executable
     config.write_text(
         'policy = "policy.toml"\naudit = "audit.log"\n[upstreams.echo]\n'
-        f"command = {json.dumps([sys.executable, str(SDK_SERVER), 'echo'])}\n"
+        f"command = {json.dumps([python, str(SDK_SERVER), 'echo'])}\n"
         'inherit_env = ["PATH", "HOME"]\n'
     )
+    return AgentBox(base, workspace, config, cfg / "audit.log", base / "xdg", owner)
+
+
+@pytest.fixture
+def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentBox]:
+    """A fresh layout under /var/tmp (a workspace under /tmp would appear at /workspace)."""
+    layout = _layout(tmp_path_factory, None)
     try:
-        yield AgentBox(base, workspace, config, cfg / "audit.log", base / "xdg")
+        yield layout
     finally:
-        shutil.rmtree(base, ignore_errors=True)
+        shutil.rmtree(layout.root, ignore_errors=True)
+
+
+@pytest.fixture(params=["caller", "unprivileged"])
+def each_box(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AgentBox]:
+    """The layout run by this process's user, then by the unprivileged test user."""
+    owner = request.getfixturevalue("unpriv") if request.param == "unprivileged" else None
+    layout = _layout(tmp_path_factory, owner)
+    try:
+        yield layout
+    finally:
+        shutil.rmtree(layout.root, ignore_errors=True)

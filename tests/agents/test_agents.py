@@ -35,6 +35,8 @@ def test_the_agent_starts_contained(box: AgentBox, agent: str, version: str) -> 
     assert version in done.stdout
     status = _status(box)
     assert status["violation"] is None, status
+    if box.owner is not None:  # it ran as that user: the mediator's audit log is theirs
+        assert box.audit.stat().st_uid == box.owner.uid
     home = box.xdg / "glove" / "agents" / agent
     assert home.is_dir()
     assert home.stat().st_mode & 0o777 == 0o700
@@ -127,8 +129,10 @@ def _end_to_end(box: AgentBox, agent: str, env: list[str], args: list[str]) -> N
     assert status["violation"] is None, status
 
 
-def test_claude_end_to_end_with_a_scripted_model(box: AgentBox) -> None:
-    """Claude Code calls an allowed tool (result back) and a denied one (refusal back)."""
+def test_claude_end_to_end_with_a_scripted_model(each_box: AgentBox) -> None:
+    """Claude Code calls an allowed tool (result back) and a denied one (refusal back), run
+    by this user and by an unprivileged one."""
+    box = each_box
     env = ["--env", "ANTHROPIC_API_KEY=sk-ant-test-0000000000000000000000",
            "--env", f"ANTHROPIC_BASE_URL=http://127.0.0.1:{FAKE_PORT}",
            "--env", "ENABLE_TOOL_SEARCH=false"]  # fmt: skip
@@ -154,8 +158,10 @@ def _codex_provider(box: AgentBox) -> None:
     )
 
 
-def test_codex_end_to_end_with_a_scripted_model(box: AgentBox) -> None:
-    """Codex calls an allowed tool (result back) and a denied one (refusal back)."""
+def test_codex_end_to_end_with_a_scripted_model(each_box: AgentBox) -> None:
+    """Codex calls an allowed tool (result back) and a denied one (refusal back), run by
+    this user and by an unprivileged one."""
+    box = each_box
     _codex_provider(box)
     _end_to_end(box, "codex", ["--env", "OPENAI_API_KEY=sk-test"],
                 ["exec", "--skip-git-repo-check", "use the glove tools"])  # fmt: skip
