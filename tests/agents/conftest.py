@@ -68,11 +68,15 @@ class AgentBox:
     xdg: Path
     #: Who runs glove: this process's user, or the unprivileged test user (as root).
     owner: Unpriv | None = None
+    #: Where the agents, the scripted model API and the echo server are read from (a copy
+    #: the owner can read when the checkout is not: see :func:`_staged`).
+    npm: Path = NPM
+    fake_api: Path = FAKE_API
 
     def env(self) -> dict[str, str]:
         """The environment ``glove`` runs with: the agents on PATH, a private data home."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
-        env["PATH"] = f"{NPM / '.bin'}:{env.get('PATH', '/usr/bin:/bin')}"
+        env["PATH"] = f"{self.npm / '.bin'}:{env.get('PATH', '/usr/bin:/bin')}"
         env["XDG_DATA_HOME"] = str(self.xdg)
         if self.owner is not None:
             env["HOME"] = str(self.root)
@@ -122,7 +126,7 @@ class AgentBox:
         packages and the fake API, read-only).
         """
         package, entry = PACKAGES[agent]
-        real = NPM / package
+        real = self.npm / package
         fake = self.root / f"install-{agent}" / "node_modules"
         (fake / package / Path(entry).parent).mkdir(parents=True)
         (fake / package / "package.json").write_text(json.dumps({"name": package}))
@@ -131,7 +135,7 @@ class AgentBox:
         wrapper = fake / package / entry
         wrapper.write_text(
             "#!/bin/sh\n"
-            f"python3 {FAKE_API} {FAKE_PORT} {log} &\n"
+            f"python3 {self.fake_api} {FAKE_PORT} {log} &\n"
             "while ! python3 -c \"import socket; socket.create_connection(('127.0.0.1', "
             f'{FAKE_PORT})).close()" 2>/dev/null; do sleep 0.05; done\n'
             f'exec {runner} "$@"\n'
@@ -139,9 +143,9 @@ class AgentBox:
         wrapper.chmod(0o755)
         (fake / ".bin").mkdir()
         (fake / ".bin" / agent).symlink_to(Path("..") / package / entry)
-        binds = [str(real), str(FAKE_API.parent)]
+        binds = [str(real), str(self.fake_api.parent)]
         if agent == "codex":
-            binds += [str(p) for p in (NPM / "@openai").iterdir() if p.name != "codex"]
+            binds += [str(p) for p in (self.npm / "@openai").iterdir() if p.name != "codex"]
         flags: list[str] = []
         for bind in binds:
             flags += ["--bind", bind]
@@ -155,7 +159,9 @@ class AgentBox:
         return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def _layout(tmp_path_factory: pytest.TempPathFactory, owner: Unpriv | None) -> AgentBox:
+def _layout(
+    tmp_path_factory: pytest.TempPathFactory, owner: Unpriv | None, stage: Path | None = None
+) -> AgentBox:
     agents_installed()
     root = Path(tmp_path_factory.mktemp("agents", numbered=True))
     base = Path("/var/tmp") / f"glove-agents-{os.getpid()}-{root.name}"
@@ -167,12 +173,49 @@ def _layout(tmp_path_factory: pytest.TempPathFactory, owner: Unpriv | None) -> A
     (cfg / "policy.toml").write_text(POLICY)
     config = cfg / "glove.toml"
     python = owner.python if owner is not None else sys.executable
+    sdk_server = stage / SDK_SERVER.name if stage is not None else SDK_SERVER
     config.write_text(
         'policy = "policy.toml"\naudit = "audit.log"\n[upstreams.echo]\n'
-        f"command = {json.dumps([python, str(SDK_SERVER), 'echo'])}\n"
+        f"command = {json.dumps([python, str(sdk_server), 'echo'])}\n"
         'inherit_env = ["PATH", "HOME"]\n'
     )
-    return AgentBox(base, workspace, config, cfg / "audit.log", base / "xdg", owner)
+    box = AgentBox(base, workspace, config, cfg / "audit.log", base / "xdg", owner)
+    if stage is not None:
+        box.npm, box.fake_api = stage / "node_modules", stage / FAKE_API.name
+    return box
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:  # another filesystem: a copy
+        shutil.copy2(source, target)
+
+
+@pytest.fixture(scope="session")
+def _staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The agents, the model API and the echo server where every user can read them.
+
+    A checkout may sit in a directory only root can enter (a CI clone under a 0700 temp
+    dir), so the unprivileged runs read a copy: hard links where the filesystem allows,
+    readable by all, removed at the end of the session.
+    """
+    agents_installed()
+    stage = Path("/var/tmp") / f"glove-agents-stage-{os.getpid()}"
+    stage.mkdir(mode=0o755)
+    try:
+        shutil.copytree(NPM, stage / "node_modules", symlinks=True, copy_function=_link_or_copy)
+        for path in (FAKE_API, SDK_SERVER):
+            shutil.copy2(path, stage / path.name)
+        for directory, _dirs, files in os.walk(stage):
+            os.chmod(directory, 0o755)
+            for name in files:
+                path = Path(directory) / name
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | 0o444)
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 @pytest.fixture
@@ -189,9 +232,13 @@ def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentBox]:
 def each_box(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[AgentBox]:
-    """The layout run by this process's user, then by the unprivileged test user."""
-    owner = request.getfixturevalue("unpriv") if request.param == "unprivileged" else None
-    layout = _layout(tmp_path_factory, owner)
+    """The layout run by this process's user, then by the unprivileged test user (reading
+    a staged copy of the agents)."""
+    owner, stage = None, None
+    if request.param == "unprivileged":
+        owner = request.getfixturevalue("unpriv")
+        stage = request.getfixturevalue("_staged")
+    layout = _layout(tmp_path_factory, owner, stage)
     try:
         yield layout
     finally:

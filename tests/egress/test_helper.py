@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -219,15 +221,24 @@ def test_usage_errors_exit_125() -> None:
 
 def test_port_53_without_the_privilege_is_a_clear_error() -> None:
     """Without CAP_NET_BIND_SERVICE (and the sysctl) the helper names the fix and exits 125."""
+    # uid 65534 runs a copy it can read (the checkout may sit in a directory only we enter).
+    readable = Path(tempfile.mkdtemp(prefix="glove-helper-", dir="/var/tmp"))
+    readable.chmod(0o755)
+    helper = readable / "helper.py"
+    shutil.copy2(HELPER, helper)
+    helper.chmod(0o644)
     left, right = socket.socketpair()
-    with left, right:
-        fd = right.fileno()
-        result = subprocess.run(
-            ["unshare", "--net", "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             "--inh-caps=-all", "--bounding-set=-all",
-             SYSTEM_PYTHON, HELPER, str(fd), "--", "true"],
-            capture_output=True, text=True, pass_fds=[fd],
-        )  # fmt: skip
+    try:
+        with left, right:
+            fd = right.fileno()
+            result = subprocess.run(
+                ["unshare", "--net", "setpriv", "--reuid=65534", "--regid=65534",
+                 "--clear-groups", "--inh-caps=-all", "--bounding-set=-all",
+                 SYSTEM_PYTHON, str(helper), str(fd), "--", "true"],
+                capture_output=True, text=True, pass_fds=[fd],
+            )  # fmt: skip
+    finally:
+        shutil.rmtree(readable, ignore_errors=True)
     assert result.returncode == 125, result
     assert "cannot listen on 127.0.0.1:53" in result.stderr
     assert "ip_unprivileged_port_start" in result.stderr
