@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from ._gloved import HARNESSES, Gloved, plan_text
 
 #: A stdlib MCP client run inside the sandbox: list, one allowed call, one hidden tool.
 AGENT = r"""
-import json, os, subprocess
+import json, os, subprocess, sys, time
 proc = subprocess.Popen([os.environ["GLOVE_MCP_COMMAND"]], stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE)
 ids = iter(range(1, 100))
@@ -40,7 +41,9 @@ echo = ask("tools/call", {"name": "echo__echo", "arguments": {"text": "from the 
 hidden = ask("tools/call", {"name": "echo__write_file",
                             "arguments": {"path": "/tmp/x", "content": "x"}})
 print(json.dumps({"tools": tools, "echo": echo["result"]["content"][0]["text"],
-                  "hidden": hidden.get("error", {}).get("code")}))
+                  "hidden": hidden.get("error", {}).get("code")}), flush=True)
+if sys.argv[1:] == ["wait"]:
+    time.sleep(600)  # still running when gloved is killed
 proc.stdin.close(); proc.wait()
 """
 POLICY = 'version = 1\n\n[[tools]]\nname = "echo__echo"\n'
@@ -56,6 +59,9 @@ def tooled(tmp_path: Path) -> Iterator[tuple[Gloved, Path]]:
     (work / "agent.py").write_text(AGENT)
     harness = (
         '\n[harnesses.tools]\nargv = ["/usr/bin/python3", "/workspace/work/agent.py"]\n'
+        'mcp = "agent.toml"\n'
+        "\n[harnesses.tools_wait]\n"
+        'argv = ["/usr/bin/python3", "/workspace/work/agent.py", "wait"]\n'
         'mcp = "agent.toml"\n'
     )
     home.setup(HARNESSES + harness)
@@ -113,6 +119,32 @@ def test_a_session_uses_mediated_tools_and_its_receipt_covers_the_audit(
     )
     assert verified.returncode == 0, verified.stdout + verified.stderr
     assert json.loads(verified.stdout)["receipt"]["audit"] == receipt["audit"]
+
+
+def test_after_a_crash_the_receipt_still_covers_the_audit(tooled: tuple[Gloved, Path]) -> None:
+    """kill -9 of gloved while a tools session runs: after the restart its ``daemon_lost``
+    receipt commits to the audit records that were durable (every decision made)."""
+    home, _work = tooled
+    view = home.call("session.create", {"plan": plan_text("tools_wait", exposures=["work"])})
+    data = home.state / "sessions-data" / view["session_id"]
+    deadline = time.monotonic() + 60
+    while not (data / "stdout").exists() or not (data / "stdout").read_bytes().endswith(b"\n"):
+        assert time.monotonic() < deadline, "the agent never reported"
+        time.sleep(0.05)
+    home.kill9()
+    home.start()
+    final = home.wait_terminal(view["session_id"])
+    assert final["outcome"]["kind"] == "daemon_lost"
+    (receipt,) = [
+        r["receipt"] for r in home.all_receipts() if r["session_id"] == view["session_id"]
+    ]
+    log = (data / "audit.log").read_bytes()
+    assert [json.loads(line)["decision"] for line in log.splitlines()] == ["allow", "deny"]
+    assert receipt["audit"] == {
+        "records": 2,
+        "bytes": len(log),
+        "sha256": "sha256:" + hashlib.sha256(log).hexdigest(),
+    }
 
 
 FETCH = r"""

@@ -73,7 +73,13 @@ from glove.session._pty_drain import PtyDrain
 from glove.session._receipt import outcome_of, terminal_receipt
 from glove.session._sandbox import SandboxActor
 from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
-from glove.session._tools import SessionTools, audit_digest, digest_builtins, session_tools
+from glove.session._tools import (
+    AUDIT_NAME,
+    SessionTools,
+    audit_digest,
+    digest_builtins,
+    session_tools,
+)
 from glove.session._transcript import recovered_summary
 from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
 from glove.session._viewers import TerminalHub
@@ -295,10 +301,12 @@ class SessionRegistry(Actor):
                 "mechanism": None,
                 "error": f"gloved stopped while the session was {was}; its sandbox ended with it",
             }
+            # What was durable before the crash: the transcript, the audit log's records.
+            directory = self.paths.sessions_data / record.session_id
             transcript = None
-            if record.plan.get("terminal") == "pty":  # what was durable before the crash
-                directory = self.paths.sessions_data / record.session_id
+            if record.plan.get("terminal") == "pty":
                 transcript = await asyncio.to_thread(recovered_summary, directory)
+            audit = digest_builtins(await asyncio.to_thread(audit_digest, directory / AUDIT_NAME))
             payload = terminal_receipt(
                 session_id=record.session_id,
                 plan_sha256=record.sha256,
@@ -310,6 +318,7 @@ class SessionRegistry(Actor):
                 created_ns=record.created_ns,
                 launched_ns=record.details.get("launched_ns"),
                 ended_ns=time.time_ns(),
+                audit=audit,
                 transcript=transcript,
             )
             receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)

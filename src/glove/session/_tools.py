@@ -146,11 +146,16 @@ async def session_tools(
 
 
 def audit_digest(path: Path) -> AuditDigest | None:
-    """The count, size and SHA-256 of the session's audit log (blocking), or None."""
+    """The count, size and SHA-256 of the session's audit log (blocking), or None.
+
+    Only whole records count: after a crash a last line without its newline was never
+    acknowledged (the log cuts it when it is next opened), so it is not committed to.
+    """
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         return None
+    data = data[: data.rfind(b"\n") + 1]
     return AuditDigest(
         records=data.count(b"\n"),
         bytes=len(data),
