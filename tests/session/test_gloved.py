@@ -347,10 +347,11 @@ def test_without_a_daemon_the_cli_says_so(tmp_path: Path) -> None:
     """No gloved running: one line naming the socket, exit 69, no traceback."""
     home = Gloved(Path(os.path.realpath(tmp_path)))
     home.setup()
-    done = home.glove("session", "list")
-    assert done.returncode == 69
-    assert "gloved" in done.stderr
-    assert "Traceback" not in done.stderr
+    for argv in (("session", "list"), ("receipts", "page"), ("receipts", "ack", "1")):
+        done = home.glove(*argv)
+        assert done.returncode == 69, argv
+        assert "gloved" in done.stderr
+        assert "Traceback" not in done.stderr
 
 
 def test_sessions_run_for_an_unprivileged_owner(

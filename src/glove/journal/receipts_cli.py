@@ -9,7 +9,9 @@ exit codes:
 ==  ==========================================================================================
 0   verified
 1   a signature does not verify with the given public key
-11  gloved refused the request, or is not running (``page``, ``ack``; the code is printed)
+11  gloved refused the request, or the connection failed (``page``, ``ack``; the code is
+    printed)
+69  no gloved is running (``page``, ``ack``), as for every ``glove session`` command
 64  usage error (a missing or unknown argument)
 3   a proof does not hold: inclusion, consistency, or NEW is not an extension of OLD
 4   the entry does not match the receipt shown, or the session named
@@ -46,6 +48,7 @@ EXIT_NOT_SEALED: Final = 8
 EXIT_LOG: Final = 9
 EXIT_NO_PROOF: Final = 10
 EXIT_DAEMON: Final = 11
+EXIT_UNAVAILABLE: Final = 69
 EXIT_BY_ERROR: Final = {
     "SignatureInvalid": EXIT_SIGNATURE,
     "ProofInvalid": EXIT_PROOF,
@@ -96,10 +99,14 @@ def register(app: typer.Typer) -> None:
 
 def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[str, Any]) -> Any:
     from glove.control import Client, ControlError, RemoteError
+    from glove.control.errors import DaemonUnavailable
 
     try:
         with Client.for_runtime_dir(runtime_dir) as client:
             return client.call(method, params)
+    except DaemonUnavailable as exc:
+        typer.echo(f"glove receipts {verb}: {exc}", err=True)
+        raise typer.Exit(EXIT_UNAVAILABLE) from exc
     except RemoteError as exc:
         typer.echo(f"glove receipts {verb}: {exc.code}: {exc.message}", err=True)
         raise typer.Exit(EXIT_DAEMON) from exc
