@@ -104,6 +104,7 @@ def test_a_session_uses_mediated_tools_and_its_receipt_covers_the_audit(
         "records": len(records),
         "bytes": len(log),
         "sha256": "sha256:" + hashlib.sha256(log).hexdigest(),
+        "files": 1,
     }
     assert receipt["counts"]["tool_calls_denied"] == 1
     assert not (home.config / "unused.log").exists()  # the session's own log, never that one
@@ -144,6 +145,7 @@ def test_after_a_crash_the_receipt_still_covers_the_audit(tooled: tuple[Gloved, 
         "records": 2,
         "bytes": len(log),
         "sha256": "sha256:" + hashlib.sha256(log).hexdigest(),
+        "files": 1,
     }
 
 

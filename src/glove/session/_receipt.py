@@ -17,7 +17,7 @@ fractional number of seconds, encoded as RFC 8785 numbers are)::
      "usage": {"cpu_user_us": N, "cpu_system_us": N, "peak_rss_bytes": N,
                "disk_bytes": N | null, "output_bytes": N, "wall_us": N},
      "output": {STREAM: {"bytes": N, "sha256": "sha256:..."}},
-     "audit": {"records": N, "bytes": N, "sha256": "sha256:..."} | null,
+     "audit": {"records": N, "bytes": N, "sha256": "sha256:...", "files": N} | null,
      "counts": {"tool_calls_denied": N, "egress_allowed": N, "egress_denied": N},
      "times": {"created_us": N, "launched_us": N | null, "ended_us": N},
      "transcript": {...}}                      (PTY sessions only, see below)

@@ -35,11 +35,13 @@ PROTECTED_ROTATIONS: Final = 16
 
 
 class AuditDigest(msgspec.Struct, frozen=True):
-    """The session's audit log as the receipt commits to it."""
+    """The session's audit log as the receipt commits to it: the concatenation of its files,
+    oldest first (``audit.log.N`` ... ``audit.log.1``, then ``audit.log``)."""
 
     records: int
     bytes: int
     sha256: str
+    files: int = 1
 
 
 @dataclass
@@ -148,18 +150,33 @@ async def session_tools(
 def audit_digest(path: Path) -> AuditDigest | None:
     """The count, size and SHA-256 of the session's audit log (blocking), or None.
 
-    Only whole records count: after a crash a last line without its newline was never
+    A long session's log rotates (``audit.log.1`` is the newest rotated file): the digest
+    covers every file still there, oldest first, so the receipt commits to each decision
+    kept. Only whole records count: after a crash a last line without its newline was never
     acknowledged (the log cuts it when it is next opened), so it is not committed to.
     """
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    rotated = [
+        path.with_name(f"{path.name}.{n}")
+        for n in range(PROTECTED_ROTATIONS, 0, -1)
+        if path.with_name(f"{path.name}.{n}").exists()
+    ]
+    files = [*rotated, path] if path.exists() else rotated
+    if not files:
         return None
-    data = data[: data.rfind(b"\n") + 1]
+    digest = hashlib.sha256()
+    records = size = 0
+    for index, file in enumerate(files):
+        try:
+            data = file.read_bytes()
+        except FileNotFoundError:
+            continue
+        if index == len(files) - 1:
+            data = data[: data.rfind(b"\n") + 1]
+        digest.update(data)
+        records += data.count(b"\n")
+        size += len(data)
     return AuditDigest(
-        records=data.count(b"\n"),
-        bytes=len(data),
-        sha256="sha256:" + hashlib.sha256(data).hexdigest(),
+        records=records, bytes=size, sha256="sha256:" + digest.hexdigest(), files=len(files)
     )
 
 
