@@ -34,7 +34,7 @@ from glove.mcp.errors import (
 
 if TYPE_CHECKING:
     from glove.mcp._catalog import Catalog
-    from glove.mcp._contracts import PolicyEngine, ProgressSink, UpstreamRequest
+    from glove.mcp._contracts import PolicyDecision, PolicyEngine, ProgressSink, UpstreamRequest
 
 _log = logging.getLogger(__name__)
 
@@ -127,6 +127,48 @@ class FeatureMediation:
     def __init__(self) -> None:
         #: Upstream ids whose log level the agent set (``logging/setLevel`` was forwarded).
         self.log_levels: dict[str, str] = {}
+
+    # -- deciding ------------------------------------------------------------------------------
+
+    async def record_decision(
+        self, record: dict[str, object], decision: PolicyDecision, *, inspected: bool = False
+    ) -> None:
+        """Add the policy's ``decision`` to ``record`` and audit it durably.
+
+        Raises:
+            Refusal: the append failed; the request must be refused.
+        """
+        record.update(
+            decision="allow" if decision.allowed else "deny",
+            reason=decision.reason,
+            rule=decision.rule,
+        )
+        if inspected:
+            record["inspected"] = dict(decision.inspected)
+        await self.record(record)
+
+    def refuse_denied(
+        self, name: str, decision: PolicyDecision, *, hidden: bool, kind: str, action: str
+    ) -> None:
+        """Count and refuse a call the policy denied (its decision already audited).
+
+        A ``hidden`` one (the policy does not even list it) is answered exactly like an
+        unknown ``kind``; otherwise the refusal gives the reason in words, as the audit log
+        has it (it never quotes argument values).
+
+        Raises:
+            Refusal: whenever ``decision`` is not an allow.
+        """
+        if decision.allowed:
+            return
+        self._count_denial(name)
+        if hidden:
+            raise Refusal(INVALID_PARAMS, f"Unknown {kind}: {name[:128]}")
+        raise Refusal(
+            POLICY_DENIED,
+            f"{action} denied by policy: {decision.reason}",
+            {"rule": decision.rule, "reason": decision.reason},
+        )
 
     # -- what is advertised ------------------------------------------------------------------
 
@@ -278,22 +320,8 @@ class FeatureMediation:
         record.update(upstream=entry.upstream_id, upstream_prompt=entry.original)
         decision = self.policy.check_prompt_get(name, arguments, definition)
         hidden = not decision.allowed and not self.policy.check_prompt(name, definition).allowed
-        record.update(
-            decision="allow" if decision.allowed else "deny",
-            reason=decision.reason,
-            rule=decision.rule,
-            inspected=dict(decision.inspected),
-        )
-        await self.record(record)
-        if not decision.allowed:
-            self._count_denial(name)
-            if hidden:
-                raise Refusal(INVALID_PARAMS, f"Unknown prompt: {name[:128]}")
-            raise Refusal(
-                POLICY_DENIED,
-                f"prompt denied by policy: {decision.reason}",
-                {"rule": decision.rule, "reason": decision.reason},
-            )
+        await self.record_decision(record, decision, inspected=True)
+        self.refuse_denied(name, decision, hidden=hidden, kind="prompt", action="prompt")
         forwarded: dict[str, Any] = {"name": entry.original}
         if arguments is not None:
             forwarded["arguments"] = arguments
@@ -332,12 +360,7 @@ class FeatureMediation:
         upstream_id, upstream_uri = target
         record.update(upstream=upstream_id, upstream_uri=upstream_uri[:MAX_AUDITED_URI_CHARS])
         decision = self.policy.check_resource(uri, upstream=upstream_id, upstream_uri=upstream_uri)
-        record.update(
-            decision="allow" if decision.allowed else "deny",
-            reason=decision.reason,
-            rule=decision.rule,
-        )
-        await self.record(record)
+        await self.record_decision(record, decision)
         if not decision.allowed:
             self._count_denial(uri)
             raise Refusal(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri[:256]})
@@ -450,13 +473,8 @@ class FeatureMediation:
                 raise Refusal(INVALID_PARAMS, f"Unknown prompt: {target[:128]}")
             raise Refusal(RESOURCE_NOT_FOUND, "Resource not found", {"uri": target[:256]})
         decision = self.policy.check_feature(entry.upstream_id, "completion")
-        record.update(
-            upstream=entry.upstream_id,
-            decision="allow" if decision.allowed else "deny",
-            reason=decision.reason,
-            rule=decision.rule,
-        )
-        await self.record(record)
+        record["upstream"] = entry.upstream_id
+        await self.record_decision(record, decision)
         if not decision.allowed:
             raise Refusal(POLICY_DENIED, f"completion denied by policy: {decision.reason}")
         forwarded = {**params, "ref": {**ref, key: entry.original}}
@@ -494,12 +512,7 @@ class FeatureMediation:
             await self.record(record)
             raise Refusal(METHOD_NOT_FOUND, f"Glove does not relay {method[:64]}")
         decision = self.policy.check_feature(upstream_id, feature)
-        record.update(
-            decision="allow" if decision.allowed else "deny",
-            reason=decision.reason,
-            rule=decision.rule,
-        )
-        await self.record(record)
+        await self.record_decision(record, decision)
         if not decision.allowed:
             raise Refusal(POLICY_DENIED, f"{feature} is not allowed for this server by policy")
         return CLIENT_CAPABILITY[feature]

@@ -39,7 +39,6 @@ from glove.mcp.errors import (
     AUDIT_FAILED,
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    POLICY_DENIED,
     UPSTREAM_FAILED,
     UPSTREAM_TIMEOUT,
 )
@@ -232,25 +231,9 @@ class Mediator(FeatureMediation):
         # a hidden tool (answered like an unknown one) from a call whose arguments failed.
         decision = self.policy.check_call(name, arguments, definition)
         hidden = not decision.allowed and not self.policy.check_tool(name, definition).allowed
-        record.update(
-            decision="allow" if decision.allowed else "deny",
-            reason=decision.reason,
-            rule=decision.rule,
-            inspected=dict(decision.inspected),
-        )
-        await self.record(record)
-        if not decision.allowed:
-            self._count_denial(name)
-        if hidden:
-            # A tool the policy hides looks exactly like a tool that does not exist.
-            raise Refusal(INVALID_PARAMS, f"Unknown tool: {name[:128]}")
-        if not decision.allowed:
-            # The reason in words, as the audit log has it; it never quotes argument values.
-            raise Refusal(
-                POLICY_DENIED,
-                f"tool call denied by policy: {decision.reason}",
-                {"rule": decision.rule, "reason": decision.reason},
-            )
+        await self.record_decision(record, decision, inspected=True)
+        # A tool the policy hides looks exactly like a tool that does not exist.
+        self.refuse_denied(name, decision, hidden=hidden, kind="tool", action="tool call")
         return await self._forward_call(
             request_id, tool, forwarded, (token, progress if token else None)
         )
