@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from glove.mcp import ToolNameError, ToolRegistry, expose_name
-from glove.mcp._kernel import arguments_digest
+from glove.mcp._contracts import arguments_digest
 from glove.mcp._messages import ToolInfo
 
 

@@ -9,6 +9,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult
 
+from glove.mcp._contracts import arguments_digest
 from glove.mcp.errors import INVALID_PARAMS, POLICY_DENIED
 
 from .conftest import (
@@ -247,7 +248,13 @@ async def test_every_denial_never_reaches_the_upstream(tmp_path: Path) -> None:
     assert records[0]["inspected"] == {"/a": 1000}
     assert records[0]["rule"] == "tools[1]"
     assert records[2]["inspected"] == {"/user": "mallory"}
-    assert all(r["args_sha256"].startswith("sha256:") for r in records if "tool" in r)
+    # Each digest is of the canonical JSON of what the agent sent (keys sorted).
+    sent = [
+        *(arguments for _, arguments, _ in attempts),
+        {"user": "alice", "token": "s3cret-token"},
+    ]
+    tool_records = [r for r in records if "tool" in r]
+    assert [r["args_sha256"] for r in tool_records] == [arguments_digest(a) for a in sent]
     assert records[-1]["upstream"] == "echo"
     assert records[-1]["upstream_tool"] == "login"
 

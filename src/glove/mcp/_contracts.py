@@ -7,12 +7,15 @@ refused request is answered with.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
 import msgspec
 
 MAX_AUDITED_ID_CHARS: Final = 128
+#: Audited digests of arguments and params: canonical JSON, keys sorted.
+_CANONICAL: Final = msgspec.json.Encoder(order="sorted")
 
 ProgressSink = Callable[[dict[str, Any]], None]
 UpstreamRequest = Callable[
@@ -63,6 +66,25 @@ class Refusal(Exception):
         self.code = code
         self.message = message
         self.data = data
+
+
+def canonical_json(value: object) -> bytes | None:
+    """The canonical JSON of ``value`` (keys sorted), or ``None`` if it cannot be encoded."""
+    try:
+        return _CANONICAL.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def digest_of(encoded: bytes | None) -> str:
+    """The audited ``sha256:`` digest of a :func:`canonical_json` encoding (``None``: the
+    value could not be encoded, and the digest says so by hashing ``<unencodable>``)."""
+    return "sha256:" + hashlib.sha256(b"<unencodable>" if encoded is None else encoded).hexdigest()
+
+
+def arguments_digest(arguments: object) -> str:
+    """The SHA-256 of the canonical JSON of ``arguments``, as the audit records it."""
+    return digest_of(canonical_json(arguments))
 
 
 def audit_id(request_id: object) -> object:

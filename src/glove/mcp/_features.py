@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from glove.mcp._catalog import Entry, expose_uri
-from glove.mcp._contracts import Refusal, audit_id
+from glove.mcp._contracts import Refusal, arguments_digest, audit_id
 from glove.mcp._messages import ToolInfo
 from glove.mcp.errors import (
     INTERNAL_ERROR,
@@ -308,7 +308,7 @@ class FeatureMediation:
             "kind": "mcp.prompt",
             "request_id": audit_id(request_id),
             "prompt": name[:128],
-            "args_sha256": _digest(arguments if arguments is not None else {}),
+            "args_sha256": arguments_digest(arguments if arguments is not None else {}),
         }
         entry = self.catalog.resolve_prompt(name)
         if entry is None:
@@ -505,7 +505,7 @@ class FeatureMediation:
             "kind": "mcp.server_request",
             "method": _text(method, 64),
             "upstream": upstream_id,
-            "params_sha256": _digest(params or {}),
+            "params_sha256": arguments_digest(params or {}),
         }
         if feature is None:
             record.update(decision="deny", reason="not a server-to-client request Glove relays")
@@ -533,19 +533,6 @@ def client_capabilities(
         elif isinstance(agent.get(capability), dict):
             caps[capability] = dict(agent[capability])
     return caps
-
-
-_DIGEST_ENCODER: Final = msgspec.json.Encoder(order="sorted")
-
-
-def _digest(value: object) -> str:
-    import hashlib
-
-    try:
-        encoded = _DIGEST_ENCODER.encode(value)
-    except (TypeError, ValueError, RecursionError):
-        encoded = b"<unencodable>"
-    return "sha256:" + hashlib.sha256(encoded).hexdigest()
 
 
 def _rename_contents(raw: msgspec.Raw, upstream_id: str) -> msgspec.Raw:

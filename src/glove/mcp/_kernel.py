@@ -9,7 +9,6 @@ server-to-client requests are in :mod:`._features`, mixed into the same class.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -31,7 +30,10 @@ from glove.mcp._contracts import (
     PolicyEngine,
     Refusal,
     UpstreamRequest,
+    arguments_digest,
     audit_id,
+    canonical_json,
+    digest_of,
 )
 from glove.mcp._features import FeatureMediation
 from glove.mcp._messages import ToolInfo
@@ -61,8 +63,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-_ENCODER: Final = msgspec.json.Encoder(order="sorted")
-
 
 ProgressSink = Callable[[dict[str, Any]], None]
 CallUpstream = Callable[
@@ -76,23 +76,6 @@ MAX_AUDITED_ID_CHARS: Final = 128
 #: Random bytes of a run id (hex in the record: 12 characters).
 RUN_ID_BYTES: Final = 6
 _audit_id = audit_id
-
-
-def _canonical(value: object) -> bytes | None:
-    """The canonical JSON of ``value`` (keys sorted), or ``None`` if it cannot be encoded."""
-    try:
-        return _ENCODER.encode(value)
-    except (TypeError, ValueError, RecursionError):
-        return None
-
-
-def arguments_digest(arguments: object) -> str:
-    """The SHA-256 of the canonical JSON of the arguments (keys sorted)."""
-    try:
-        encoded = _ENCODER.encode(arguments)
-    except (TypeError, ValueError, RecursionError):
-        encoded = b"<unencodable>"
-    return "sha256:" + hashlib.sha256(encoded).hexdigest()
 
 
 class Mediator(FeatureMediation):
@@ -214,8 +197,8 @@ class Mediator(FeatureMediation):
         # One canonical encoding serves both the audit digest and the forwarded request:
         # what is hashed is byte for byte what the upstream receives, and the forward needs
         # no second encoding once the audit record is durable.
-        encoded = _canonical(arguments if arguments is not None else {})
-        record["args_sha256"] = "sha256:" + hashlib.sha256(encoded or b"<unencodable>").hexdigest()
+        encoded = canonical_json(arguments if arguments is not None else {})
+        record["args_sha256"] = digest_of(encoded)
         forwarded: Any = arguments
         if arguments is not None and encoded is not None:
             forwarded = msgspec.Raw(encoded)
