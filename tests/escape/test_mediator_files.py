@@ -226,6 +226,36 @@ def test_an_upstream_program_in_a_writable_workspace_is_refused(layout: Layout) 
     assert done.returncode == 0, done.stderr
 
 
+def _http_upstream_config(layout: Layout, token: Path) -> Path:
+    """``cfg/glove.toml`` with one Streamable HTTP upstream whose bearer token is ``token``."""
+    header = {"file": str(token), "prefix": "Bearer "}
+    path = layout.cfg / "glove.toml"
+    path.write_text(
+        'policy = "policy.toml"\naudit = "audit.log"\n[upstreams.web]\n'
+        'url = "http://127.0.0.1:9/mcp"\n'
+        f"headers = {{ Authorization = {toml_value(header)} }}\n"
+    )
+    layout.own(path)
+    return path
+
+
+def test_an_http_upstreams_key_file_in_view_is_refused(layout: Layout) -> None:
+    """An HTTP upstream's token file is a key: in the workspace it is refused, outside it
+    the run goes on (no working directory or program to protect for a URL)."""
+    inside = layout.ws / "token"
+    inside.write_text("s3cret\n")
+    layout.own(inside)
+    _http_upstream_config(layout, inside)
+    done = layout.run("--workspace", str(layout.ws), "--dry-run")
+    _refused(done, "the Authorization header's key file of upstream 'web'", "--workspace")
+    outside = layout.cfg / "token"
+    outside.write_text("s3cret\n")
+    layout.own(outside)
+    _http_upstream_config(layout, outside)
+    done = layout.run("--workspace", str(layout.ws), "--dry-run")
+    assert done.returncode == 0, done.stderr
+
+
 def test_json_status_inside_what_the_sandbox_sees_is_refused(layout: Layout) -> None:
     """``glove exec --json-status`` into the workspace or a bind could be swapped: refused."""
     for flags in (

@@ -113,6 +113,12 @@ def mediator_protected(config_path: str, config: McpConfig) -> tuple[Protected, 
         for n in range(1, PROTECTED_ROTATIONS + 1)
     ]
     for upstream_id, upstream in config.upstreams.items():
+        for header, source in upstream.headers.items():
+            if source.file is not None:  # a key file (a bearer token): never seen at all
+                what = f"the {header} header's key file of upstream {upstream_id!r}"
+                items.append(Protected(source.file, what))
+        if not upstream.command:
+            continue  # a Streamable HTTP upstream: no process, no working directory
         cwd = upstream.cwd or str(Path(config_path).absolute().parent)
         # The directory itself and its files, never a subdirectory: a workspace beside the
         # configuration (config/ws) is fine, a workspace that is (or holds) it is not.
