@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from glove.container import (
@@ -17,6 +18,7 @@ from glove.container import (
     Limits,
     SandboxProcess,
     SandboxSpec,
+    SpecError,
     build_spec,
     launch,
     load_profile,
@@ -155,6 +157,22 @@ def test_the_command_sees_eof_when_the_launcher_closes_its_stdin(
         assert ended, "cat never saw EOF on its stdin"
         assert os.waitstatus_to_exitcode(process.wait()) == 0
         assert out.read() == b"to the end\n"
+
+
+def test_a_bind_pinned_to_another_directory_is_refused(workspace: Path, tmp_path: Path) -> None:
+    """A bind with an ``identity`` is shown only if its source is still that directory: one
+    swapped in after it was pinned (an exposure replaced before the launch) is refused."""
+    shown = tmp_path / "exposed"
+    shown.mkdir()
+    info = shown.stat()
+    pinned = Bind(source=str(shown), target="/mnt/x", identity=(info.st_dev, info.st_ino))
+    base = SandboxSpec(argv=("ls", "/mnt/x"), binds=SYSTEM_BINDS, workspace=str(workspace), env=ENV)
+    ok = msgspec.structs.replace(base, binds=(*SYSTEM_BINDS, pinned))
+    assert _capture(ok)[:2] == (0, "exited")
+    shown.rename(tmp_path / "old")
+    shown.mkdir()  # same path, another directory
+    with pytest.raises(SpecError, match="not the directory it was pinned as"):
+        _capture(ok)
 
 
 async def test_run_async_does_not_block_the_loop(workspace: Path) -> None:

@@ -43,12 +43,16 @@ class Bind(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         target: absolute path inside; defaults to ``source``.
         mode: ``ro`` (default) or ``rw``.
         optional: skip silently when the source does not exist.
+        identity: the ``(st_dev, st_ino)`` the source must still be when the sandbox is
+            built (an exposure pinned by ``glove init``); a source replaced since then
+            fails the launch instead of being shown.
     """
 
     source: str
     target: str | None = None
     mode: BindMode = "ro"
     optional: bool = False
+    identity: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         """Check both paths are absolute and normal.

@@ -298,4 +298,11 @@ class ExposureRegistry:
             held.st_ino,
         ) != (exposure.dev, exposure.ino):
             raise ExposureError(f"exposure {alias!r}: {exposure.path} is another directory now")
-        return Bind(source=exposure.path, target=exposure.target, mode=exposure.mode)
+        # The launcher checks the identity again on what it mounts: a directory swapped in
+        # between now and the launch is refused, never shown.
+        return Bind(
+            source=exposure.path,
+            target=exposure.target,
+            mode=exposure.mode,
+            identity=(exposure.dev, exposure.ino),
+        )

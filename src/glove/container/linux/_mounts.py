@@ -135,6 +135,15 @@ def _refuse_kernel_trees(bind: Bind, fd: int, info: os.stat_result) -> None:
         )
 
 
+def _check_identity(bind: Bind, info: os.stat_result) -> None:
+    """Refuse a pinned source that is no longer the directory it was pinned as."""
+    if bind.identity is not None and (info.st_dev, info.st_ino) != bind.identity:
+        raise SpecError(
+            f"bind source {bind.source} is not the directory it was pinned as (it was "
+            "replaced after it was checked); nothing was shown"
+        )
+
+
 def _open_one(bind: Bind) -> OpenedSource | None:
     try:
         fd = sc.openat2(bind.source, _O_PATH_NOFOLLOW, _RESOLVE_STRICT)
@@ -153,6 +162,7 @@ def _open_one(bind: Bind) -> OpenedSource | None:
         ) from exc
     info = os.fstat(fd)
     try:
+        _check_identity(bind, info)
         _refuse_kernel_trees(bind, fd, info)
     except BaseException:
         os.close(fd)

@@ -1,0 +1,30 @@
+"""An exposure's bind carries the directory it pinned: the launcher refuses a swapped one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from glove.session._exposures import ExposureRegistry
+from glove.session.errors import ExposureError
+
+
+def test_the_bind_names_the_pinned_directory_and_a_swap_is_refused(tmp_path: Path) -> None:
+    """``resolve`` gives the bind the pinned (device, inode), and refuses once it changed."""
+    shared = tmp_path / "work"
+    shared.mkdir()
+    registry = ExposureRegistry(tmp_path / "exposures.json")
+    registry.load()
+    try:
+        made = registry.create("work", str(shared))
+        bind = registry.resolve("work", made.generation)
+        info = shared.stat()
+        assert bind.identity == (info.st_dev, info.st_ino)
+        assert bind.source == str(shared)
+        shared.rename(tmp_path / "moved")
+        shared.mkdir()
+        with pytest.raises(ExposureError, match="another directory"):
+            registry.resolve("work", made.generation)
+    finally:
+        registry.close()
