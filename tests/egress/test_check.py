@@ -125,3 +125,23 @@ def test_a_plan_can_only_narrow_the_local_allowlist() -> None:
     for wider in ("github.com:443", "api.github.com:80", "pypi.org", "*.com.github.com:22"):
         with pytest.raises(RuleError, match="not within the local allowlist"):
             narrow(local, RuleSet.load([wider]))
+
+
+def test_an_identical_wildcard_is_within_the_local_one() -> None:
+    """A plan wildcard equal to the owner's (same ports and checks, or narrower) is covered."""
+    local = RuleSet.load(["*.github.com:443+sni"])
+    for same in ("*.github.com:443+sni", "*.github.com:443+sni+read-only"):
+        assert [r.text for r in narrow(local, RuleSet.load([same])).allow] == [f"allow {same}"]
+    for wider in ("*.github.com:443", "*.github.com+sni", "*.github.com:22+sni"):
+        with pytest.raises(RuleError, match="not within the local allowlist"):
+            narrow(local, RuleSet.load([wider]))
+
+
+def test_wildcards_nest_only_downwards() -> None:
+    """``*.a.github.com`` lies inside ``*.github.com``; ``*.x.com`` is not inside ``*.y.x.com``."""
+    inner = narrow(RuleSet.load(["*.github.com"]), RuleSet.load(["*.a.github.com"]))
+    assert [r.text for r in inner.allow] == ["allow *.a.github.com"]
+    with pytest.raises(RuleError, match="not within the local allowlist"):
+        narrow(RuleSet.load(["*.y.x.com"]), RuleSet.load(["*.x.com"]))
+    with pytest.raises(RuleError, match="not within the local allowlist"):
+        narrow(RuleSet.load(["*.github.com"]), RuleSet.load(["github.com"]))

@@ -96,6 +96,17 @@ def test_a_plan_can_only_narrow_the_owners_allowlist() -> None:
     assert validated.egress.decide("gist.github.com", 443).allowed is False
 
 
+def test_the_owners_own_wildcard_rule_is_accepted_as_is() -> None:
+    """A plan may repeat the owner's wildcard rule exactly; a broader copy is refused."""
+    same = {"mode": "proxy", "allow": ["*.github.com:443+sni"]}
+    validated = validate_plan(decode_plan(plan_bytes(network=same)), local_policy(**OWNER))
+    assert validated.egress is not None
+    assert [r.text for r in validated.egress.allow] == ["allow *.github.com:443+sni"]
+    assert validated.egress.decide("api.github.com", 443).allowed is True
+    broader = plan_bytes(network={"mode": "proxy", "allow": ["*.github.com:443"]})
+    assert [p.path for p in _problems(broader)] == ["$.network.allow[0]"]
+
+
 def test_widening_rules_are_each_refused_with_their_path() -> None:
     """A plan rule outside the owner's (another host, a port, a dropped +sni) is refused."""
     network = {

@@ -234,9 +234,11 @@ def _covers(local: Rule, plan: Rule) -> bool:
     if (local.sni and not plan.sni) or (local.read_only and not plan.read_only):
         return False  # a plan may add checks, never drop the owner's
     if local.kind == "wildcard":
+        # *.x.com covers the names and wildcards below x.com, and *.x.com itself (the same
+        # hosts), never x.com: a plan wildcard's pattern is its suffix, like the owner's.
         suffix = "." + local.pattern
         if plan.kind == "wildcard":
-            return plan.pattern.endswith(suffix)
+            return plan.pattern == local.pattern or plan.pattern.endswith(suffix)
         return plan.kind == "name" and plan.pattern.endswith(suffix)
     return local.kind == plan.kind and local.pattern == plan.pattern
 

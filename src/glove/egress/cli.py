@@ -2,11 +2,14 @@
 
 Parse, call :mod:`glove.egress` (:func:`~glove.egress.network_report`,
 :func:`~glove.egress.explain`), print. Rules come from a profile's ``[network]`` table
-(``--profile NAME|PATH``) and from ``--allow``/``--deny`` (which imply mode ``proxy``);
-each ``QUERY`` (``HOST[:PORT]``) is answered with the rule that decides it.
+(``--profile NAME|PATH``) and from ``--allow``/``--deny`` (which imply mode ``proxy``), or
+from a plan v1 file's ``network`` member (``--plan FILE``, alone: ``"none"`` reaches nothing,
+``{"mode": "proxy", ...}`` its own allow and deny rules); each ``QUERY`` (``HOST[:PORT]``)
+is answered with the rule that decides it.
 
 Exit codes: 0 the rules load (and every query is allowed); 1 a query is refused;
-2 a rule, the profile or a query is invalid.
+2 a rule, the profile, the plan or a query is invalid; 64 ``--plan`` given with
+``--profile``, ``--allow`` or ``--deny``.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING, Final
 import typer
 
 if TYPE_CHECKING:
-    from glove.egress import Explanation, NetworkReport
+    from glove.egress import Explanation, NetworkPolicy, NetworkReport
 
 EXIT_OK: Final = 0
 EXIT_DENIED: Final = 1
@@ -45,9 +48,30 @@ def _profile_bytes(name_or_path: str) -> tuple[bytes, str]:
     return path.read_bytes(), str(path)
 
 
+def _plan_policy(path: Path) -> NetworkPolicy:
+    """The network rules of the plan v1 file at ``path``, as a policy.
+
+    Raises:
+        OSError: the file cannot be read.
+        PlanError: the file is not a plan v1 document (too large, malformed, a bad rule).
+    """
+    from glove.egress import NetworkPolicy
+    from glove.plan import MAX_PLAN_BYTES, ProxyNetwork, decode_plan
+
+    with path.open("rb") as file:
+        data = file.read(MAX_PLAN_BYTES + 1)  # one byte over: decode_plan refuses the size
+    network = decode_plan(data).network
+    if isinstance(network, ProxyNetwork):
+        return NetworkPolicy(mode="proxy", allow=list(network.allow), deny=[*network.deny_rules])
+    return NetworkPolicy(mode="none")
+
+
 def check_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     queries: list[str] = typer.Argument(None, help="HOST[:PORT] to explain (repeatable)."),
     profile: str | None = typer.Option(None, "--profile", help="Profile name or path."),
+    plan: Path | None = typer.Option(
+        None, "--plan", help="Plan v1 JSON file: check its network (not with the others)."
+    ),
     allow: list[str] = typer.Option([], "--allow", help="HOST[:PORTS][+sni][+read-only]."),
     deny: list[str] = typer.Option([], "--deny", help="HOST[:PORTS], repeatable."),
     mcp: bool = typer.Option(False, "--mcp", help="Include the glove run MCP socket."),
@@ -57,18 +81,27 @@ def check_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     import msgspec
 
     from glove.egress import NetworkPolicy, RuleError, explain, network_report, policy_from_toml
+    from glove.plan import PlanError
 
+    if plan is not None and (profile is not None or allow or deny):
+        raise typer.BadParameter(
+            "a plan's network is checked alone: not with --profile, --allow or --deny",
+            param_hint="'--plan'",
+        )
     try:
-        if profile is not None:
-            data, origin = _profile_bytes(profile)
-            base = policy_from_toml(data, origin)
+        if plan is not None:
+            policy = _plan_policy(plan)
         else:
-            base = NetworkPolicy()
-        mode = "proxy" if allow or deny else base.mode
-        policy = NetworkPolicy(mode=mode, allow=[*base.allow, *allow], deny=[*base.deny, *deny])
+            if profile is not None:
+                data, origin = _profile_bytes(profile)
+                base = policy_from_toml(data, origin)
+            else:
+                base = NetworkPolicy()
+            mode = "proxy" if allow or deny else base.mode
+            policy = NetworkPolicy(mode=mode, allow=[*base.allow, *allow], deny=[*base.deny, *deny])
         report = network_report(policy, mcp=mcp)
         answers = [line for query in queries or [] for line in explain(policy, query)]
-    except (RuleError, OSError) as exc:
+    except (RuleError, PlanError, OSError) as exc:
         typer.echo(f"glove network check: {exc}", err=True)
         raise typer.Exit(EXIT_INVALID) from exc
     if as_json:
