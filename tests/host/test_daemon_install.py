@@ -38,6 +38,8 @@ from glove.host._service_units import render, unit_word
 
 REPO = Path(__file__).resolve().parents[2]
 GLOVED = Path(sys.executable).parent / "gloved"
+#: The gloved.toml a unit is bound to in these tests.
+CONFIG = Path("/home/u/.config/glove/gloved.toml")
 
 # launchd.plist(5): the keys a job may use (those glove's template could reach for).
 LAUNCHD_KEYS = {
@@ -74,7 +76,7 @@ def _verify(unit_text: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 
 def test_the_generated_unit_passes_systemd_analyze_verify(tmp_path: Path) -> None:
     """systemd's verifier accepts the rendered unit without a single warning."""
-    out = _verify(render_systemd_unit(GLOVED), tmp_path)
+    out = _verify(render_systemd_unit(GLOVED, CONFIG), tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""
 
@@ -82,10 +84,10 @@ def test_the_generated_unit_passes_systemd_analyze_verify(tmp_path: Path) -> Non
 def test_the_verifier_would_catch_a_broken_unit(tmp_path: Path) -> None:
     """The same check fails on a misspelt directive and on a missing executable, so the
     passing verdict above means something."""
-    good = render_systemd_unit(GLOVED)
+    good = render_systemd_unit(GLOVED, CONFIG)
     typo = _verify(good.replace("KillMode=mixed", "KillMode=mixd"), tmp_path)
     assert "Failed to parse kill mode" in typo.stderr
-    missing = _verify(render_systemd_unit(tmp_path / "no" / "gloved"), tmp_path)
+    missing = _verify(render_systemd_unit(tmp_path / "no" / "gloved", CONFIG), tmp_path)
     assert missing.returncode != 0
     assert "is not executable" in missing.stderr
 
@@ -95,8 +97,9 @@ def test_a_path_with_spaces_is_quoted_and_verifies(tmp_path: Path) -> None:
     spaced = tmp_path / "my tools" / "gloved"
     spaced.parent.mkdir()
     spaced.symlink_to(GLOVED)
-    unit = render_systemd_unit(spaced)
-    assert f'ExecStart="{spaced}" --runtime-dir=%t/glove' in unit
+    config = tmp_path / "my config" / "gloved.toml"
+    unit = render_systemd_unit(spaced, config)
+    assert f'ExecStart="{spaced}" --runtime-dir=%t/glove --config="{config}"' in unit
     out = _verify(unit, tmp_path)
     assert out.returncode == 0, out.stderr
     assert out.stderr == ""
@@ -131,12 +134,16 @@ def test_the_plist_round_trips_and_uses_only_launchd_keys(tmp_path: Path) -> Non
     """The LaunchAgent parses with plistlib, round-trips, uses only documented keys, keeps
     gloved alive on failure, and carries an awkward path intact."""
     exe = Path("/Users/a & b/<venv>/bin/gloved")
-    data = render_launchd_plist(exe, Path("/tmp/glove-501"), Path("/Users/a/Library/Logs/g.log"))
+    data = render_launchd_plist(
+        exe, Path("/tmp/glove-501"), Path("/Users/a/Library/Logs/g.log"), CONFIG
+    )
     plist = plistlib.loads(data)
     assert plistlib.loads(plistlib.dumps(plist)) == plist
     assert set(plist) <= LAUNCHD_KEYS
     assert plist["Label"] == LAUNCHD_LABEL
-    assert plist["ProgramArguments"] == [str(exe), "--runtime-dir", "/tmp/glove-501"]
+    assert plist["ProgramArguments"] == [
+        str(exe), "--runtime-dir", "/tmp/glove-501", "--config", str(CONFIG)
+    ]  # fmt: skip
     assert plist["RunAtLoad"] is True
     assert plist["KeepAlive"] == {"SuccessfulExit": False}
     assert set(plist["KeepAlive"]) <= LAUNCHD_KEEPALIVE_KEYS
@@ -146,7 +153,7 @@ def test_the_plist_round_trips_and_uses_only_launchd_keys(tmp_path: Path) -> Non
     assert plist["Umask"] == 0o077
     assert plist["ProcessType"] in {"Background", "Standard", "Adaptive", "Interactive"}
     with pytest.raises(UnsafeExecutable):
-        render_launchd_plist(Path("/a/\x01/gloved"), Path("/tmp"), Path("/tmp/l"))
+        render_launchd_plist(Path("/a/\x01/gloved"), Path("/tmp"), Path("/tmp/l"), CONFIG)
 
 
 def test_launchd_layout_and_dry_run(tmp_path: Path) -> None:
@@ -192,7 +199,9 @@ def test_dry_run_prints_every_file_and_writes_nothing(tmp_path: Path) -> None:
     home = Path(env["HOME"])
     unit, manifest = plan["files"]
     assert unit["path"] == str(home / ".config/systemd/user/gloved.service")
-    assert unit["content"] == render_systemd_unit(resolve_gloved())
+    assert unit["content"] == render_systemd_unit(
+        resolve_gloved(), home / ".config/glove/gloved.toml"
+    )  # bound to the gloved.toml glove setup makes for this user
     assert manifest["path"] == str(home / ".local/state/glove/daemon-install.json")
     recorded = json.loads(manifest["content"])
     assert recorded["files"] == [{"path": unit["path"], "sha256": sha256(unit["content"].encode())}]

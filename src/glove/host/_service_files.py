@@ -53,6 +53,7 @@ MANIFEST_MODE: Final = 0o600
 PRIVATE_DIR_MODE: Final = 0o700
 PUBLIC_DIR_MODE: Final = 0o755
 GLOVED_NAME: Final = "gloved"
+GLOVED_TOML_NAME: Final = "gloved.toml"
 WANTS_DIR_NAME: Final = "default.target.wants"
 
 
@@ -69,6 +70,8 @@ class Layout:
     runtime_dir: Path
     log_path: Path | None
     uid: int
+    #: The gloved.toml the service is bound to (``gloved --config``).
+    config_path: Path
 
     @property
     def manager(self) -> ServiceManager:
@@ -108,8 +111,9 @@ def default_layout(
             raise UnsupportedPlatform(f"glove daemon supports Linux and macOS, not {sys.platform}")
     base = Path(env["HOME"]) if home is None and env.get("HOME") else (home or Path.home())
     state = _xdg_dir(env, "XDG_STATE_HOME", base, ".local/state") / "glove" / MANIFEST_NAME
+    config = _xdg_dir(env, "XDG_CONFIG_HOME", base, ".config")
+    gloved_toml = config / "glove" / GLOVED_TOML_NAME
     if platform == "systemd":
-        config = _xdg_dir(env, "XDG_CONFIG_HOME", base, ".config")
         return Layout(
             platform,
             config / "systemd" / "user" / SYSTEMD_UNIT_NAME,
@@ -117,6 +121,7 @@ def default_layout(
             default_runtime_dir(),
             None,
             os.getuid(),
+            gloved_toml,
         )
     return Layout(
         platform,
@@ -125,6 +130,7 @@ def default_layout(
         default_runtime_dir(),
         base / "Library" / "Logs" / "gloved.log",
         os.getuid(),
+        gloved_toml,
     )
 
 
@@ -381,6 +387,8 @@ def render_files(layout: Layout, executable: Path) -> str:
         UnsafeExecutable: the path cannot be carried into the definition safely.
     """
     if layout.platform == "systemd":
-        return render_systemd_unit(executable)
+        return render_systemd_unit(executable, layout.config_path)
     assert layout.log_path is not None
-    return render_launchd_plist(executable, layout.runtime_dir, layout.log_path).decode()
+    return render_launchd_plist(
+        executable, layout.runtime_dir, layout.log_path, layout.config_path
+    ).decode()

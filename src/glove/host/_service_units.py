@@ -101,19 +101,21 @@ def xml_text(value: str) -> str:
     return escape(value)
 
 
-def render_systemd_unit(executable: Path, template: str | None = None) -> str:
-    """Render ``gloved.service`` for ``executable``.
+def render_systemd_unit(executable: Path, config: Path, template: str | None = None) -> str:
+    """Render ``gloved.service`` for ``executable``, bound to the ``config`` (gloved.toml)
+    this user's ``glove setup`` made: the user manager's environment cannot point gloved
+    at another one.
 
     Raises:
         TemplateError: the template is missing or its tokens are wrong.
-        UnsafeExecutable: the path cannot be written into a unit file safely.
+        UnsafeExecutable: a path cannot be written into a unit file safely.
     """
     text = template_text(SYSTEMD_TEMPLATE) if template is None else template
-    return render(text, {"GLOVED": unit_word(executable)})
+    return render(text, {"GLOVED": unit_word(executable), "CONFIG": unit_word(config)})
 
 
 def render_launchd_plist(
-    executable: Path, runtime_dir: Path, log_path: Path, template: str | None = None
+    executable: Path, runtime_dir: Path, log_path: Path, config: Path, template: str | None = None
 ) -> bytes:
     """Render the LaunchAgent plist, and check it parses to what was meant.
 
@@ -123,7 +125,7 @@ def render_launchd_plist(
         UnsafeExecutable: a value cannot be carried in a plist.
     """
     text = template_text(LAUNCHD_TEMPLATE) if template is None else template
-    for path in (executable, runtime_dir, log_path):
+    for path in (executable, runtime_dir, log_path, config):
         if not path.is_absolute():
             raise UnsafeExecutable(f"{path} is not an absolute path")
     rendered = render(
@@ -132,13 +134,14 @@ def render_launchd_plist(
             "GLOVED": xml_text(str(executable)),
             "RUNTIME_DIR": xml_text(str(runtime_dir)),
             "LOG_PATH": xml_text(str(log_path)),
+            "CONFIG": xml_text(str(config)),
         },
     ).encode()
     try:
         parsed = plistlib.loads(rendered, fmt=plistlib.FMT_XML)
     except (ExpatError, ValueError) as exc:
         raise TemplateError(f"the rendered plist does not parse: {exc}") from exc
-    want = [str(executable), "--runtime-dir", str(runtime_dir)]
+    want = [str(executable), "--runtime-dir", str(runtime_dir), "--config", str(config)]
     if parsed.get("Label") != LAUNCHD_LABEL or parsed.get("ProgramArguments") != want:
         raise TemplateError("the rendered plist does not hold the fixed label and arguments")
     return rendered
