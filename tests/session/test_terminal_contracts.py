@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -303,7 +304,7 @@ async def test_data_events_carry_the_transcript_end_a_lagging_viewer_is_behind(
     await asyncio.to_thread(_type, agloved, session_id, "seq 1 60000; echo SEQ-$((9*9))")
     await asyncio.to_thread(_until_in_transcript, agloved, session_id, b"SEQ-81\r\n")
     async with AsyncClient.for_runtime_dir(agloved.runtime) as client:
-        events = [
+        events: list[dict[str, Any]] = [
             event
             async for event in client.stream(
                 "session.attach",
