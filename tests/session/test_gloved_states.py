@@ -276,3 +276,20 @@ def test_recovery_keeps_a_receipt_that_was_written_before_the_terminal_record(
     finally:
         assert home.stop() == 0
     assert _states(home, session_id)[-2:] == ["finalizing", "terminal"]
+
+
+def test_an_exposure_alias_is_any_identifier_a_plan_may_name(
+    gloved: Gloved, tmp_path: Path
+) -> None:
+    """``exposure.create`` takes exactly the plan's identifiers: a digit-first alias works
+    end to end; an upper-case or ``_``-first one is refused like a plan would refuse it."""
+    work = tmp_path / "w"
+    work.mkdir()
+    gloved.call("exposure.create", {"alias": "2work", "path": str(work)})
+    verdict = gloved.call("plan.validate", {"plan": plan_text(exposures=["2work"])})
+    assert verdict["valid"] is True, verdict
+    for bad in ("Work", "_w", "-w", "w" * 65):
+        with pytest.raises(RemoteError) as refused:
+            gloved.call("exposure.create", {"alias": bad, "path": str(work)})
+        assert refused.value.code == "invalid_params", bad
+        assert not gloved.call("plan.validate", {"plan": plan_text(exposures=[bad])})["valid"]

@@ -23,6 +23,7 @@ from msgspec import Meta
 from glove.control import CallContext, MethodError, MethodRegistry
 from glove.journal.errors import JournalError, ReceiptAckError, ReceiptError
 from glove.plan import PlanError
+from glove.plan._model import IDENTIFIER_PATTERN
 from glove.session._registry import MAX_LIST_PAGE, SessionRegistry, SessionView
 from glove.session.errors import (
     ExposureError,
@@ -53,7 +54,8 @@ MAX_PLAN_TEXT_CHARS: Final = 64 * 1024
 MAX_RECEIPTS_PAGE: Final = 1000
 
 SessionId = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z-]+$")]
-Alias = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[a-z][a-z0-9_-]*$")]
+#: An exposure alias: exactly the identifiers a plan may name (``glove.plan``).
+Alias = Annotated[str, Meta(pattern=f"^{IDENTIFIER_PATTERN}$")]
 State = Literal["created", "preparing", "composed", "running", "finalizing", "terminal"]
 PlanParam = Annotated[str, Meta(max_length=MAX_PLAN_TEXT_CHARS)] | dict[str, Any]
 
