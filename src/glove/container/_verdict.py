@@ -20,7 +20,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
-from glove.container._limits import MECH_RLIMIT_AS, MECH_RLIMIT_CPU, LimitPlan
+from glove.container._limits import (
+    MECH_RLIMIT_AS,
+    MECH_RLIMIT_CPU,
+    MECH_RLIMIT_NPROC_USERNS,
+    LimitPlan,
+)
 from glove.container._result import (
     EXIT_NOT_EXECUTABLE,
     EXIT_NOT_FOUND,
@@ -140,6 +145,10 @@ def _limit_reports(
             # unless the process said so on stderr or its resident set reached the limit.
             evidence = observed.oom_seen or usage_of(observed.messages).peak_rss_bytes >= plan.value
             hit = True if evidence else None
+        elif name == "pids" and plan.mechanism == MECH_RLIMIT_NPROC_USERNS and not hit:
+            # A refused fork is EAGAIN inside one process: nothing outside it can tell, so
+            # the report says unknown rather than "not reached".
+            hit = None
         elif name == "cpu_time" and plan.mechanism == MECH_RLIMIT_CPU:
             hit = isinstance(signaled, Signaled) and signaled.signum == signal.SIGXCPU
         elif name == "cpus":
