@@ -17,6 +17,7 @@ import pytest
 
 from glove.container import LIMIT_NAMES
 from glove.control import RemoteError
+from glove.protocol import PROTOCOL_VERSION
 from glove.session import LIFECYCLE_METHODS
 from tests.remote.conftest import IMAGE, IMAGE_DIGEST, IMAGE_HEX, ed25519_public_line
 from tests.session._gloved import Gloved
@@ -110,14 +111,17 @@ def test_gloved_with_a_remote_backend_is_construction_only(
     lifecycle method is method_not_found; health answers."""
     home, _ = remote_gloved
     caps = home.call("capabilities")
-    assert caps["backend"] == "remote_linux_container"
-    assert caps["lifecycle_operational"] is False
-    assert caps["schema_version"] == 0
-    assert caps["runtimes"] == []
-    assert caps["networks"] == []
-    assert caps["terminals"] == []
-    assert caps["limits"] == dict.fromkeys(LIMIT_NAMES, "unavailable")
-    assert caps["reason"] == "the remote_linux_container backend is construction-only"
+    assert caps == {  # exactly what docs/remote.md shows
+        "schema_version": 0,
+        "protocol": PROTOCOL_VERSION,
+        "lifecycle_operational": False,
+        "runtimes": [],
+        "limits": dict.fromkeys(LIMIT_NAMES, "unavailable"),
+        "networks": [],
+        "terminals": [],
+        "reason": "the remote_linux_container backend is construction-only",
+        "backend": "remote_linux_container",
+    }
     for method in LIFECYCLE_METHODS:
         with pytest.raises(RemoteError) as refused:
             home.call(method, {})
@@ -206,8 +210,11 @@ def test_an_invalid_remote_backend_stops_gloved_starting(
     """One bad field: gloved exits non-zero with one stderr line naming the field, no
     traceback, no socket and no SSH files left behind."""
     home = _home(tmp_path, remote_table(**changes))
-    with pytest.raises(AssertionError, match="exited"):
-        home.start()
+    try:
+        with pytest.raises(AssertionError, match="exited"):
+            home.start()
+    finally:
+        home.stop()  # only does something if gloved wrongly started
     assert home.proc is not None
     assert home.proc.returncode == 2
     lines = [line for line in home.stderr().splitlines() if line.strip()]
