@@ -192,12 +192,17 @@ class ConnectionReceiver:
             _log.warning("refused %s from the sandbox", what)
 
 
-def prepare_guest_dir() -> Path:
-    """Create the private host directory bound read-only at :data:`GUEST_DIR` (0700)."""
+def prepare_guest_dir(*, relay: bool = True) -> Path:
+    """Create the private host directory bound read-only at :data:`GUEST_DIR` (0700).
+
+    Without ``relay`` (network ``proxy``: the egress helper relays MCP itself, ``glove-egress
+    --mcp``) only the shim is written.
+    """
     private = Path(tempfile.mkdtemp(prefix="glove-run-"))
     private.chmod(0o700)
     package = resources.files("glove.mcp")
-    for source, name in (("shim.py", SHIM_NAME), ("relay.py", RELAY_NAME)):
+    files = [("shim.py", SHIM_NAME)] + ([("relay.py", RELAY_NAME)] if relay else [])
+    for source, name in files:
         target = private / name
         target.write_bytes(package.joinpath(source).read_bytes())
         target.chmod(0o555)

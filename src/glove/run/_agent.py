@@ -41,7 +41,6 @@ from glove.mcp._kernel import RUN_ID_BYTES
 from glove.mcp._run import (
     GUEST_CHANNEL_FD,
     GUEST_DIR,
-    RELAY_NAME,
     GuestSetup,
     guest_env,
     prepare_guest_dir,
@@ -199,12 +198,11 @@ def _dry_run(
     network: NetworkChoice,
 ) -> int:
     """Describe the sandbox, guest parts included, without starting any upstream."""
-    private = prepare_guest_dir()
+    private = prepare_guest_dir(relay=network.mode != "proxy")
     parts: EgressParts | None = None
     try:
         setup: GuestSetup | EgressParts
         if network.mode == "proxy":
-            (private / RELAY_NAME).unlink()
             parts = prepare_egress(private)
             setup = parts
         else:
@@ -241,7 +239,7 @@ async def _session(
 ) -> _Run:
     """One session tree: the mediation, the agent channel, [egress,] then the sandbox."""
     loop = asyncio.get_running_loop()
-    private = await asyncio.to_thread(prepare_guest_dir)
+    private = await asyncio.to_thread(prepare_guest_dir, relay=network.mode != "proxy")
     installed: list[int] = []
     wiring: SessionWiring | None = None
     run_id = secrets.token_hex(RUN_ID_BYTES)

@@ -130,7 +130,7 @@ async def session_tools(
         protected = (*protected, *mediator_protected(mcp_config, config))
         config = msgspec.structs.replace(config, audit=str(audit_path))
         mediation = build_mediation(config, run_id=session_id)
-        private = await asyncio.to_thread(prepare_guest_dir)
+        private = await asyncio.to_thread(prepare_guest_dir, relay=rules is None)
     try:
         wiring = SessionWiring(
             run_id=session_id,

@@ -119,13 +119,11 @@ class SessionWiring:
         from glove.audit import AuditLog
         from glove.egress import EgressProxy, Kind
         from glove.egress._channel import UNIX_FAMILIES
-        from glove.mcp._run import CONNECTION_BYTE, RELAY_NAME, AgentChannel
+        from glove.mcp._run import CONNECTION_BYTE, AgentChannel
         from glove.run._egress import RunAudit, prepare_egress
 
         self._channel: AgentChannel | None = None
         self._audit: AuditLog | None = None
-        if private is not None:
-            (private / RELAY_NAME).unlink(missing_ok=True)  # glove-egress --mcp does its job
         self.parts = parts = prepare_egress(private)
         self.guest_end = parts.guest_end
         sink: Any
