@@ -13,7 +13,7 @@ Pure cores (no asyncio, os or socket): :mod:`._rules`, :mod:`._addresses`, :mod:
 """
 
 from glove.egress._addresses import address_class, is_public
-from glove.egress._channel import ChannelReceiver, Kind
+from glove.egress._channel import INET_FAMILIES, UNIX_FAMILIES, ChannelReceiver, Kind
 from glove.egress._check import (
     Explanation,
     NetworkPolicy,
@@ -91,9 +91,11 @@ __all__ = [
     "DEFAULT_PORTS",
     "GUEST_CHANNEL_FD",
     "GUEST_DIR",
+    "INET_FAMILIES",
     "MAX_HEAD_BYTES",
     "READ_ONLY_METHODS",
     "RESOLV_TARGET",
+    "UNIX_FAMILIES",
     "AddressCheck",
     "AuditSink",
     "ChannelError",

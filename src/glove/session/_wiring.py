@@ -117,8 +117,7 @@ class SessionWiring:
         audit_path: str | None,
     ) -> None:
         from glove.audit import AuditLog
-        from glove.egress import EgressProxy, Kind
-        from glove.egress._channel import UNIX_FAMILIES
+        from glove.egress import UNIX_FAMILIES, EgressProxy, Kind
         from glove.mcp._run import CONNECTION_BYTE, AgentChannel
         from glove.run._egress import RunAudit, prepare_egress
 

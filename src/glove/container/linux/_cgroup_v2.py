@@ -72,6 +72,25 @@ KILL_WAIT_S: Final = 2.0
 #: How long teardown retries ``rmdir`` while the kernel releases a just-emptied group.
 RMDIR_RETRY_S: Final = 1.0
 RMDIR_RETRY_STEP_S: Final = 0.01
+
+
+def rmdir_retrying(path: Path, deadline: float) -> None:
+    """Remove the cgroup directory ``path``, retrying until ``deadline`` (monotonic) while
+    the kernel finishes releasing a group whose last process just died; a group that is
+    still busy then is left behind (it is empty and harmless)."""
+    while True:
+        try:
+            path.rmdir()
+        except FileNotFoundError:
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                return
+            time.sleep(RMDIR_RETRY_STEP_S)
+        else:
+            return
+
+
 #: Microseconds per second (``cpu.stat`` counts microseconds).
 USEC_PER_S: Final = 1_000_000
 
@@ -436,15 +455,5 @@ class V2Group:
             return
         self.kill()
         self.wait_unpopulated(KILL_WAIT_S)
-        deadline = time.monotonic() + RMDIR_RETRY_S
-        while True:
-            try:
-                path.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    break
-                time.sleep(RMDIR_RETRY_STEP_S)
+        rmdir_retrying(path, time.monotonic() + RMDIR_RETRY_S)
         self.path = None

@@ -38,14 +38,18 @@ from glove.container._limits import (
     cpu_quota_us,
 )
 from glove.container.errors import SandboxSetupError
-from glove.container.linux._cgroup_v2 import V2Group, V2Probe, claim_site, probe_v2
+from glove.container.linux._cgroup_v2 import (
+    RMDIR_RETRY_S,
+    V2Group,
+    V2Probe,
+    claim_site,
+    probe_v2,
+    rmdir_retrying,
+)
 
 CGROUP_V1_ROOT: Final = Path("/sys/fs/cgroup")
 #: The directory under each controller that holds Glove's sandbox groups.
 GLOVE_GROUP: Final = "glove"
-#: How long teardown retries ``rmdir`` while the kernel finishes releasing a dead group.
-RMDIR_RETRY_S: Final = 1.0
-RMDIR_RETRY_STEP_S: Final = 0.01
 
 _CONTROLLERS: Final = {
     MECH_CGROUP_V1_MEMORY: "memory",
@@ -257,18 +261,9 @@ class CgroupSet:
 
     def destroy(self) -> None:
         """Remove the groups (retrying briefly while the kernel releases them)."""
-        deadline = time.monotonic() + RMDIR_RETRY_S
+        deadline = time.monotonic() + RMDIR_RETRY_S  # one budget for all the groups
         for path in self._groups():
-            while True:
-                try:
-                    path.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        break
-                    time.sleep(RMDIR_RETRY_STEP_S)
+            rmdir_retrying(path, deadline)
         self.dirs = {}
 
 
