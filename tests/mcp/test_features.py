@@ -6,19 +6,38 @@ serves (``GLOVE_TEST_CALL_LOG``), so each denial is proven never to reach it.
 
 from __future__ import annotations
 
+import asyncio
+import http.client
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from glove.actors import running
 from glove.mcp import ToolNameError, start_mediation
 from glove.mcp._config import load_config
+from glove.mcp._http_checks import HttpOptions
+from glove.mcp._http_server import HttpFront
 from glove.mcp.errors import INVALID_PARAMS, METHOD_NOT_FOUND, POLICY_DENIED
+from mcp import Client
 
 from .conformance import FIXTURE, PYTHON
-from .conftest import RawAgent, raw_agent, read_audit, read_calls, sdk_server, write_config
+from .conftest import (
+    RAW_TIMEOUT_S,
+    RawAgent,
+    glove_params,
+    hostile_server,
+    raw_agent,
+    read_audit,
+    read_calls,
+    sdk_server,
+    write_config,
+)
 
 RESOURCE_NOT_FOUND = -32002
+PROMPTS_CHANGED = "notifications/prompts/list_changed"
+RESOURCES_CHANGED = "notifications/resources/list_changed"
 AGENT_CAPABILITIES = {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
 
 RESTRICTIVE = """
@@ -281,3 +300,233 @@ async def test_bare_names_are_transparent_and_collisions_fail_startup(tmp_path: 
         await start_mediation(load_config(clash))
     assert "'one'" in str(failure.value)
     assert "'two'" in str(failure.value)
+
+
+FEATURE_SPLIT = """
+version = 1
+
+[[tools]]
+name = "*__test_tool_with_logging"
+
+[[prompts]]
+name = "ref__test_simple_prompt"
+[[prompts]]
+name = "ok__test_simple_prompt"
+
+[[features]]
+id = "ok-may"
+upstream = "ok"
+allow = ["logging", "completion"]
+"""
+
+
+def _two_references(tmp_path: Path) -> Path:
+    """Two conformance servers: ``ref`` (no features allowed) and ``ok`` (logging, completion)."""
+    upstreams = {
+        uid: {
+            "command": [PYTHON, str(FIXTURE), "stdio"],
+            "env": {"GLOVE_TEST_CALL_LOG": str(tmp_path / f"calls-{uid}")},
+            "era": "legacy",
+        }
+        for uid in ("ref", "ok")
+    }
+    return write_config(tmp_path, upstreams, FEATURE_SPLIT)
+
+
+def _completion(prompt: str) -> dict[str, Any]:
+    return {"ref": {"type": "ref/prompt", "name": prompt}, "argument": {"name": "a", "value": "p"}}
+
+
+async def test_logging_and_completion_are_decided_per_upstream_and_audited(
+    tmp_path: Path,
+) -> None:
+    """With logging and completion allowed for one upstream only, the other never receives
+    a setLevel or a completion: the denial (and the unknown reference) is audited with its
+    reason, and the allowed upstream's calls are audited as allowed."""
+    async with raw_agent(_two_references(tmp_path)) as agent:
+        init = await _initialize(agent)
+        assert {"logging", "completions"} <= set(init["capabilities"])
+        assert (await agent.request("logging/setLevel", {"level": "debug"}))["result"] == {}
+        denied = await agent.request("completion/complete", _completion("ref__test_simple_prompt"))
+        assert denied["error"]["code"] == POLICY_DENIED
+        hidden = await agent.request(
+            "completion/complete", _completion("ref__test_prompt_with_image")
+        )
+        assert hidden["error"]["code"] == INVALID_PARAMS
+        assert hidden["error"]["message"].startswith("Unknown prompt")
+        template = {
+            "ref": {"type": "ref/resource", "uri": "ref+test://template/{id}/data"},
+            "argument": {"name": "id", "value": "1"},
+        }
+        unseen = await agent.request("completion/complete", template)
+        assert unseen["error"]["code"] == RESOURCE_NOT_FOUND
+        allowed = await agent.request("completion/complete", _completion("ok__test_simple_prompt"))
+        assert allowed["result"]["completion"]["values"] == ["paris", "park", "party"]
+        logged, seen = await _exchange(
+            agent, "tools/call", {"name": "ref__test_tool_with_logging", "arguments": {}}
+        )
+        assert "result" in logged
+        assert [m for m in seen if m.get("method") == "notifications/message"] == []
+        logged, seen = await _exchange(
+            agent, "tools/call", {"name": "ok__test_tool_with_logging", "arguments": {}}
+        )
+        assert "result" in logged
+        logs = [m["params"] for m in seen if m.get("method") == "notifications/message"]
+        assert [entry["logger"] for entry in logs] == ["ok/conformance"] * 3
+    denied_calls = read_calls(tmp_path / "calls-ref")
+    assert [c for c in denied_calls if c == "complete" or c.startswith("setLevel")] == []
+    allowed_calls = read_calls(tmp_path / "calls-ok")
+    assert [c for c in allowed_calls if c == "complete" or c.startswith("setLevel")] == [
+        "setLevel:debug",
+        "complete",
+    ]
+    records = read_audit(tmp_path / "audit.log")
+    logging_records = [r for r in records if r["kind"] == "mcp.logging"]
+    assert [(r["decision"], r["level"], r["upstreams"]) for r in logging_records] == [
+        ("allow", "debug", ["ok"])
+    ]
+    completes = [
+        (r["decision"], r.get("upstream"), r["target"], r.get("rule"), r["reason"])
+        for r in records
+        if r["kind"] == "mcp.complete"
+    ]
+    assert completes == [
+        (
+            "deny",
+            "ref",
+            "ref__test_simple_prompt",
+            None,
+            "no rule allows 'completion' for upstream 'ref' (deny by default)",
+        ),
+        (
+            "unknown_ref",
+            None,
+            "ref__test_prompt_with_image",
+            None,
+            "no visible prompt or template",
+        ),
+        (
+            "unknown_ref",
+            None,
+            "ref+test://template/{id}/data",
+            None,
+            "no visible prompt or template",
+        ),
+        (
+            "allow",
+            "ok",
+            "ok__test_simple_prompt",
+            "ok-may",
+            "completion for upstream 'ok' is allowed by ok-may",
+        ),
+    ]
+
+
+async def test_prompt_and_resource_list_changes_reach_the_sdk_agent(tmp_path: Path) -> None:
+    """An upstream's prompts/list_changed and resources/list_changed reach the agent's SDK
+    client, and the re-listed prompt and resource are served."""
+    upstream = {"command": sdk_server("lists_changed"), "era": "legacy"}
+    config = write_config(tmp_path, {"dyn": upstream}, "allow-all")
+    received: list[str] = []
+    both = asyncio.Event()
+
+    async def on_message(message: Any) -> None:
+        method = getattr(message, "method", None)
+        if isinstance(method, str):
+            received.append(method)
+        if {PROMPTS_CHANGED, RESOURCES_CHANGED} <= set(received):
+            both.set()
+
+    params = glove_params(config)
+    async with Client(params, mode="legacy", cache=None, message_handler=on_message) as client:
+        assert [p.name for p in (await client.list_prompts()).prompts] == ["dyn__first"]
+        await client.call_tool("dyn__grow", {})
+        async with asyncio.timeout(RAW_TIMEOUT_S):
+            await both.wait()
+        prompts = [p.name for p in (await client.list_prompts()).prompts]
+        assert prompts == ["dyn__first", "dyn__second"]
+        resources = [r.uri for r in (await client.list_resources()).resources]
+        assert resources == ["dyn+dyn://first", "dyn+dyn://second"]
+
+
+CAPABILITY_POLICY = """
+version = 1
+
+[[features]]
+upstream = "asks"
+allow = ["sampling"]
+[[features]]
+upstream = "all"
+allow = ["sampling", "elicitation", "roots"]
+"""
+
+
+def _recorders(tmp_path: Path) -> Path:
+    """Two raw upstreams that record the ``initialize`` params they receive."""
+    upstreams = {
+        uid: {
+            "command": hostile_server("hang"),
+            "env": {"GLOVE_TEST_INIT_LOG": str(tmp_path / f"init-{uid}")},
+            "era": "legacy",
+        }
+        for uid in ("asks", "all")
+    }
+    return write_config(tmp_path, upstreams, CAPABILITY_POLICY)
+
+
+def _declared(log: Path) -> list[dict[str, Any]]:
+    """The client capabilities each ``initialize`` a recorder received declared."""
+    return [json.loads(line)["capabilities"] for line in log.read_text().splitlines()]
+
+
+async def test_each_upstream_is_told_only_the_client_features_its_policy_allows(
+    tmp_path: Path,
+) -> None:
+    """An upstream allowed only sampling is declared only ``sampling``; over HTTP, where the
+    agent is known first, each declaration is narrowed to (and copies) the agent's own."""
+    async with raw_agent(_recorders(tmp_path)) as agent:
+        await agent.initialize()
+    assert _declared(tmp_path / "init-asks") == [{"sampling": {}}]
+    assert _declared(tmp_path / "init-all") == [
+        {"sampling": {}, "elicitation": {}, "roots": {"listChanged": True}}
+    ]
+    for log in ("init-asks", "init-all"):
+        (tmp_path / log).unlink()
+
+    config = load_config(_recorders(tmp_path))
+    async with running(HttpFront(config, HttpOptions())) as front:
+        assert front.port is not None
+        for capabilities in (
+            {"sampling": {"context": {}}, "elicitation": {"form": {}}, "roots": {}},
+            {"elicitation": {}, "roots": {"listChanged": True}},
+        ):
+            status = await asyncio.to_thread(_http_initialize, front.port, capabilities)
+            assert status == 200
+    assert _declared(tmp_path / "init-asks") == [{"sampling": {"context": {}}}, {}]
+    assert _declared(tmp_path / "init-all") == [
+        {"sampling": {"context": {}}, "elicitation": {"form": {}}, "roots": {}},
+        {"elicitation": {}, "roots": {"listChanged": True}},
+    ]
+
+
+def _http_initialize(port: int, capabilities: dict[str, Any]) -> int:
+    """POST one ``initialize`` declaring ``capabilities``; return the HTTP status."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "clientInfo": {"name": "t", "version": "0"},
+        },
+    }
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=RAW_TIMEOUT_S)
+    try:
+        connection.request("POST", "/mcp", json.dumps(body).encode(), headers)
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
