@@ -29,6 +29,8 @@ READ_CHUNK_BYTES: Final = 64 * 1024
 PROC_ROOT: Final = "/proc"
 #: Bytes read of one ``/proc/<pid>/stat`` (one line: comm is at most 64 bytes, then numbers).
 STAT_READ_BYTES: Final = 4096
+#: What :func:`host_tasks` says when ``/proc/loadavg`` cannot be read: above any limit.
+UNKNOWN_HOST_TASKS: Final = 2**62
 #: Index of ``ppid`` and ``num_threads`` among the ``stat`` fields after ``comm``'s ")".
 _STAT_PPID: Final = 1
 _STAT_THREADS: Final = 17
@@ -250,4 +252,21 @@ def nproc_reached(process: SandboxProcess) -> bool:
     False when that is not the pids mechanism. Below the limit, never true.
     """
     limit = process.nproc_limit
-    return limit is not None and count_tasks(process.pid) >= limit
+    if limit is None or host_tasks() < limit:
+        return False  # one read: the whole host has fewer tasks than the limit
+    return count_tasks(process.pid) >= limit
+
+
+def host_tasks(proc: str = PROC_ROOT) -> int:
+    """Every task on the host (``/proc/loadavg``'s total, zombies included), an upper bound
+    on any tree's count; a very large number when it cannot be read (then the tree is
+    counted)."""
+    try:
+        fd = os.open(f"{proc}/loadavg", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            raw = os.read(fd, STAT_READ_BYTES)
+        finally:
+            os.close(fd)
+        return int(raw.split()[3].partition(b"/")[2])
+    except (OSError, IndexError, ValueError):
+        return UNKNOWN_HOST_TASKS
