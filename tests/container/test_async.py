@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -18,6 +20,7 @@ from glove.container import (
     build_spec,
     decode_profile,
 )
+from tests.conftest import Unpriv
 
 PROFILE = b'extends = "default"\n[workspace]\nenabled = false\n'
 
@@ -194,3 +197,53 @@ async def test_cgroup_hits_end_the_sandbox_on_the_loop() -> None:
     assert bomb.error == "pids limit reached"
     assert bomb.limits["pids"].hit is True
     assert bomb.limits["pids"].mechanism.startswith("cgroup-")
+
+
+_NPROC_ON_THE_LOOP = r"""
+import asyncio, json
+import msgspec
+from glove.container import AsyncSandbox, build_spec, decode_profile
+
+PROFILE = b'extends = "default"\n[workspace]\nenabled = false\n'
+BOMB = (
+    "import os, time\ntry:\n    while True:\n        if os.fork() == 0:\n"
+    "            time.sleep(30)\nexcept OSError:\n    time.sleep(30)\n"
+)
+HOLD = (  # with itself 14 processes, --pids 16 less two, for a second (many polls)
+    "import os, time\nfor _ in range(13):\n    if os.fork() == 0:\n"
+    "        time.sleep(1); os._exit(0)\nwhile True:\n    try: os.wait()\n"
+    "    except ChildProcessError: break\n"
+)
+
+async def one(code):
+    spec = build_spec(decode_profile(PROFILE, "<t>"), ["python3", "-c", code], cwd="/",
+                      host_env={})
+    spec = msgspec.structs.replace(spec, limits=msgspec.structs.replace(spec.limits, pids=16))
+    box = AsyncSandbox(spec, on_output=lambda stream, data: None)
+    await box.start()
+    r = await box.wait()
+    p = r.limits["pids"]
+    return [r.outcome, r.exit_code, r.error, p.mechanism, p.hit]
+
+async def main():
+    print(json.dumps([await one(BOMB), await one(HOLD)]))
+
+asyncio.run(main())
+"""
+
+
+def test_the_loop_ends_a_tree_at_its_user_namespace_nproc(unpriv: Unpriv) -> None:
+    """Unprivileged, without a cgroup: the loop's poll counts the tree and kills it for pids
+    once it reaches RLIMIT_NPROC, and leaves one holding limit-2 processes alone."""
+    done = subprocess.run(
+        unpriv.command(unpriv.python, "-c", _NPROC_ON_THE_LOOP),
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    bomb, hold = json.loads(done.stdout)
+    assert bomb == ["limit", 137, "pids limit reached", "rlimit-nproc-userns", True]
+    assert hold == ["exited", 0, None, "rlimit-nproc-userns", None]

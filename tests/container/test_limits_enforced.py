@@ -8,6 +8,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.container.conftest import GloveExec
 
 
@@ -69,9 +71,14 @@ def test_disk_limit_bounds_scratch(glove_exec: GloveExec) -> None:
     assert done.status["limits"]["disk"]["hit"] is True
 
 
-def test_pids_limit_stops_a_fork_bomb(glove_exec: GloveExec) -> None:
-    """A fork loop hits --pids; on a cgroup the refused fork ends the whole sandbox at once
-    (a setsid'd sleeper too); under the user-namespace rlimit the loop sees EAGAIN."""
+@pytest.mark.parametrize("mode", ["clone3", "fork"])
+def test_pids_limit_stops_a_fork_bomb(
+    glove_exec: GloveExec, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A fork loop hits --pids and the whole sandbox ends at once (a setsid'd sleeper too):
+    on a cgroup from the refused fork, under the user-namespace rlimit from the supervisor's
+    count of the tree reaching it, on either launch path (the fork path has a reaper)."""
+    monkeypatch.setenv("GLOVE_SANDBOX_LAUNCH", mode)
     marker = f"glove-pids-{os.getpid()}-{glove_exec.who}"
     done = glove_exec(
         "/bin/bash",
@@ -89,21 +96,38 @@ def test_pids_limit_stops_a_fork_bomb(glove_exec: GloveExec) -> None:
         flags=("--pids", "16"),
         timeout=60,
     )
-    report = done.status["limits"]["pids"]
-    if glove_exec.who == "root":
-        assert report == {"value": 16, "mechanism": "cgroup-v1-pids", "hit": True}
-        assert done.status["outcome"] == "limit"
-        assert done.status["error"] == "pids limit reached"
-        assert done.rc == 137
-        assert done.stdout == ""  # killed within the second the loop waits before printing
-    else:
-        # The fork was refused (the limit held), but from outside that cannot be seen.
-        assert report == {"value": 16, "mechanism": "rlimit-nproc-userns", "hit": None}
-        forked, err = done.stdout.split()
-        assert err == "11"  # EAGAIN
-        assert 8 <= int(forked) <= 16
+    mechanism = "cgroup-v1-pids" if glove_exec.who == "root" else "rlimit-nproc-userns"
+    assert done.status["limits"]["pids"] == {"value": 16, "mechanism": mechanism, "hit": True}
+    assert done.status["outcome"] == "limit"
+    assert done.status["error"] == "pids limit reached"
+    assert done.rc == 137
+    assert done.stdout == ""  # killed within the second the loop waits before printing
     left = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
     assert left.stdout == b""
+
+
+@pytest.mark.parametrize("mode", ["clone3", "fork"])
+def test_pids_below_the_limit_are_not_killed(
+    glove_exec: GloveExec, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A command holding limit-2 processes for a second (many polls) runs to its end: the
+    count never reaches the limit, on either launch path."""
+    monkeypatch.setenv("GLOVE_SANDBOX_LAUNCH", mode)
+    hold = (
+        "import os, time\n"
+        "kids = []\n"
+        "for _ in range(13):\n"  # with this one, 14 processes: --pids 16 less two
+        "    kid = os.fork()\n"
+        "    if kid == 0:\n"
+        "        time.sleep(1); os._exit(0)\n"
+        "    kids.append(kid)\n"
+        "print(sum(os.waitstatus_to_exitcode(os.waitpid(k, 0)[1]) == 0 for k in kids))\n"
+    )
+    done = glove_exec("python3", "-c", hold, flags=("--pids", "16"), timeout=60)
+    assert done.status["outcome"] == "exited", done.status
+    assert done.rc == 0
+    assert done.stdout == "13\n"
+    assert done.status["limits"]["pids"]["hit"] is not True
 
 
 def test_memory_limit_mechanism_or_refusal(glove_exec: GloveExec) -> None:

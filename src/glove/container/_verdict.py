@@ -146,8 +146,10 @@ def _limit_reports(
             evidence = observed.oom_seen or usage_of(observed.messages).peak_rss_bytes >= plan.value
             hit = True if evidence else None
         elif name == "pids" and plan.mechanism == MECH_RLIMIT_NPROC_USERNS and not hit:
-            # A refused fork is EAGAIN inside one process: nothing outside it can tell, so
-            # the report says unknown rather than "not reached".
+            # Hit comes from the kill reason: the supervisor's task count found the tree at
+            # its RLIMIT_NPROC and killed it. Not killed is not "not reached": a refused
+            # fork is EAGAIN inside, and a burst to the limit and back between two samples
+            # of the count is not seen, so the report says unknown.
             hit = None
         elif name == "cpu_time" and plan.mechanism == MECH_RLIMIT_CPU:
             hit = isinstance(signaled, Signaled) and signaled.signum == signal.SIGXCPU

@@ -43,6 +43,7 @@ from glove.container.linux._events import (
     Wiring,
     adopt_terminal,
     answer_denial,
+    nproc_reached,
     read_output,
     receive_listener,
     wire_stdio,
@@ -220,7 +221,8 @@ class AsyncSandbox:
         if wall is not None:
             delay = max(0.0, process.released + wall - time.monotonic())
             self._timers.append(loop.call_later(delay, self._kill_for, "wall_time"))
-        if process.cgroups is not None:  # CPU time, an OOM kill, a refused fork
+        if process.cgroups is not None or process.nproc_limit is not None:
+            # CPU time, an OOM kill, a refused fork; the tree's size against RLIMIT_NPROC
             self._timers.append(loop.call_later(CPU_POLL_INTERVAL_S, self._poll_cpu))
 
     def _add_reader(self, fd: int, callback: Callable[[int], None]) -> None:
@@ -244,6 +246,8 @@ class AsyncSandbox:
         if self._exited or process is None:
             return
         reached = process.cgroups.reached() if process.cgroups is not None else None
+        if reached is None and nproc_reached(process):
+            reached = "pids"  # the tree is at its RLIMIT_NPROC: the next fork fails
         if reached is not None:
             self._kill_for(reached)
             return

@@ -4,6 +4,8 @@ Both supervisors (blocking, :mod:`._supervise`; asyncio, :mod:`._async`) wire th
 standard streams the same way and service the same descriptors: the init's pidfd, its
 status pipe, the seccomp listener it sends over the notify channel, and the output pipes or
 PTY master. These are the I/O steps they share; each supervisor only decides *when*.
+They also share the task count behind the ``rlimit-nproc-userns`` pids watchdog
+(:func:`count_tasks`, :func:`nproc_reached`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ from glove.container.linux._seccomp import syscall_name
 
 #: Bytes read from a pipe or the PTY per call.
 READ_CHUNK_BYTES: Final = 64 * 1024
+#: Where the launcher reads every process's ``stat`` (its own, host-side procfs).
+PROC_ROOT: Final = "/proc"
+#: Bytes read of one ``/proc/<pid>/stat`` (one line: comm is at most 64 bytes, then numbers).
+STAT_READ_BYTES: Final = 4096
+#: What :func:`host_tasks` says when ``/proc/loadavg`` cannot be read: above any limit.
+UNKNOWN_HOST_TASKS: Final = 2**62
+#: Index of ``ppid`` and ``num_threads`` among the ``stat`` fields after ``comm``'s ")".
+_STAT_PPID: Final = 1
+_STAT_THREADS: Final = 17
 
 Stream = Literal["stdout", "stderr", "pty"]
 
@@ -180,3 +191,82 @@ def answer_denial(listener: int) -> tuple[str, tuple[int, ...]] | None:
     ident, _pid, number, args = notification
     sc.answer_notification(listener, ident, errno.EPERM)
     return syscall_name(number), tuple(args)
+
+
+def _parents_and_threads(proc: str) -> dict[int, tuple[int, int]]:
+    """``{pid: (ppid, threads)}`` for every process visible in ``proc`` (one read each)."""
+    table: dict[int, tuple[int, int]] = {}
+    with os.scandir(proc) as entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                fd = os.open(f"{proc}/{entry.name}/stat", os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue  # exited since the listing
+            try:
+                raw = os.read(fd, STAT_READ_BYTES)
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            fields = raw.rpartition(b")")[2].split()  # comm may hold spaces and ")"
+            try:
+                table[int(entry.name)] = (int(fields[_STAT_PPID]), int(fields[_STAT_THREADS]))
+            except (IndexError, ValueError):
+                continue
+    return table
+
+
+def count_tasks(root: int, proc: str = PROC_ROOT) -> int:
+    """Tasks (threads included, zombies too) in the process tree rooted at host pid ``root``.
+
+    This is what RLIMIT_NPROC counts for a sandbox: every task of its uid in its user
+    namespace, i.e. the init (or the fork path's reaper) and all its descendants; orphans
+    are re-parented to the init of the pid namespace, so none leaves the tree. The kernel
+    has no per-namespace count and this host's procfs has no ``children`` files, so it is
+    one snapshot of ``/proc/*/stat`` (ppid, ``num_threads``): a task whose parent exits
+    during the scan may be missed (counted at the next poll), none is counted twice.
+    """
+    table = _parents_and_threads(proc)
+    if root not in table:
+        return 0
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in table.items():
+        children.setdefault(ppid, []).append(pid)
+    total, pending, seen = 0, [root], {root}
+    while pending:
+        pid = pending.pop()
+        total += max(1, table[pid][1])
+        for child in children.get(pid, ()):
+            if child not in seen:
+                seen.add(child)
+                pending.append(child)
+    return total
+
+
+def nproc_reached(process: SandboxProcess) -> bool:
+    """Whether the sandbox's tree is at its RLIMIT_NPROC (the ``rlimit-nproc-userns`` pids
+    limit): the kernel refuses the next fork, so the supervisor kills the tree for ``pids``.
+
+    False when that is not the pids mechanism. Below the limit, never true.
+    """
+    limit = process.nproc_limit
+    if limit is None or host_tasks() < limit:
+        return False  # one read: the whole host has fewer tasks than the limit
+    return count_tasks(process.pid) >= limit
+
+
+def host_tasks(proc: str = PROC_ROOT) -> int:
+    """Every task on the host (``/proc/loadavg``'s total, zombies included), an upper bound
+    on any tree's count; a very large number when it cannot be read (then the tree is
+    counted)."""
+    try:
+        fd = os.open(f"{proc}/loadavg", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            raw = os.read(fd, STAT_READ_BYTES)
+        finally:
+            os.close(fd)
+        return int(raw.split()[3].partition(b"/")[2])
+    except (OSError, IndexError, ValueError):
+        return UNKNOWN_HOST_TASKS

@@ -173,6 +173,10 @@ class SandboxProcess:
         self.reaped_status: int | None = None
         #: Launcher end of the socket the init sends its seccomp listener over (-1: none).
         self.notify_channel = -1
+        #: The RLIMIT_NPROC the sandbox's user namespace runs under when the pids mechanism
+        #: is ``rlimit-nproc-userns`` (the limit, one more on the fork path for its reaper,
+        #: which is inside the count), else None: the supervisors count the tree against it.
+        self.nproc_limit: int | None = None
         #: PTY mode: the master of the terminal the init made from the sandbox's own devpts
         #: (-1: none, or setup failed before it was made). The caller owns and closes it.
         self.pty_master = -1
@@ -752,6 +756,9 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         pid=pid, pidfd=pidfd, status_fd=status_read, plans=plans, cgroups=cgroups, started=started
     )
     process.released = time.monotonic()
+    nproc = enforced.get("pids")
+    if nproc is not None and nproc.mechanism == MECH_RLIMIT_NPROC_USERNS:
+        process.nproc_limit = int(nproc.value)
     if parent_channel is not None:
         process.notify_channel = parent_channel.detach()
     if pty_parent is not None:

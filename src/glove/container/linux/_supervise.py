@@ -36,6 +36,7 @@ from glove.container.linux._events import (
     Wiring,
     adopt_terminal,
     answer_denial,
+    nproc_reached,
     read_output,
     receive_listener,
     wire_stdio,
@@ -284,6 +285,8 @@ class _Supervisor:
         reached = process.cgroups.reached() if process.cgroups is not None else None
         if reached is not None:  # memory OOM, a refused fork, or the tree's CPU time
             self._kill(process, reached)
+        elif nproc_reached(process):  # the tree is at its RLIMIT_NPROC: the next fork fails
+            self._kill(process, "pids")
 
     def supervise(  # noqa: PLR0912, PLR0915 - one select loop; branches are its event kinds
         self, process: SandboxProcess, outputs: list[int]
@@ -310,7 +313,11 @@ class _Supervisor:
                 self._stdin_maybe_close()
         wall = self.spec.limits.wall_time
         deadline = process.released + wall if wall is not None else None
-        cpu_polled = "cpu_time" in process.plans or process.cgroups is not None
+        cpu_polled = (
+            "cpu_time" in process.plans
+            or process.cgroups is not None
+            or process.nproc_limit is not None
+        )
         exited_at: float | None = None
         open_outputs = set(outputs)
         while True:
