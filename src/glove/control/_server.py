@@ -108,16 +108,21 @@ class ControlServer(Actor):
             OSError: the secret or the socket could not be created.
         """
         self._secret = write_secret(self.paths.directory)
+        # Bound and listening under a private name, then renamed into place: a client that
+        # sees gloved.sock can connect at once (never ECONNREFUSED between bind and listen),
+        # and a stale socket of a dead instance is replaced atomically (we hold the lock).
+        staging = self.paths.socket.with_name(f".{self.paths.socket.name}.{os.getpid()}")
         with contextlib.suppress(FileNotFoundError):
-            self.paths.socket.unlink()  # a stale socket of a dead instance (we hold the lock)
+            staging.unlink()
         old_umask = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
-                self._accept, path=str(self.paths.socket), backlog=LISTEN_BACKLOG
+                self._accept, path=str(staging), backlog=LISTEN_BACKLOG
             )
         finally:
             os.umask(old_umask)
-        self.paths.socket.chmod(SOCKET_MODE)
+        staging.chmod(SOCKET_MODE)
+        staging.rename(self.paths.socket)
 
     async def on_stop(self) -> None:
         """Stop listening; remove the socket and the secret."""
