@@ -93,8 +93,8 @@ def _digits(value: int) -> Iterator[tuple[str, str]]:
     yield "underscore", text[0] + "_" + text[1:] if len(text) > 1 else text + "_0"
     yield "decimal point", text + ".0"
     yield "exponent", text + "e0"
-    yield "arabic-indic digits", text.translate(str.maketrans("0123456789", "٠١٢٣٤٥٦٧٨٩"))
-    yield "fullwidth digits", text.translate(str.maketrans("0123456789", "０１２３４５６７８９"))
+    yield "arabic-indic digits", "".join(chr(0x0660 + int(d)) for d in text)
+    yield "fullwidth digits", "".join(chr(0xFF10 + int(d)) for d in text)
     yield "hex", hex(value)
     yield "plus one", str(value + 1)
     yield "minus one", str(value - 1)
@@ -127,7 +127,7 @@ def _note_mutants(note: str, extra_lines: dict[str, str]) -> Iterator[tuple[str,
     for i in range(n):
         yield "line removed", f"line {i}", render(lines[:i] + lines[i + 1 :])
         for j in range(n + 1):
-            yield "line duplicated", f"line {i} at {j}", render(lines[:j] + [lines[i]] + lines[j:])
+            yield "line duplicated", f"line {i} at {j}", render([*lines[:j], lines[i], *lines[j:]])
     for i, j in itertools.permutations(range(n), 2):
         moved = lines[:i] + lines[i + 1 :]
         moved.insert(j, lines[i])
@@ -142,8 +142,8 @@ def _note_mutants(note: str, extra_lines: dict[str, str]) -> Iterator[tuple[str,
     yield "signatures reversed", "all", render(lines[: blank + 1] + lines[blank + 1 :][::-1])
     for name, extra in extra_lines.items():
         for j in range(blank + 1, n + 1):
-            yield "signature added", f"{name} at {j}", render(lines[:j] + [extra] + lines[j:])
-        yield "signature replaced", name, render(lines[: blank + 1] + [extra])
+            yield "signature added", f"{name} at {j}", render([*lines[:j], extra, *lines[j:]])
+        yield "signature replaced", name, render([*lines[: blank + 1], extra])
         yield "signature added", f"{name} after blank line", render([*lines, "", extra])
     for i in range(n):
         line = lines[i]
@@ -162,7 +162,7 @@ def _note_mutants(note: str, extra_lines: dict[str, str]) -> Iterator[tuple[str,
             yield (
                 "line re-encoded",
                 f"line {i}: {name}",
-                render(lines[:i] + [variant] + lines[i + 1 :]),
+                render([*lines[:i], variant, *lines[i + 1 :]]),
             )
     # the text lines: origin, size, root
     origin, size, root = lines[0], lines[1], lines[2]
@@ -185,7 +185,7 @@ def _note_mutants(note: str, extra_lines: dict[str, str]) -> Iterator[tuple[str,
         key_name, _, blob = rest.partition(" ")
 
         def put(variant: str, i: int = i) -> str:
-            return render(lines[:i] + [variant] + lines[i + 1 :])
+            return render([*lines[:i], variant, *lines[i + 1 :]])
 
         for dash in DASH_LOOKALIKES:
             yield "dash look-alike", f"line {i}: {dash!r}", put(dash + line[len(DASH) :])

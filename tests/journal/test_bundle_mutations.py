@@ -138,7 +138,8 @@ def _survivors(
         try:
             verify_bundle(mutant, VERIFIER, witnesses=witnesses)
         except ReceiptError as exc:
-            assert str(exc), (cls, name)  # refused with its reason
+            if not str(exc):
+                survivors.append((cls, f"{name}: refused without a reason"))
             continue
         survivors.append((cls, name))
     return survivors, classes
@@ -218,9 +219,9 @@ def test_the_witnesses_named_must_be_exactly_the_cosigners() -> None:
     plain = (VECTORS / "v1-s1-since.json").read_bytes()
     cosigned = _cosigned(plain)
     gamma = STRANGER.witness
-    with pytest.raises(UnverifiedSignature, match="line 2 .alpha"):
+    with pytest.raises(UnverifiedSignature, match=r"line 2 \(alpha"):
         verify_bundle(cosigned, VERIFIER)
-    with pytest.raises(UnverifiedSignature, match="line 3 .beta"):
+    with pytest.raises(UnverifiedSignature, match=r"line 3 \(beta"):
         verify_bundle(cosigned, VERIFIER, witnesses=[ALPHA.witness])
     with pytest.raises(SignatureInvalid, match="no cosignature of witness stranger"):
         verify_bundle(cosigned, VERIFIER, witnesses=[ALPHA.witness, BETA.witness, gamma])

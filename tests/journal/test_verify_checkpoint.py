@@ -14,14 +14,16 @@ from glove.journal.cli import EXIT_OK, EXIT_OTHER
 
 
 def _respellings(seq: int, tag: str) -> dict[str, str]:
+    arabic = "".join(chr(0x0660 + int(d)) for d in str(seq))
+    fullwidth = "".join(chr(0xFF10 + int(d)) for d in str(seq))
     return {
         "leading zero": f"0{seq}:{tag}",
         "plus sign": f"+{seq}:{tag}",
         "leading space": f" {seq}:{tag}",
         "trailing newline": f"{seq}:{tag}\n",
         "underscore": f"{seq}_0:{tag}",
-        "arabic-indic digits": f"{str(seq).translate(str.maketrans('0123456789', '٠١٢٣٤٥٦٧٨٩'))}:{tag}",
-        "fullwidth digits": f"{str(seq).translate(str.maketrans('0123456789', '０１２３４５６７８９'))}:{tag}",
+        "arabic-indic digits": f"{arabic}:{tag}",
+        "fullwidth digits": f"{fullwidth}:{tag}",
         "upper-case hex": f"{seq}:{tag.upper()}",
         "spaced hex": f"{seq}:{tag[:2]} {tag[2:]}",
         "hex prefix": f"{seq}:0x{tag}",

@@ -34,7 +34,7 @@ from glove.control._auth import (
     write_secret,
 )
 from glove.control._connection import Connection, Limits
-from glove.control._paths import SOCKET_MODE, RuntimePaths
+from glove.control._paths import SOCKET_MODE, RuntimePaths, socket_address
 from glove.control._registry import MethodRegistry
 from glove.protocol import (
     CONTROL_MAX_RESPONSE_BYTES,
@@ -112,9 +112,10 @@ class ControlServer(Actor):
             self.paths.socket.unlink()  # a stale socket of a dead instance (we hold the lock)
         old_umask = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(
-                self._accept, path=str(self.paths.socket), backlog=LISTEN_BACKLOG
-            )
+            with socket_address(self.paths.socket) as address:
+                self._server = await asyncio.start_unix_server(
+                    self._accept, path=address, backlog=LISTEN_BACKLOG
+                )
         finally:
             os.umask(old_umask)
         self.paths.socket.chmod(SOCKET_MODE)

@@ -124,7 +124,9 @@ def page_cmd(
     limit: int = typer.Option(100, "--limit", help="At most this many (1-1000)."),
     as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
     runtime_dir: Path | None = typer.Option(
-        None, "--runtime-dir", help="gloved's runtime directory (default: $XDG_RUNTIME_DIR/glove)."
+        None,
+        "--runtime-dir",
+        help="gloved's runtime directory (default: the one `glove doctor` names).",
     ),
 ) -> None:
     """A page of terminal receipts from gloved, in order, with the acknowledged position."""
@@ -148,7 +150,9 @@ def page_cmd(
 def ack_cmd(
     seq: int = typer.Argument(..., help="The next unacknowledged receipt's sequence number."),
     runtime_dir: Path | None = typer.Option(
-        None, "--runtime-dir", help="gloved's runtime directory (default: $XDG_RUNTIME_DIR/glove)."
+        None,
+        "--runtime-dir",
+        help="gloved's runtime directory (default: the one `glove doctor` names).",
     ),
 ) -> None:
     """Acknowledge receipt SEQ (in order: exactly the next one)."""
