@@ -34,7 +34,7 @@ from glove.control._auth import (
     write_secret,
 )
 from glove.control._connection import Connection, Limits
-from glove.control._paths import SOCKET_MODE, RuntimePaths
+from glove.control._paths import SOCKET_MODE, RuntimePaths, socket_address
 from glove.control._registry import MethodRegistry
 from glove.protocol import (
     CONTROL_MAX_RESPONSE_BYTES,
@@ -116,9 +116,10 @@ class ControlServer(Actor):
             staging.unlink()
         old_umask = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(
-                self._accept, path=str(staging), backlog=LISTEN_BACKLOG
-            )
+            with socket_address(staging) as address:
+                self._server = await asyncio.start_unix_server(
+                    self._accept, path=address, backlog=LISTEN_BACKLOG
+                )
         finally:
             os.umask(old_umask)
         staging.chmod(SOCKET_MODE)
