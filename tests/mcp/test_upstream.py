@@ -141,13 +141,14 @@ class _Events:
     """Records what an upstream reports to its mediation."""
 
     def __init__(self) -> None:
-        self.garbage_lines: list[bytes] = []
+        self.records: list[dict[str, object]] = []
 
     def list_changed(self, upstream_id: str, kind: str) -> None:
         """Ignored."""
 
-    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> None:
-        """Ignored."""
+    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> str | None:
+        """Passed on (nothing dropped)."""
+        return None
 
     async def server_request(
         self, upstream_id: str, method: str, params: dict[str, Any] | None
@@ -155,9 +156,9 @@ class _Events:
         """Refused."""
         raise RuntimeError("no")
 
-    def garbage(self, upstream_id: str, excerpt: bytes) -> None:
+    async def record(self, upstream_id: str, record: dict[str, object]) -> None:
         """Kept."""
-        self.garbage_lines.append(excerpt)
+        self.records.append(record)
 
 
 async def test_lenient_stdout_drops_a_stray_line_and_answers() -> None:
@@ -168,7 +169,8 @@ async def test_lenient_stdout_drops_a_stray_line_and_answers() -> None:
         assert _text(await actor.ask(CallTool("poke", {}), timeout=30)) == "answered"
         assert actor.state == "running"
     assert actor.dropped_lines == 1
-    assert events.garbage_lines == [b"a stray print from the server"]
+    assert [r["excerpt"] for r in events.records] == ["a stray print from the server"]
+    assert [r["dropped_so_far"] for r in events.records] == [1]
 
 
 async def _crashed(actor: UpstreamActor) -> None:
