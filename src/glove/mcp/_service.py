@@ -31,7 +31,15 @@ from typing import Any, Final
 
 import msgspec
 
-from glove.actors import Actor, ActorDead, Busy, ChildSpec, DeadlineExceeded, Supervisor
+from glove.actors import (
+    Actor,
+    ActorDead,
+    Busy,
+    ChildFailed,
+    ChildSpec,
+    DeadlineExceeded,
+    Supervisor,
+)
 from glove.mcp._catalog import Catalog
 from glove.mcp._config import McpConfig
 from glove.mcp._contracts import Refusal, arguments_digest
@@ -198,6 +206,12 @@ class Mediation:
         failure = self.supervisor.exit_reason
         if failure is None or isinstance(failure, asyncio.CancelledError):
             return None
+        # The child's own error, not the supervisor's escalation of it (whose message is
+        # its repr): an upstream's error then shows its stderr lines as they are written.
+        if isinstance(failure, ChildFailed):
+            while isinstance(failure, ChildFailed) and failure.cause is not None:
+                failure = failure.cause
+            return failure
         return failure.__cause__ or failure
 
 

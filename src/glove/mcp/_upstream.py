@@ -113,6 +113,7 @@ META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 CLIENT_INFO: Final = {"name": "glove", "version": "0.1.0"}
 LISTEN_FILTER: Final = {"toolsListChanged": True}
+LISTEN_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 #: list_changed notification -> the kind the actor re-lists.
 LIST_CHANGED: Final = {
     "notifications/tools/list_changed": "tools",
@@ -334,7 +335,11 @@ class UpstreamActor(Actor):
         return self._messages.count
 
     def _spawn(self, coro: Any, name: str) -> object:
-        return self.spawn_task(self._failing(coro), name=name)
+        task = self.spawn_task(self._failing(coro), name=name)
+        # A task cancelled before its first step (teardown right after a send) never runs
+        # ``coro``: close it, or Python warns on stderr that it was never awaited.
+        task.add_done_callback(lambda _: coro.close())
+        return task
 
     async def _failing(self, coro: Any) -> None:
         try:
@@ -756,6 +761,8 @@ class UpstreamActor(Actor):
                 return self._dropped(method, "progress of no request in flight")
             pending.progress({**params, "progressToken": pending.progress_token})
             return None
+        if method == LISTEN_ACKNOWLEDGED:
+            return None  # the server took Glove's own subscriptions/listen: nothing to pass on
         kind = LIST_CHANGED.get(method)
         if kind is not None:
             if self.era is None:

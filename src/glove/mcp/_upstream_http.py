@@ -315,7 +315,7 @@ class HttpTransport:
     ) -> AsyncIterator[bytes]:
         """Yield the body's bytes as they arrive (length-delimited, chunked or to EOF)."""
         length = body_length(head.headers, 1 << 62)
-        if head.status in (202, 204) or length == 0:
+        if head.status in (202, 204) or (length == 0 and head.header("content-length")):
             return
         if length is not None and head.header("content-length") is not None:
             got = rest[:length]
@@ -338,7 +338,9 @@ class HttpTransport:
                 data, _ = decoder.feed(chunk)
                 yield data
             return
-        yield rest  # neither: the body runs to the end of the connection
+        # Neither header: the body runs to the end of the connection (RFC 9112 section 6.3),
+        # as a plain HTTP/1.1 server streams SSE; body_length's 0 only means "no length".
+        yield rest
         while chunk := await reader.read(READ_CHUNK_BYTES):
             yield chunk
 
