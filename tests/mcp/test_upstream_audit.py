@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from glove.mcp._session import SESSION_ENDED
 from glove.mcp._upstream_audit import (
     AUDITED_EVERY,
     AUDITED_ONE_BY_ONE,
@@ -32,7 +33,6 @@ from glove.mcp._upstream_audit import (
     printable,
     stderr_lines,
 )
-from glove.mcp._session import SESSION_ENDED
 from glove.mcp.errors import UPSTREAM_FAILED
 from tests.conftest import Unpriv
 

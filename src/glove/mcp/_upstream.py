@@ -755,12 +755,7 @@ class UpstreamActor(Actor):
         params = message.params or {}
         method = message.method
         if method == "notifications/progress":
-            token = params.get("progressToken")
-            pending = self._pending.get(token) if isinstance(token, int) else None
-            if pending is None or pending.progress is None:
-                return self._dropped(method, "progress of no request in flight")
-            pending.progress({**params, "progressToken": pending.progress_token})
-            return None
+            return self._on_progress(params)
         if method == LISTEN_ACKNOWLEDGED:
             return None  # the server took Glove's own subscriptions/listen: nothing to pass on
         kind = LIST_CHANGED.get(method)
@@ -775,6 +770,16 @@ class UpstreamActor(Actor):
             return None
         why = self._events.notification(self.upstream_id, method, params)
         return None if why is None else self._dropped(method, why)
+
+    def _on_progress(self, params: dict[str, Any]) -> Awaitable[None] | None:
+        token = params.get("progressToken")
+        pending = self._pending.get(token) if isinstance(token, int) else None
+        if pending is None or pending.progress is None:
+            return self._dropped(
+                "notifications/progress", "progress for no request in flight that asked for it"
+            )
+        pending.progress({**params, "progressToken": pending.progress_token})
+        return None
 
     def _fail_all(self, exc: UpstreamError) -> None:
         pending, self._pending = self._pending, {}
