@@ -24,16 +24,16 @@ from typing import Any
 import pytest
 
 from glove.mcp._session import SESSION_ENDED
+from glove.mcp._text import printable
 from glove.mcp._upstream_audit import (
     AUDITED_EVERY,
     AUDITED_ONE_BY_ONE,
     STDERR_REPORT_BYTES,
     STDERR_REPORT_LINES,
     DropCounter,
-    printable,
     stderr_lines,
 )
-from glove.mcp.errors import UPSTREAM_FAILED
+from glove.mcp.errors import UPSTREAM_FAILED, UpstreamTransportError, agent_message
 from tests.conftest import Unpriv
 
 from .conftest import FIXTURES, PYTHON, RawAgent, hostile_server, toml_value
@@ -518,3 +518,16 @@ def test_stderr_lines_keep_the_last_lines_within_the_bounds() -> None:
     short = stderr_lines(b"".join(f"e{i}\n".encode() for i in range(30)))
     assert short == tuple(f"e{i}" for i in range(30 - STDERR_REPORT_LINES, 30))
     assert stderr_lines(b"") == ()
+
+
+def test_an_upstream_error_quoting_its_server_cannot_drive_a_terminal() -> None:
+    """An upstream error's message (which may quote the server) and its stderr lines are
+    neutralised; the agent's version carries neither the escapes nor the stderr."""
+    error = UpstreamTransportError("n", "bad tools/list: at `$.tools[0].\x1b]52;c;eA==\x07`")
+    error.add_stderr(stderr_lines(b"\x1b[2Jwiped\n"))
+    assert str(error) == (
+        "upstream 'n': bad tools/list: at `$.tools[0].\\u001b]52;c;eA==\\u0007`; "
+        "the last lines of its stderr:\n  | \\u001b[2Jwiped"
+    )
+    assert agent_message(error) == error.summary
+    assert "wiped" not in error.summary

@@ -48,8 +48,8 @@ from glove.mcp._features import client_capabilities as declared_capabilities
 from glove.mcp._kernel import RUN_ID_BYTES, ExposedTool, Mediator
 from glove.mcp._messages import ToolInfo
 from glove.mcp._session import AgentSession
+from glove.mcp._text import printable
 from glove.mcp._upstream import CallTool, Forward, UpstreamActor
-from glove.mcp._upstream_audit import printable
 from glove.mcp.errors import METHOD_NOT_FOUND, McpError, UpstreamError
 
 _log = logging.getLogger(__name__)

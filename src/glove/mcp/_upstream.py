@@ -61,6 +61,7 @@ from glove.mcp._messages import (
     Response,
     ToolInfo,
 )
+from glove.mcp._text import printable
 from glove.mcp._upstream_audit import (
     EXCERPT_BYTES,
     MESSAGE_KIND,
@@ -72,7 +73,6 @@ from glove.mcp._upstream_audit import (
     final_record,
     line_record,
     message_record,
-    printable,
     stderr_lines,
 )
 from glove.mcp.errors import (

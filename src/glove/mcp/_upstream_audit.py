@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from glove.mcp._text import printable
+
 #: Drops of one kind, per upstream, that each get a record of their own.
 AUDITED_ONE_BY_ONE: Final = 100
 #: After those, one drop in this many gets a record (with the running count).
@@ -33,37 +35,12 @@ EXCERPT_BYTES: Final = 160
 #: of at most this many bytes together (the most recent bytes are kept).
 STDERR_REPORT_LINES: Final = 10
 STDERR_REPORT_BYTES: Final = 2048
-#: Longest reason or method name recorded, in characters.
-MAX_RECORD_TEXT_CHARS: Final = 512
 
 OUTPUT_KIND: Final = "mcp.upstream_output"
 MESSAGE_KIND: Final = "mcp.upstream_message"
 FAILURE_KIND: Final = "mcp.upstream"
 
 Record = dict[str, object]
-
-
-def printable(text: str, limit: int = MAX_RECORD_TEXT_CHARS) -> str:
-    """``text`` with every character that is not printable (controls, escape sequences'
-    ESC, bidirectional overrides, line breaks) written as a ``\\uXXXX`` escape and cut to
-    ``limit`` characters, so it cannot drive a terminal or pass for another line."""
-    if text.isprintable() and len(text) <= limit:
-        return text
-    out: list[str] = []
-    size = 0
-    for char in text:
-        if char.isprintable():
-            piece = char
-        elif ord(char) > 0xFFFF:
-            piece = f"\\U{ord(char):08x}"
-        else:
-            piece = f"\\u{ord(char):04x}"
-        if size + len(piece) > limit:
-            out.append("...")
-            break
-        out.append(piece)
-        size += len(piece)
-    return "".join(out)
 
 
 def stderr_lines(tail: bytes) -> tuple[str, ...]:

@@ -25,6 +25,7 @@ agent sees each as a JSON-RPC error with one of the codes below.
 from __future__ import annotations
 
 from glove.errors import GloveError
+from glove.mcp._text import printable
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -39,6 +40,8 @@ UPSTREAM_FAILED = -33002
 UPSTREAM_TIMEOUT = -33003
 AUDIT_FAILED = -33004
 OVERLOADED = -33005
+#: Longest message of an upstream error, in characters (its stderr lines come on top).
+MAX_MESSAGE_CHARS = 1024
 
 
 class McpError(GloveError):
@@ -108,7 +111,9 @@ class UpstreamError(McpError):
 
     def __init__(self, upstream: str, message: str, *, stderr: tuple[str, ...] = ()) -> None:
         self.upstream = upstream
-        self.summary = f"upstream {upstream!r}: {message}"
+        # The message may quote the server (a key of its JSON, its error text): neutralised,
+        # so it cannot drive the operator's terminal.
+        self.summary = f"upstream {upstream!r}: {printable(message, MAX_MESSAGE_CHARS)}"
         self.stderr = stderr
         super().__init__(self._text())
 
