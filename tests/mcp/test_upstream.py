@@ -15,7 +15,7 @@ import pytest
 from glove.actors import DeadlineExceeded, running
 from glove.mcp import CallTool, ListTools, UpstreamActor, UpstreamConfig, UpstreamTransportError
 
-from .conftest import hostile_server, sdk_server, wait_for_call
+from .conftest import FIXTURES, PYTHON, hostile_server, sdk_server, wait_for_call
 
 FAIL_FAST_S = 5.0
 
@@ -39,6 +39,16 @@ async def test_handshake_in_both_eras(era: str, expected: str) -> None:
         tools = await actor.ask(ListTools())
         assert "echo" in [tool.name for tool in tools]
         assert _text(await actor.ask(CallTool("echo", {"text": "hi"}))) == "hi"
+
+
+async def test_a_modern_server_slow_to_start_is_probed_again() -> None:
+    """A 2026-07-28 server whose first discover answer comes after the probe's 3 s (as the
+    SDK fixture's does on a loaded machine) refuses initialize; Glove probes once more."""
+    noisy = [PYTHON, str(FIXTURES / "noisy_server.py"), "modern_after=4"]
+    async with running(UpstreamActor("m", _config(noisy))) as actor:
+        assert actor.era == "2026-07-28"
+        assert [tool.name for tool in await actor.ask(ListTools())] == ["poke"]
+        assert actor.dropped_messages == 0  # the late first answer was expected, not a stray
 
 
 async def test_legacy_only_server_falls_back_to_initialize() -> None:

@@ -323,9 +323,7 @@ async def test_messages_nobody_takes_are_audited(world: World) -> None:
         message(4, "it came before the mediation was ready", "notifications/message"),
     ]
     assert records[4]["kind"] == "mcp.call"
-    stray = (
-        "a reply to request 987654, which nothing waits for (cancelled, timed out or never sent)"
-    )
+    stray = "a reply to request 987654, which nothing waits for (never sent, or answered already)"
     assert [own(r) for r in records[5:]] == [message(5, stray, None)]
 
 
