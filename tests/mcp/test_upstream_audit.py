@@ -529,3 +529,37 @@ def test_an_upstream_error_quoting_its_server_cannot_drive_a_terminal() -> None:
     )
     assert agent_message(error) == error.summary
     assert "wiped" not in error.summary
+
+
+async def test_glove_run_audits_what_its_upstreams_print_from_the_first_byte(
+    world: World,
+) -> None:
+    """Under `glove run`, lines an upstream prints before and during its handshake and
+    listing are in the run's audit log, one record each, while the agent runs normally."""
+    server = world.fixture("noisy_server.py")
+    phases = (("start", 2), ("init", 1), ("initialized", 1), ("list", 1))
+    args = [f"{phase}={count}" for phase, count in phases]
+    config = world.config({"n": {"command": [world.python, server, *args]}})
+    workspace = Path(tempfile.mkdtemp(prefix="glove-mcp-audit-ws-", dir="/var/tmp"))
+    try:
+        if world.owner is not None:
+            os.chown(workspace, *world.owner)
+        # Not root: the per-user limit mechanisms are weaker than the cgroup ones (test_run).
+        as_root = os.getuid() == 0 and world.owner is None
+        weaker = [] if as_root else ["--accept-weaker", "all"]
+        command = world.glove("run", "--config", str(config), "--workspace", str(workspace))
+        proc = await asyncio.create_subprocess_exec(
+            *command,
+            *weaker,
+            "--",
+            "true",
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        _, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT_S)
+        assert proc.returncode == 0, err.decode()
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+    records = world.audit()
+    check_log_shape(records)
+    assert [own(r) for r in records] == [line(text, n) for n, text in enumerate(noise(*phases), 1)]
