@@ -26,6 +26,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from glove.evaluate._order import MAX_SEED
 from glove.evaluate._stats import (
     CONFIDENCE,
     mcnemar_exact_p,
@@ -223,8 +224,8 @@ def _check(runs: Sequence[FixtureRuns], seed: int, resamples: int) -> None:
         raise StatsError("an A/B report needs at least one fixture")
     if len(runs) > MAX_FIXTURES:
         raise StatsError(f"at most {MAX_FIXTURES} fixtures, got {len(runs)}")
-    if not 0 <= seed < 2**64:
-        raise StatsError(f"a seed is in 0..2**64-1, got {seed}")
+    if not 0 <= seed <= MAX_SEED:
+        raise StatsError(f"a seed is in 0..{MAX_SEED}, got {seed}")
     if not 1 <= resamples <= 100_000:
         raise StatsError(f"1..100000 bootstrap resamples, got {resamples}")
     names: set[str] = set()
@@ -341,7 +342,7 @@ def cluster_bootstrap_interval(
     """
     if not tables:
         raise StatsError("a bootstrap needs at least one fixture")
-    if not 0 <= seed < 2**64 or resamples < 1:
+    if not 0 <= seed <= MAX_SEED or resamples < 1:
         raise StatsError(f"seed {seed}, {resamples} resamples")
     for table in tables:
         if any(value < 0 for value in table):

@@ -32,8 +32,8 @@ ORDER_ALGORITHM: Final = "glove-ab-order-v1"
 MAX_SCHEDULED_PAIRS: Final = 1_000_000
 """Most ``(fixture, run)`` pairs one schedule may hold."""
 
-MAX_SEED: Final = 2**64 - 1
-"""Largest seed."""
+MAX_SEED: Final = 2**53 - 1
+"""Largest seed: every JSON reader holds integers up to 2**53 - 1 exactly."""
 
 
 Arm = Literal["base", "candidate"]
@@ -52,7 +52,7 @@ def interleaved_order(fixtures: int, runs: int, seed: int) -> tuple[ScheduledRun
     docstring). The two runs of a pair are adjacent.
 
     Raises:
-        StatsError: a count below 1 or too large, or a seed out of 0..2**64-1.
+        StatsError: a count below 1 or too large, or a seed out of 0..MAX_SEED.
     """
     for name, value in (("fixtures", fixtures), ("runs", runs), ("seed", seed)):
         if isinstance(value, bool) or not isinstance(value, int):
@@ -62,7 +62,7 @@ def interleaved_order(fixtures: int, runs: int, seed: int) -> tuple[ScheduledRun
             f"{fixtures} fixtures of {runs} runs: 1..{MAX_SCHEDULED_PAIRS} pairs allowed"
         )
     if not 0 <= seed <= MAX_SEED:
-        raise StatsError(f"a seed is in 0..2**64-1, got {seed}")
+        raise StatsError(f"a seed is in 0..{MAX_SEED}, got {seed}")
     rng = random.Random(seed)  # noqa: S311 - a reproducible order, not a secret
     draw = rng.random
     pairs = [(fixture, run) for fixture in range(fixtures) for run in range(runs)]
