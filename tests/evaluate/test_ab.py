@@ -36,7 +36,7 @@ def runs(name: str, base: str, candidate: str) -> FixtureRuns:
 
 
 def test_the_json_keys_of_the_issue() -> None:
-    """arms.base/candidate runs, pass, invalid, infra_error; difference.estimate, ci95; mcnemar_p."""
+    """The issue's keys: arms.base/candidate counts, difference.estimate and ci95, mcnemar_p."""
     report = ab_report([runs("f1", "ppff", "pppf")], decision_rule_digest="sha256:" + "1" * 64)
     doc = msgspec.json.decode(msgspec.json.encode(report))
     for arm in ("base", "candidate"):

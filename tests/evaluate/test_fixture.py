@@ -97,7 +97,7 @@ def test_the_digest_is_sha256_of_the_exact_bytes() -> None:
             b'{"version": 1, "exit_code": 0, "max_wall_ms": 1, "required": []}',
             "$.forbidden",
             "missing",
-        ),  # noqa: E501
+        ),
     ],
 )
 def test_each_refusal_names_its_path(data: bytes, path: str, needle: str) -> None:
@@ -139,10 +139,10 @@ def test_256_literals_decode_and_257_are_refused() -> None:
     )
     problems = refusal(
         doc(required=[f"r{i}" for i in range(129)], forbidden=[f"f{i}" for i in range(128)])
-    )  # noqa: E501
+    )
     assert problems == [
         ("$", f"at most {MAX_LITERALS} literals (required and forbidden together), got 257")
-    ]  # noqa: E501
+    ]
 
 
 def test_a_literal_is_at_most_4_kib_of_utf8() -> None:

@@ -27,7 +27,7 @@ LEVELS = [
     (
         "invalid_evidence",
         {"evidence_missing", "stream_incomplete", "utf8_invalid", "utf8_truncated"},
-    ),  # noqa: E501
+    ),
     ("resource_terminated", {"limit_hit"}),
     ("fail", {"exit_code_mismatch", "wall_time_exceeded", "forbidden_literal", "required_missing"}),
 ]
