@@ -79,7 +79,8 @@ def one_input(data: bytes) -> None:
     again = decode_fixture(encode_fixture(fixture))
     assert again == fixture, (again, fixture)
     digest = fixture_digest(data)
-    assert digest.startswith("sha256:") and len(digest) == 71, digest
+    assert digest.startswith("sha256:"), digest
+    assert len(digest) == 71, digest
     evaluator = StreamEvaluator(fixture)
     evaluator.feed(_STREAM)
     evidence = evaluator.finish()

@@ -21,9 +21,8 @@ import sys
 import time
 from pathlib import Path
 
-_FUZZ = Path(__file__).resolve().parent
-sys.path.insert(0, str(_FUZZ))
-sys.path.insert(0, str(_FUZZ.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.evaluate.reference
 
 from policy_common import mutate
 
@@ -34,6 +33,13 @@ except ImportError:  # the replay mode and the CI slice run without it
 
 _FUZZING = atheris is not None and __name__ == "__main__" and "--replay" not in sys.argv
 with atheris.instrument_imports(include=["glove"]) if _FUZZING else contextlib.nullcontext():
+    from tests.evaluate.reference import (
+        reference_first_offsets,
+        reference_normalize,
+        reference_sha256,
+        reference_utf8,
+    )
+
     from glove.evaluate import (
         REASON_VERDICTS,
         VERDICTS,
@@ -44,14 +50,8 @@ with atheris.instrument_imports(include=["glove"]) if _FUZZING else contextlib.n
         encode_outcome,
         judge,
     )
-    from tests.evaluate.reference import (
-        reference_first_offsets,
-        reference_normalize,
-        reference_sha256,
-        reference_utf8,
-    )
 
-CORPUS = _FUZZ / "evaluate_corpus" / "stream"
+CORPUS = Path(__file__).resolve().parent / "evaluate_corpus" / "stream"
 DEFAULT_REPLAY_SECONDS = 10.0
 FIXTURES = (
     Fixture(

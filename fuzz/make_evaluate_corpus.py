@@ -48,8 +48,12 @@ def fixtures() -> dict[str, bytes]:
         "06-valid-ascii-escaped": json.dumps(_doc_value(forbidden=["\u00e9\u4e2d"])).encode(),
         "07-valid-bounds": _doc(exit_code=255, max_wall_ms=7 * 24 * 3600 * 1000),
         "10-duplicate-root": b'{"version": 1, "version": 1}',
-        "11-duplicate-escaped": _doc().replace(b'"exit_code"', b'"\\u0065xit_code": 0, "exit_code"'),
-        "12-duplicate-nested": _doc().replace(b'"forbidden": [', b'"forbidden": [{"a": 1, "a": 2}, '),
+        "11-duplicate-escaped": _doc().replace(
+            b'"exit_code"', b'"\\u0065xit_code": 0, "exit_code"'
+        ),
+        "12-duplicate-nested": _doc().replace(
+            b'"forbidden": [', b'"forbidden": [{"a": 1, "a": 2}, '
+        ),
         "13-unknown-members": _doc(regex=".*", command="rm"),
         "14-version-2": _doc(version=2),
         "15-exit-code-256": _doc(exit_code=256),
@@ -107,6 +111,7 @@ def streams() -> dict[str, bytes]:
         "16-controls": b"a\x00b\x07c\x08d\x7fe\r\nf\tg",
         "17-ss3-charset": b"\x1bOA\x1b(B\x1b)0\x1b7x\x1b8",
         "18-empty": b"",
+        "19-surrogate-at-end": b"\x01U\xed\xac",  # found by this fuzzer: invalid, not cut
     }
 
 

@@ -114,8 +114,10 @@ def main() -> None:
     args = parser.parse_args()
     size = 2 * MIB if args.quick else 8 * MIB
     rounds = args.rounds or (3 if args.quick else 7)
-    print(f"{'output':8} {'chunk':>6} {'literals':>8} {'evaluator':>10} {'sha256':>9} "
-          f"{'find x1':>9} {'vs sha256':>9} {'vs find':>8}")
+    print(
+        f"{'output':8} {'chunk':>6} {'literals':>8} {'evaluator':>10} {'sha256':>9} "
+        f"{'find x1':>9} {'vs sha256':>9} {'vs find':>8}"
+    )
     for fixture in (REALISTIC, BOUND):
         literals = len(fixture.required) + len(fixture.forbidden)
         for kind in ("plain", "colored", "tui"):

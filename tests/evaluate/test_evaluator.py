@@ -147,6 +147,12 @@ def test_a_literal_in_a_window_title_is_forbidden_raw_and_not_required_text() ->
         (b"ok\xf0\x9f\x98", "truncated", 2),
         (b"\xe2\x82\xac\xe2", "truncated", 3),
         (b"\xffthen\xe2\x82", "invalid", 0),
+        # Found by fuzz/evaluate_stream.py: CPython's incremental decoder holds back ED AC
+        # (an encoded surrogate's start) at the end as if it were merely cut.
+        (b"\x01U\xed\xac", "invalid", 2),
+        (b"ok\xed\xa0", "invalid", 2),
+        (b"ok\xed", "truncated", 2),
+        (b"ok\xf0\x90\x80", "truncated", 2),
     ],
 )
 def test_utf8_states_and_offsets_at_every_cut(data: bytes, state: str, offset: int | None) -> None:

@@ -96,14 +96,15 @@ def strip_region(region: bytes) -> bytes:
     it, closed or cut off by the end, is removed."""
     if b"\x1b" not in region and b"\xc2" not in region:
         return region.translate(None, CONTROLS)
-    # Complete ESC-CSI sequences first: ESC is a synchronizing byte, so such a sequence
-    # starts a token wherever it is, and removing it cannot change how anything before
-    # it ends. Anything it could change after it (a string, an open sequence, a C1
-    # control formed by the bytes around it) leaves an ESC or a C1 control behind, and
-    # then the general pattern reads the region again from the start.
-    text = _COMPLETE_CSI.sub(b"", region)
+    # Complete ESC-CSI sequences first, each replaced by one CAN. An ESC starts a token
+    # wherever it is and no token's body holds an ESC, so these matches are exactly the
+    # stream's complete CSI tokens; CAN, like the ESC it stands for, ends whatever came
+    # before, keeps the bytes around it from forming a C1 control, starts nothing, and is
+    # deleted with the other controls. Only if an ESC or a C1 control is left does the
+    # general pattern run, and then over the few sequences that remain.
+    text = _COMPLETE_CSI.sub(b"\x18", region)
     if b"\x1b" in text or (b"\xc2" in text and _C1.search(text)):
-        text = _SEQUENCE.sub(b"", region)
+        text = _SEQUENCE.sub(b"", text)
     return text.translate(None, CONTROLS)
 
 

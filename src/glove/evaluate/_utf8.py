@@ -50,7 +50,17 @@ class Utf8Check:
         the stream fed so far, taken as complete."""
         if self._error is not None:
             return INVALID, self._error
-        pending = len(self._decoder.getstate()[0])
-        if pending:
-            return TRUNCATED, self._seen - pending
-        return VALID, None
+        pending = self._decoder.getstate()[0]
+        if not pending:
+            return VALID, None
+        # The incremental decoder also holds back some sequences that are already
+        # ill-formed (ED A0..BF, an encoded surrogate, when nothing follows it): decode the
+        # held bytes as final to tell a cut sequence from a bad one.
+        try:
+            codecs.utf_8_decode(pending, "strict", True)
+        except UnicodeDecodeError as exc:
+            offset = self._seen - len(pending) + exc.start
+            if exc.reason == "unexpected end of data":
+                return TRUNCATED, offset
+            return INVALID, offset
+        raise AssertionError(f"the decoder held back {pending!r}, which decodes")
