@@ -23,10 +23,10 @@ is text like any other, and only the literals of the fixture are looked for in i
 evidence does not depend on how the stream was cut into chunks.
 
 Memory, beyond the chunk being fed and its normalized text (both transient): the
-normalizer's state (an integer and at most two bytes), the UTF-8 decoder's (at most three
-bytes), and per literal stream one tail of
-``L - 1`` bytes plus one boundary window of ``2 (L - 1)`` (``L`` the longest literal); at
-the bounds of the DSL, under 40 KiB in all.
+literals (at most the fixture's 64 KiB), the normalizer's state (an integer and at most
+two bytes), the UTF-8 decoder's (at most three bytes), and per literal stream one tail of
+``L - 1`` bytes plus one boundary window of ``2 (L - 1)`` (``L`` the longest literal),
+about 20 KiB at the bounds of the DSL, whatever the length of the stream.
 """
 
 from __future__ import annotations

@@ -72,7 +72,8 @@ def loads_located(data: bytes, *, max_depth: int) -> Any:
     Python values.
 
     Raises:
-        FixtureError: the first fault in document order, with its path.
+        FixtureError: the first fault found (an object's keys are checked before the
+            values of its members), with its path.
     """
     try:
         text = data.decode("utf-8")
