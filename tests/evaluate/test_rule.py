@@ -6,6 +6,7 @@ import msgspec
 import pytest
 
 from glove.evaluate import (
+    ABReport,
     DecisionRule,
     FixtureRuns,
     StatsError,
@@ -64,7 +65,7 @@ def test_the_bytes_read_back_strictly() -> None:
         decode_decision_rule(b" " * (256 * 1024 + 1))
 
 
-def _report(base: str, candidate: str) -> object:
+def _report(base: str, candidate: str) -> ABReport:
     verdicts = {"p": "pass", "f": "fail", "i": "invalid_evidence"}
     item = FixtureRuns(
         fixture=RULE.fixtures[0],
@@ -76,20 +77,20 @@ def _report(base: str, candidate: str) -> object:
 
 def test_a_clear_gain_is_promoted() -> None:
     """Ten candidate passes against ten base failures promote the candidate."""
-    decision = decide(RULE, _report("f" * 10, "p" * 10))  # type: ignore[arg-type]
+    decision = decide(RULE, _report("f" * 10, "p" * 10))
     assert (decision.decision, decision.reasons) == ("promote", ("lower_bound_above_threshold",))
 
 
 def test_no_clear_gain_keeps_the_base() -> None:
     """An interval that reaches zero keeps the base."""
-    decision = decide(RULE, _report("pfpfpfpfpf", "ppfpfpfpfp"))  # type: ignore[arg-type]
+    decision = decide(RULE, _report("pfpfpfpfpf", "ppfpfpfpfp"))
     assert decision.decision == "keep"
     assert decision.reasons == ("lower_bound_not_above_threshold",)
 
 
 def test_differential_attrition_blocks_a_promotion() -> None:
     """A gain that comes with the base breaking its evidence is not promoted."""
-    decision = decide(RULE, _report("iiiiffffff", "pppppppppp"))  # type: ignore[arg-type]
+    decision = decide(RULE, _report("iiiiffffff", "pppppppppp"))
     assert decision.decision == "keep"
     assert decision.reasons == ("differential_attrition",)
 
@@ -98,6 +99,10 @@ def test_a_report_of_another_rule_is_refused() -> None:
     """A report that names another rule's digest, or other runs, cannot be decided."""
     other = msgspec.structs.replace(RULE, seed=1)
     with pytest.raises(StatsError):
-        decide(other, _report("f" * 10, "p" * 10))  # type: ignore[arg-type]
+        decide(other, _report("f" * 10, "p" * 10))
     with pytest.raises(StatsError):
-        decide(RULE, _report("f" * 9, "p" * 9))  # type: ignore[arg-type]
+        decide(RULE, _report("f" * 9, "p" * 9))
+    renamed = msgspec.structs.replace(RULE, fixtures=("sha256:" + "e" * 64,))
+    report = _report("f" * 10, "p" * 10)
+    with pytest.raises(StatsError):
+        decide(renamed, msgspec.structs.replace(report, decision_rule_digest=None))

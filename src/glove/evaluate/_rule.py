@@ -124,13 +124,13 @@ def decide(rule: DecisionRule, report: ABReport) -> Decision:
     ``lower_bound_not_above_threshold``, ``differential_attrition``.
 
     Raises:
-        StatsError: the report names another decision rule, or a different number of
-            fixtures or runs than the rule.
+        StatsError: the report names another decision rule, or other fixtures (by
+            digest, in order) or another number of runs than the rule.
     """
     digest = decision_rule_digest(rule)
     if report.decision_rule_digest is not None and report.decision_rule_digest != digest:
         raise StatsError("the report was made under another decision rule")
-    if len(report.fixtures) != len(rule.fixtures) or any(
+    if [item.fixture for item in report.fixtures] != list(rule.fixtures) or any(
         item.comparison.arms.base.runs != rule.runs_per_arm for item in report.fixtures
     ):
         raise StatsError("the report's fixtures or runs are not the rule's")
