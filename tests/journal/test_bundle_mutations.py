@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from glove.cli import build_app
+from glove.cli._receipts import EXIT_OK, EXIT_SIGNATURE
 from glove.journal import (
     NoteError,
     ReceiptError,
@@ -35,7 +36,6 @@ from glove.journal import (
     verify_bundle,
 )
 from glove.journal._keys import key_hash
-from glove.journal.receipts_cli import EXIT_OK, EXIT_SIGNATURE
 from tests.conftest import Unpriv
 from tests.journal._mutate import DASH, byte_mutants, json_mutants, note_mutants
 from tests.vectors.receipts import generate

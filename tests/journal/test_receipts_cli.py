@@ -13,8 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from glove.cli import build_app
-from glove.journal import generate_signing_key, open_transparency_log
-from glove.journal.receipts_cli import (
+from glove.cli._receipts import (
     EXIT_ENTRY,
     EXIT_LOG,
     EXIT_MALFORMED,
@@ -27,6 +26,7 @@ from glove.journal.receipts_cli import (
     EXIT_UNREADABLE,
     default_receipts_journal,
 )
+from glove.journal import generate_signing_key, open_transparency_log
 from tests.journal._tlog_helpers import receipt, rewrite_segment
 
 

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from glove.cli import build_app
+from glove.cli._journal import EXIT_BY_ERROR, EXIT_OTHER
 from glove.journal import parse_checkpoint, verify
-from glove.journal.cli import EXIT_BY_ERROR, EXIT_OTHER
 from tests.vectors.journal.generate import HERE, build_vectors, render
 
 VECTOR_FILES = sorted(HERE.glob("*.json"))

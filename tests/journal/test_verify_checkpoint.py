@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from glove.cli import build_app
+from glove.cli._journal import EXIT_OK, EXIT_OTHER
 from glove.journal import JournalKind, open_journal, parse_checkpoint
-from glove.journal.cli import EXIT_OK, EXIT_OTHER
 
 
 def _respellings(seq: int, tag: str) -> dict[str, str]:

@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from glove.cli import _policy as policy_cli
 from glove.policy import ToolDefinition, definition_digests, parse_policy
-from glove.policy import cli as policy_cli
 
 POLICY = """version = 1
 

@@ -86,7 +86,7 @@ if TYPE_CHECKING:
         UnverifiedSignature,
     )
 
-# Imported on first use (PEP 562) so that `glove.journal.cli`, loaded by `glove --help`,
+# Imported on first use (PEP 562) so that `glove.cli._journal`, loaded by `glove --help`,
 # does not pull in the writer, the actor runtime and msgspec.
 _EXPORTS: dict[str, str] = {
     "APPEND_TIMEOUT_S": "glove.journal._handle",

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     )
 
 # Imported on first use (PEP 562): `glove mcp serve` starts its upstreams before the rest
-# of the package is loaded (see glove.mcp._prestart), so importing glove.mcp.cli must not
+# of the package is loaded (see glove.mcp._prestart), so importing glove.cli._mcp must not
 # drag the whole package in.
 _LAZY: dict[str, str] = {
     "CallTool": "glove.mcp._upstream",

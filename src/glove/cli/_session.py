@@ -398,7 +398,7 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
         else:
             typer.echo(f"{session_id}: output removed")
 
-    from glove.session.terminal_cli import register_session_verbs
+    from glove.cli._attach import register_session_verbs
 
     register_session_verbs(session)
     app.add_typer(session, name="session")

@@ -1,7 +1,7 @@
 """The ``glove`` command line: parse, call the library, print.
 
-Each command family lives in its own module exposing ``register(app)``; this module only
-assembles them. Command modules import nothing heavy at module level so ``glove --help``
+Each command family lives in its own module of this package exposing ``register(app)``; this
+module only assembles them. Command modules import nothing heavy at module level so ``glove --help``
 stays fast: the work a command does is imported inside the command.
 """
 
@@ -29,34 +29,34 @@ EXIT_INTERRUPTED: Final = 130
 # end. A run of one command imports only that command's module (``glove exec`` must not pay
 # for the journal, policy or MCP imports); ``--help`` imports them all.
 _COMMAND_MODULES = {
-    "setup": "glove.host.setup_cli",
-    "init": "glove.session.cli",
-    "capabilities": "glove.session.cli",
-    "plan": "glove.session.cli",
-    "session": "glove.session.cli",
-    "attach": "glove.session.terminal_cli",
-    "doctor": "glove.host.doctor_cli",
-    "exec": "glove.run.exec_cli",
-    "run": "glove.run.run_cli",
-    "mcp": "glove.mcp.cli",
-    "audit": "glove.audit.cli",
-    "policy": "glove.policy.cli",
-    "journal": "glove.journal.cli",
-    "receipts": "glove.journal.receipts_cli",
-    "diag": "glove.control.diag_cli",
-    "daemon": "glove.host.daemon_cli",
-    "network": "glove.egress.cli",
+    "setup": "glove.cli._setup",
+    "init": "glove.cli._session",
+    "capabilities": "glove.cli._session",
+    "plan": "glove.cli._session",
+    "session": "glove.cli._session",
+    "attach": "glove.cli._attach",
+    "doctor": "glove.cli._doctor",
+    "exec": "glove.cli._exec",
+    "run": "glove.cli._run",
+    "mcp": "glove.cli._mcp",
+    "audit": "glove.cli._audit",
+    "policy": "glove.cli._policy",
+    "journal": "glove.cli._journal",
+    "receipts": "glove.cli._receipts",
+    "diag": "glove.cli._diag",
+    "daemon": "glove.cli._daemon",
+    "network": "glove.cli._network",
 }
 
 
 # Commands whose module parses its own arguments (``main(argv) -> int``): run without
 # building the typer app at all, because they sit on a launch hot path.
 _FAST_COMMANDS = {
-    "exec": "glove.run.exec_cli",
-    "run": "glove.run.run_cli",
+    "exec": "glove.cli._exec",
+    "run": "glove.cli._run",
     # `glove mcp serve` is launched by MCP clients that wait for its first answer; its
     # module parses `serve` itself and hands every other `glove mcp` command to typer.
-    "mcp": "glove.mcp.cli",
+    "mcp": "glove.cli._mcp",
 }
 
 
@@ -144,7 +144,3 @@ def main() -> None:
             "GLOVE_DEBUG=1 shows where)\n"
         )
         sys.exit(EXIT_INTERNAL)
-
-
-if __name__ == "__main__":
-    main()

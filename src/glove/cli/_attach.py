@@ -15,7 +15,7 @@ from typing import Any, Final
 
 import typer
 
-from glove.session.cli import (
+from glove.cli._session import (
     _RUNTIME_HELP,
     EXIT_REFUSED,
     _fail,
@@ -63,7 +63,7 @@ def register(app: typer.Typer) -> None:
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """Attach this terminal to a session's: type to the agent, Ctrl-] detaches."""
-        from glove.session._terminal_client import parse_detach_key
+        from glove.cli._terminal_client import parse_detach_key
 
         start = _start("attach", offset, tail)
         if not start:
@@ -92,8 +92,8 @@ def _run_attach(
 ) -> tuple[Any, dict[str, Any] | None]:
     import asyncio
 
+    from glove.cli._terminal_client import AttachBroken, TerminalClient
     from glove.control import AsyncClient, ControlError, DaemonUnavailable, RemoteError
-    from glove.session._terminal_client import AttachBroken, TerminalClient
 
     def notice(text: str) -> None:
         sys.stderr.write(f"\r\n[glove: {text}]\r\n")

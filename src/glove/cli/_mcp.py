@@ -113,7 +113,7 @@ def main(argv: list[str]) -> int:
             )
         except _Done as done:
             return done.code
-    from glove.cli import _one_usage_code, build_app
+    from glove.cli._main import _one_usage_code, build_app
 
     _one_usage_code()
     try:
