@@ -100,7 +100,7 @@ class Home:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "glove.control.daemon_main"],
+            [sys.executable, "-m", "glove.daemon"],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

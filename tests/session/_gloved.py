@@ -124,7 +124,7 @@ class Gloved:
         self.log = self.base / f"gloved-{time.monotonic_ns()}.log"
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [self.python, "-m", "glove.control.daemon_main", *extra],
+                [self.python, "-m", "glove.daemon", *extra],
                 **self.creds,
                 env=self.env,
                 stdout=subprocess.DEVNULL,

@@ -12,7 +12,8 @@ its arguments here.
 import argparse
 from typing import TYPE_CHECKING, Final
 
-from glove.run._options import UsageParser, add_sandbox_arguments, sandbox_options
+from glove.run._options import add_sandbox_arguments, sandbox_options
+from glove.usage import UsageParser
 
 if TYPE_CHECKING:
     import typer

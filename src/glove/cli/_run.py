@@ -9,7 +9,8 @@ orchestration is :func:`glove.run._agent.run_agent`. See ``docs/mcp.md`` ("glove
 import argparse
 from typing import TYPE_CHECKING, Final
 
-from glove.run._options import UsageParser, add_sandbox_arguments, sandbox_options
+from glove.run._options import add_sandbox_arguments, sandbox_options
+from glove.usage import UsageParser
 
 if TYPE_CHECKING:
     import typer

@@ -1,17 +1,18 @@
-"""The ``gloved`` control service: owner-only socket, method registry, root tree, clients.
+"""The ``gloved`` control service: owner-only socket, method registry, clients.
 
 The wire format and every error code: ``docs/protocol.md``. The server side:
 :class:`MethodRegistry` (typed methods, the lifecycle gate), :class:`ControlServer` (the
-socket actor), :func:`build_root` (the daemon's tree). The client side: :class:`Client`
-(blocking), :class:`AsyncClient`, and the one-shot :func:`call`.
+socket actor), :class:`Composition` (what a daemon composes around them; ``gloved``'s root
+tree is :func:`glove.daemon.build_root`). The client side: :class:`Client` (blocking),
+:class:`AsyncClient`, and the one-shot :func:`call`.
 """
 
 from glove.control._async_client import AsyncClient, AsyncStream
 from glove.control._auth import PeerCredentials, peer_credentials, peer_uid, read_secret
 from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
 from glove.control._client import Client, SyncStream, call
+from glove.control._composition import Composition
 from glove.control._connection import Limits
-from glove.control._daemon import Composition, build_root, run_daemon, serve
 from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import (
     MAX_SOCKET_PATH_BYTES,
@@ -86,7 +87,6 @@ __all__ = [
     "SyncStream",
     "UnsafeRuntimeDir",
     "acquire_lock",
-    "build_root",
     "call",
     "check_owner_only_dir",
     "choose_runtime_dir",
@@ -96,7 +96,5 @@ __all__ = [
     "peer_uid",
     "prepare_runtime_dir",
     "read_secret",
-    "run_daemon",
-    "serve",
     "socket_address",
 ]

@@ -1,4 +1,9 @@
-"""The ``gloved`` console script."""
+"""The ``gloved`` console script: arguments, the runtime directory, the composition, the exit.
+
+This is gloved's composition root: the only place that knows both the control service
+(:mod:`glove.control`) and what it serves (the session service, :mod:`glove.session`), and
+puts them together in the root tree (:func:`glove.daemon.build_root`).
+"""
 
 from __future__ import annotations
 
@@ -8,16 +13,15 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from glove.exits import EXIT_GLOVED_REFUSED, EXIT_INTERNAL
+
 if TYPE_CHECKING:
     from glove.control import Composition
-
-EXIT_REFUSED = 2
-EXIT_INTERNAL = 70
 
 
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments, verify the runtime directory, run the daemon, exit with its code."""
-    from glove.run._options import UsageParser
+    from glove.usage import UsageParser
 
     parser = UsageParser(
         prog="gloved", description="Glove's per-user control service (owner-only Unix socket)."
@@ -45,7 +49,8 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(
         level=args.log_level.upper(), format="gloved: %(levelname)s %(name)s: %(message)s"
     )
-    from glove.control import ControlError, prepare_runtime_dir, run_daemon
+    from glove.control import ControlError, prepare_runtime_dir
+    from glove.daemon._root import run_daemon
     from glove.errors import GloveError
 
     try:
@@ -54,10 +59,10 @@ def main(argv: list[str] | None = None) -> None:
         code = run_daemon(paths, composition)
     except (ControlError, GloveError) as exc:
         print(f"gloved: refusing to start: {exc}", file=sys.stderr)
-        sys.exit(EXIT_REFUSED)
+        sys.exit(EXIT_GLOVED_REFUSED)
     except OSError as exc:
         print(f"gloved: refusing to start: {exc.strerror or exc}", file=sys.stderr)
-        sys.exit(EXIT_REFUSED)
+        sys.exit(EXIT_GLOVED_REFUSED)
     except KeyboardInterrupt:
         sys.exit(0)
     except Exception as exc:
@@ -100,7 +105,3 @@ def _compose(config: Path | None, runtime_dir: Path) -> Composition:
     if service.reason is not None:
         logging.getLogger("gloved").warning("sessions are off: %s", service.reason)
     return service.composition()
-
-
-if __name__ == "__main__":
-    main()

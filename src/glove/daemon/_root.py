@@ -16,7 +16,7 @@ The process holds an exclusive lock in its runtime directory for its whole life,
 second instance refuses to start. SIGTERM and SIGINT stop the tree in reverse start order
 and the process exits 0; a child failure (one strike at the root) exits 1.
 
-Under a notifying service manager (systemd ``Type=notify``; ``glove.control._notify``) the
+Under a notifying service manager (systemd ``Type=notify``; ``glove.control.Notifier``) the
 tree gets one more child, ``notify``, which pings the watchdog from this event loop and
 keeps ``STATUS=`` current; ``READY=1`` is sent once every root child has started (the
 control socket is bound), and ``STOPPING=1`` when a stop signal arrives.
@@ -30,44 +30,30 @@ import logging
 import os
 import resource
 import signal
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Final
 
 from glove._version import __version__
 from glove.actors import ChildFailed, ChildSpec, LoopLagMonitor, Supervisor, snapshot
-from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
-from glove.control._notify import Notifier, ServiceNotifier
-from glove.control._paths import RuntimePaths, acquire_lock
-from glove.control._registry import MethodRegistry
-from glove.control._server import ControlServer
-from glove.control.errors import NotifyError
+from glove.control import (
+    BuiltinMethods,
+    CapabilitiesProvider,
+    Composition,
+    ControlServer,
+    MethodRegistry,
+    Notifier,
+    NotifyError,
+    RuntimePaths,
+    ServiceNotifier,
+    acquire_lock,
+)
+from glove.exits import EXIT_GLOVED_FAILED, EXIT_OK
 
 _log = logging.getLogger(__name__)
 
-EXIT_OK: Final = 0
-EXIT_CHILD_FAILED: Final = 1
 #: gloved's soft limit on open files, raised at start (never above the hard limit):
 #: connections, lingering refusals and every session's descriptors must fit, and a
 #: service manager's default soft limit is 1024.
 FD_SOFT_LIMIT: Final = 8192
-
-
-@dataclass(frozen=True)
-class Composition:
-    """What a daemon runs beyond its socket: root children, methods, capabilities.
-
-    Attributes:
-        children: started in order after ``loop-lag`` and before ``control``.
-        register: adds the composition's methods to the registry.
-        operational: whether the lifecycle methods are offered now.
-        capabilities: what ``capabilities`` reports.
-    """
-
-    children: Sequence[ChildSpec] = ()
-    register: Callable[[MethodRegistry], None] = field(default=lambda _registry: None)
-    operational: Callable[[], bool] = field(default=lambda: False)
-    capabilities: CapabilitiesProvider | None = None
 
 
 def build_root(
@@ -116,7 +102,7 @@ def build_root(
     return root
 
 
-# -- service manager hook (glove.control._notify) ----------------------------------------------
+# -- service manager hook (glove.control.Notifier) ----------------------------------------------
 
 
 def _status(root: Supervisor) -> str:
@@ -195,7 +181,7 @@ async def serve(
             _log.info("gloved stopped")
             return EXIT_OK
         _log.error("%s", _failure_text(task.exception(), started=came_up))
-        return EXIT_CHILD_FAILED
+        return EXIT_GLOVED_FAILED
     finally:
         notifier.close()
         os.close(lock_fd)
