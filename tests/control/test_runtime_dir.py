@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from glove.config import _runtime_dir as paths_module
 from glove.control import (
     MAX_SOCKET_PATH_BYTES,
     Client,
@@ -25,7 +26,6 @@ from glove.control import (
     choose_runtime_dir,
     prepare_runtime_dir,
 )
-from glove.control import _paths as paths_module
 from glove.testing.notify import NotifyListener
 from tests.conftest import Unpriv
 

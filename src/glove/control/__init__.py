@@ -7,6 +7,8 @@ tree is :func:`glove.daemon.build_root`). The client side: :class:`Client` (bloc
 :class:`AsyncClient`, and the one-shot :func:`call`.
 """
 
+# The runtime directory's choice is glove.config's (several layers read it); named here too.
+from glove.config import RuntimeDirChoice, choose_runtime_dir, glove_state_dir
 from glove.control._async_client import AsyncClient, AsyncStream
 from glove.control._auth import PeerCredentials, peer_credentials, peer_uid, read_secret
 from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
@@ -16,13 +18,10 @@ from glove.control._connection import Limits
 from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import (
     MAX_SOCKET_PATH_BYTES,
-    RuntimeDirChoice,
     RuntimePaths,
     acquire_lock,
     check_owner_only_dir,
-    choose_runtime_dir,
     default_runtime_dir,
-    glove_state_dir,
     prepare_runtime_dir,
     socket_address,
 )

@@ -95,7 +95,7 @@ def _compose(config: Path | None, runtime_dir: Path) -> Composition:
     """
     import dataclasses
 
-    from glove.host._paths import glove_paths
+    from glove.config import glove_paths
     from glove.session import load_service
 
     paths = dataclasses.replace(glove_paths(), runtime_dir=runtime_dir)

@@ -151,8 +151,7 @@ def exec_audit_path(opts: SandboxOptions, cwd: str, environ: Mapping[str, str]) 
     """
     if opts.audit is not None:
         return os.path.normpath(Path(cwd, opts.audit))
-    from glove.host._paths import ensure_private_dir, glove_paths
-    from glove.host.errors import UnsafePath
+    from glove.config import UnsafePath, ensure_private_dir, glove_paths
 
     state = glove_paths(environ).state_dir
     try:

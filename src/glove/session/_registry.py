@@ -40,6 +40,7 @@ from typing import Any, Final
 import msgspec
 
 from glove.actors import Actor, ChildSpec, Supervisor
+from glove.config import GlovedConfig, GlovePaths
 from glove.container import (
     LimitRefused,
     SandboxError,
@@ -49,8 +50,6 @@ from glove.container import (
 )
 from glove.container.linux._pty import DEFAULT_WINSIZE
 from glove.errors import GloveError
-from glove.host._gloved_config import GlovedConfig
-from glove.host._paths import GlovePaths
 from glove.journal import Journal, JournalWriter, RecordKind
 from glove.journal._entries import Entry
 from glove.journal._keys import SigningKey

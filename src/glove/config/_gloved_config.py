@@ -42,14 +42,17 @@ from typing import Final
 
 import msgspec
 
-from glove.host.errors import GlovedConfigError
+from glove.config.errors import GlovedConfigError
 
 MAX_CONFIG_BYTES: Final = 256 * 1024
 HARNESS_ID_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 DEFAULT_MAX_RUNNING: Final = 64
 MAX_RUNNING_CEILING: Final = 1024
-#: Each PTY session's transcript ring (bounds: glove.session._transcript_format).
+#: Each PTY session's transcript ring: the default, and the bounds gloved.toml may set and
+#: a ring file read back must lie within (``glove.session``'s transcript format reads them).
 DEFAULT_TRANSCRIPT_BYTES: Final = 16 * 1024 * 1024
+MIN_RING_BYTES: Final = 256 * 1024
+MAX_RING_BYTES: Final = 4 * 1024**3
 
 
 class LocalLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -128,8 +131,6 @@ def _check(config: GlovedConfig, source: str) -> None:
         raise GlovedConfigError(
             f"{source}: `sessions.max_running` must be within 1..{MAX_RUNNING_CEILING}"
         )
-    from glove.session._transcript_format import MAX_RING_BYTES, MIN_RING_BYTES
-
     if not MIN_RING_BYTES <= config.terminal.transcript_bytes <= MAX_RING_BYTES:
         raise GlovedConfigError(
             f"{source}: `terminal.transcript_bytes` must be within "
@@ -140,8 +141,7 @@ def _check(config: GlovedConfig, source: str) -> None:
     unknown = set(config.accept_weaker) - {*LIMIT_NAMES, "all"}
     if unknown:
         raise GlovedConfigError(f"{source}: `accept_weaker` names unknown limits {sorted(unknown)}")
-    from glove.egress._rules import RuleSet
-    from glove.egress.errors import RuleError
+    from glove.egress import RuleError, RuleSet
 
     try:
         RuleSet.load(config.network.allow, config.network.deny)
@@ -172,8 +172,8 @@ def load_gloved_config(path: Path) -> GlovedConfig:
     Raises:
         GlovedConfigError: missing, unsafe, unreadable or invalid.
     """
-    from glove.host._paths import read_private_file
-    from glove.host.errors import UnsafePath
+    from glove.config._paths import read_private_file
+    from glove.config.errors import UnsafePath
 
     try:
         data = read_private_file(path, MAX_CONFIG_BYTES)

@@ -14,7 +14,7 @@
       run/                        0700  the runtime directory when there is no per-user one
     $XDG_RUNTIME_DIR/glove/       0700  gloved.sock, gloved.lock, bootstrap-secret (else
                                         /run/user/<uid>/glove, else the state dir's run/:
-                                        glove.control.choose_runtime_dir, never /tmp)
+                                        glove.config.choose_runtime_dir, never /tmp)
 
 An existing path that is owned by someone else, is open to group or others, or is a
 symlink is refused, never repaired: a tool that "fixes" permissions on a path someone else
@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from glove.host.errors import UnsafePath
+from glove.config._runtime_dir import choose_runtime_dir, glove_state_dir
+from glove.config.errors import UnsafePath
 
 DIR_MODE: Final = 0o700
 FILE_MODE: Final = 0o600
@@ -91,8 +92,6 @@ def _xdg(environ: Mapping[str, str], var: str, fallback: str) -> Path:
 
 def glove_paths(environ: Mapping[str, str] | None = None) -> GlovePaths:
     """The paths for this user (from ``environ``, default the process's environment)."""
-    from glove.control import choose_runtime_dir, glove_state_dir
-
     env = os.environ if environ is None else environ
     return GlovePaths(
         config_dir=_xdg(env, "XDG_CONFIG_HOME", ".config") / "glove",
