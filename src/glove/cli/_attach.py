@@ -204,7 +204,7 @@ def register_session_verbs(session: typer.Typer) -> None:
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """Signal the agent: INT, QUIT, TSTP reach its terminal's foreground job."""
-        from glove.session._attach import SIGNALS
+        from glove.session import SIGNALS
 
         name = sig.upper().removeprefix("SIG")
         if name not in SIGNALS:
@@ -219,7 +219,7 @@ def register_session_verbs(session: typer.Typer) -> None:
 def _print_log(client: Any, params: dict[str, Any], raw: bool) -> None:
     import base64
 
-    from glove.session._escape import LogFilter
+    from glove.session import LogFilter
 
     out = sys.stdout.buffer
     text = LogFilter()

@@ -12,7 +12,7 @@ its arguments here.
 import argparse
 from typing import TYPE_CHECKING, Final
 
-from glove.run._options import add_sandbox_arguments, sandbox_options
+from glove.run import add_sandbox_arguments, sandbox_options
 from glove.usage import UsageParser
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     """Parse ``argv`` (what follows ``glove exec``), run the sandbox, return the exit code."""
     parser = build_parser()
     opts = sandbox_options(parser, parser.parse_args(argv))
-    from glove.run._exec import exec_command
+    from glove.run import exec_command
 
     return exec_command(opts)
 

@@ -129,9 +129,7 @@ def repair_cmd(
     ),
 ) -> None:
     """Repair a journal explicitly; every removed byte is kept in a .broken file."""
-    from glove.journal import JournalError, repair
-    from glove.journal._layout import LOCK_NAME
-    from glove.journal._storage import LockHeld, PosixStorage
+    from glove.journal import LOCK_NAME, JournalError, LockHeld, PosixStorage, repair
 
     storage = PosixStorage()
     try:

@@ -47,7 +47,7 @@ def _http_options(
     session_idle_s: float,
 ) -> Any:
     """The HTTP front's options from the command line (a usage error exits 64)."""
-    from glove.mcp._http_checks import HttpOptions, is_loopback, parse_listen
+    from glove.mcp import HttpOptions, is_loopback, parse_listen
 
     try:
         host, port = parse_listen(listen)
@@ -139,13 +139,13 @@ def _serve(
     """
     # The stdio upstreams are spawned first, with only the configuration module loaded
     # (glove.mcp imports lazily): their start-up then overlaps Glove's own (_prestart).
-    from glove.mcp._config import load_config
+    from glove.mcp import load_config
     from glove.mcp.errors import McpError
 
     started: dict[str, Any] = {}
     early: Any = None
     if http is None and prestart:
-        from glove.mcp._prestart import prestart as spawn_early
+        from glove.mcp import prestart as spawn_early
 
         try:
             early = load_config(config)
@@ -165,7 +165,7 @@ def _serve(
         )
     finally:
         if started:
-            from glove.mcp._prestart import kill_all
+            from glove.mcp import kill_all
 
             kill_all(started)
 
@@ -185,7 +185,7 @@ def _serve_now(
     from collections.abc import Awaitable, Callable
 
     from glove.errors import GloveError
-    from glove.mcp._config import load_config
+    from glove.mcp import load_config
 
     logging.basicConfig(
         stream=sys.stderr, level=logging.WARNING, format="glove mcp: %(levelname)s %(message)s"
@@ -194,8 +194,8 @@ def _serve_now(
     if http is None:
         if token_file is not None or allow_host:
             _usage("--token-file and --allow-host need --http")
-        from glove.mcp._service import serve as serve_agent
-        from glove.mcp._service import stdio_streams
+        from glove.mcp import serve as serve_agent
+        from glove.mcp import stdio_streams
 
         async def main() -> int:
             settings = early if early is not None else load_config(config)
@@ -204,7 +204,7 @@ def _serve_now(
 
     else:
         options = _http_options(http, token_file, allow_host, *limits)
-        from glove.mcp._http_server import serve_http
+        from glove.mcp import serve_http
 
         def ready(port: int) -> None:
             host = f"[{options.host}]" if ":" in options.host else options.host
@@ -269,8 +269,7 @@ def register(app: typer.Typer) -> None:
         import msgspec
 
         from glove.errors import GloveError
-        from glove.mcp._config import load_config
-        from glove.mcp._inspect import list_tools
+        from glove.mcp import list_tools, load_config
 
         logging.basicConfig(
             stream=sys.stderr, level=logging.WARNING, format="glove mcp: %(levelname)s %(message)s"

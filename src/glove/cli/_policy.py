@@ -86,8 +86,7 @@ def _lint(policy: Any, config: Path) -> list[Any]:
     import asyncio
 
     from glove.errors import GloveError
-    from glove.mcp._config import load_config
-    from glove.mcp._inspect import upstream_tools
+    from glove.mcp import load_config, upstream_tools
     from glove.policy import lint_policy
 
     try:

@@ -2,14 +2,14 @@
 
 It takes every ``glove exec`` option (one definition, :mod:`glove.run._options`) plus
 ``--config``, and like ``glove exec`` it parses with argparse and runs without typer. The
-orchestration is :func:`glove.run._agent.run_agent`. See ``docs/mcp.md`` ("glove run").
+orchestration is :func:`glove.run.run_agent`. See ``docs/mcp.md`` ("glove run").
 """
 
 # No ``from __future__ import annotations`` here: typer reads the stub's annotations.
 import argparse
 from typing import TYPE_CHECKING, Final
 
-from glove.run._options import add_sandbox_arguments, sandbox_options
+from glove.run import add_sandbox_arguments, sandbox_options
 from glove.usage import UsageParser
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     opts = sandbox_options(parser, args)
-    from glove.run._agent import run_agent
+    from glove.run import run_agent
 
     return run_agent(opts, args.config)
 

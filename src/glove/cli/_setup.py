@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
         import msgspec
 
         from glove.errors import GloveError
-        from glove.host._setup import setup
+        from glove.host import setup
 
         try:
             report = setup()

@@ -29,10 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from glove.container.linux._pty import get_winsize
+from glove.container.linux import get_winsize
 from glove.control import AsyncClient, AsyncStream, RemoteError
 from glove.errors import GloveError
-from glove.session._escape import ModeTracker, TerminalModes
+from glove.session import ModeTracker, TerminalModes
 
 #: The default detach key: Ctrl-] (telnet's, docker's is a sequence).
 DEFAULT_DETACH_KEY: Final = b"\x1d"

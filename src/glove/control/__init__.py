@@ -16,12 +16,17 @@ from glove.control._client import Client, SyncStream, call
 from glove.control._composition import Composition
 from glove.control._connection import Limits
 from glove.control._notify import Notifier, ServiceNotifier
+
+# The sd_notify datagram's codec, under a name that says whose message it decodes.
+from glove.control._notify_wire import decode_message as decode_notify_message
 from glove.control._paths import (
     MAX_SOCKET_PATH_BYTES,
+    SOCKET_NAME,
     RuntimePaths,
     acquire_lock,
     check_owner_only_dir,
     default_runtime_dir,
+    long_socket_route,
     prepare_runtime_dir,
     socket_address,
 )
@@ -54,6 +59,7 @@ __all__ = [
     "DEFAULT_STREAM_DEADLINE_S",
     "DEFAULT_UNARY_DEADLINE_S",
     "MAX_SOCKET_PATH_BYTES",
+    "SOCKET_NAME",
     "AsyncClient",
     "AsyncStream",
     "BuiltinMethods",
@@ -89,8 +95,10 @@ __all__ = [
     "call",
     "check_owner_only_dir",
     "choose_runtime_dir",
+    "decode_notify_message",
     "default_runtime_dir",
     "glove_state_dir",
+    "long_socket_route",
     "peer_credentials",
     "peer_uid",
     "prepare_runtime_dir",

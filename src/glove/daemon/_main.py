@@ -78,7 +78,7 @@ def _claim_cgroups() -> None:
     launches only make groups; a site that cannot be claimed is logged, never fatal (the
     limits then use the next mechanism down, as each launch's plan says)."""
     from glove.container.errors import SandboxError
-    from glove.container.linux._cgroups import claim_cgroup_v2
+    from glove.container.linux import claim_cgroup_v2
 
     log = logging.getLogger("gloved")
     try:

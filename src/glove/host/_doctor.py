@@ -315,8 +315,7 @@ def check_limits() -> Check:
     """Which mechanism enforces each of the six limits and the CPU rate (``cpus``) here, why
     not a better one, or why the limit is refused; and what a cgroup v2 group gives every
     sandbox."""
-    from glove.container import limit_support, probe_host_limits
-    from glove.container._limits import explain_limit
+    from glove.container import explain_limit, limit_support, probe_host_limits
 
     host = probe_host_limits()
     support = limit_support(host)

@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Final, TextIO
 
-from glove.protocol._frames import FrameDecoder
+from glove.protocol import FrameDecoder
 from glove.protocol.errors import ProtocolError
 from glove.remote._identity import IDENTITY_PATH, verify_identity
 from glove.remote._wire import (

@@ -209,7 +209,7 @@ def _bad_rule(allow: list[str], deny: list[str]) -> str | None:
     """What is wrong with the first malformed ``--allow``/``--deny`` rule, or None."""
     if not allow and not deny:
         return None  # the rules module is imported only when rules are given
-    from glove.egress._rules import parse_rule
+    from glove.egress import parse_rule
     from glove.egress.errors import RuleError
 
     for flag, action, rules in (("--allow", "allow", allow), ("--deny", "deny", deny)):

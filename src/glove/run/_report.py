@@ -14,9 +14,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from glove.container import SandboxDescription, SandboxResult, SandboxSpec
-from glove.container._limits import LimitPlan
-from glove.container._spec import RESERVED_TARGETS, normalize_inside
+from glove.container import (
+    RESERVED_TARGETS,
+    LimitPlan,
+    SandboxDescription,
+    SandboxResult,
+    SandboxSpec,
+    normalize_inside,
+)
 
 #: Distinct denied syscalls named in the summary line (the rest are counted).
 SUMMARY_SYSCALLS: Final = 6

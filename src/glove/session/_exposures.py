@@ -28,10 +28,9 @@ from typing import Final, Literal
 
 import msgspec
 
-from glove.container import Bind, Protected
-from glove.container._protect import Shown, check_protected
+from glove.container import Bind, Protected, Shown, check_protected
 from glove.container.errors import SpecError
-from glove.container.linux import _syscalls as sc
+from glove.container.linux import RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, openat2
 from glove.session.errors import ExposureError
 
 MAX_REGISTRY_BYTES: Final = 1024 * 1024
@@ -39,7 +38,7 @@ MAX_EXPOSURES: Final = 256
 REGISTRY_VERSION: Final = 1
 
 _O_PATH_DIR: Final = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_RESOLVE_STRICT: Final = sc.RESOLVE_NO_SYMLINKS | sc.RESOLVE_NO_MAGICLINKS
+_RESOLVE_STRICT: Final = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
 
 Mode = Literal["ro", "rw"]
 
@@ -69,7 +68,7 @@ def default_target(alias: str) -> str:
 
 def _open_strict(path: str) -> int:
     try:
-        return sc.openat2(path, _O_PATH_DIR, _RESOLVE_STRICT)
+        return openat2(path, _O_PATH_DIR, _RESOLVE_STRICT)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ExposureError(f"{path} goes through a symlink; give the resolved path") from exc
@@ -194,7 +193,7 @@ class ExposureRegistry:
             ExposureError: a bad alias, target or path; a path outside the protected root,
                 through a symlink, not a directory, or holding Glove's own files.
         """
-        from glove.container._spec import RESERVED_TARGETS, normalize_inside
+        from glove.container import RESERVED_TARGETS, normalize_inside
 
         if not path.startswith("/"):
             raise ExposureError(f"the path must be absolute: {path!r}")

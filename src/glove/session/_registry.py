@@ -48,13 +48,11 @@ from glove.container import (
     SandboxSpec,
     probe_host_limits,
 )
-from glove.container.linux._pty import DEFAULT_WINSIZE
+from glove.container.linux import DEFAULT_WINSIZE
 from glove.errors import GloveError
-from glove.journal import Journal, JournalWriter, RecordKind
-from glove.journal._entries import Entry
-from glove.journal._keys import SigningKey
-from glove.journal._tlog import TransparencyLog
+from glove.journal import Entry, Journal, JournalWriter, RecordKind, SigningKey, TransparencyLog
 from glove.plan import (
+    CONTAINER_LIMIT_NAMES,
     ExposurePolicy,
     HarnessPolicy,
     LocalPolicy,
@@ -64,7 +62,6 @@ from glove.plan import (
     jcs_dumps,
     validate_plan,
 )
-from glove.plan._model import CONTAINER_LIMIT_NAMES
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
 from glove.session._exposures import ExposureRegistry
@@ -202,8 +199,7 @@ class SessionRegistry(Actor):
             await self.log.checkpoint()
 
     def _index_receipts(self) -> None:
-        from glove.journal import PosixStorage
-        from glove.journal._entries import iter_entries
+        from glove.journal import PosixStorage, iter_entries
 
         path = self._receipts_writer.path
         for entry in iter_entries(PosixStorage(), path, None):
@@ -221,8 +217,7 @@ class SessionRegistry(Actor):
         Raises:
             JournalError: the receipt journal is not running.
         """
-        from glove.journal import PosixStorage
-        from glove.journal._entries import read_entry_at
+        from glove.journal import PosixStorage, read_entry_at
 
         assert self.log is not None
         page = await self.log.journal.page(after=after, limit=limit)
@@ -262,8 +257,7 @@ class SessionRegistry(Actor):
 
     def _receipt_body(self, seq: int) -> dict[str, Any]:
         """The decoded payload of receipt ``seq`` (blocking: a read of one record)."""
-        from glove.journal import PosixStorage
-        from glove.journal._entries import read_entry_at
+        from glove.journal import PosixStorage, read_entry_at
 
         place = self._places.get(seq)
         if place is None:

@@ -37,8 +37,7 @@ from glove.config import (
 from glove.container import LIMIT_NAMES, limit_support, probe_host_limits
 from glove.control import Composition
 from glove.errors import GloveError
-from glove.journal import JournalKind, JournalWriter
-from glove.journal._keys import SigningKey
+from glove.journal import JournalKind, JournalWriter, SigningKey
 from glove.protocol import PROTOCOL_VERSION, Capabilities, unavailable_capabilities
 from glove.protocol.control import UNAVAILABLE
 from glove.session._registry import SessionRegistry

@@ -26,7 +26,7 @@ from glove.session._wiring import SessionWiring
 
 if TYPE_CHECKING:
     from glove.egress import RuleSet
-    from glove.mcp._service import Mediation
+    from glove.mcp import Mediation
 
 #: The session's audit log, in its data directory.
 AUDIT_NAME: Final = "audit.log"
@@ -121,10 +121,7 @@ async def session_tools(
     mediation = None
     private = None
     if mcp_config is not None:
-        from glove.mcp._config import load_config
-        from glove.mcp._run import prepare_guest_dir
-        from glove.mcp._service import build_mediation
-        from glove.run._agent import mediator_protected
+        from glove.mcp import build_mediation, load_config, mediator_protected, prepare_guest_dir
 
         config = load_config(mcp_config)
         protected = (*protected, *mediator_protected(mcp_config, config))

@@ -1,4 +1,7 @@
-"""``glove run``: an agent in the sandbox, its MCP tools mediated on the host.
+"""The channel between a sandbox and the mediation: the guest directory and the host end.
+
+``glove run`` and a ``gloved`` session with tools: an agent in the sandbox, its MCP tools
+mediated on the host.
 
 The channel is an **inherited descriptor**: the host makes a Unix socketpair, keeps one
 end and passes the other into the sandbox as descriptor :data:`GUEST_CHANNEL_FD`. A fresh
