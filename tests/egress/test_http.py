@@ -209,7 +209,7 @@ def test_chunked_on_http_1_0_is_refused() -> None:
         body_framing(head)
 
 
-CHUNKED = b"5;ext=1\r\nhello\r\n10\r\n" + b"x" * 16 + b"\r\n0\r\nTrailer: t\r\n\r\n"
+CHUNKED = b"5;ext=1\r\nhello\r\n10\r\n" + b"x" * 16 + b"\r\n0\r\nX-Checksum: t\r\n\r\n"
 
 
 def test_chunked_framer_finds_the_end_whole_and_byte_by_byte() -> None:
