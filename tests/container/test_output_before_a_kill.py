@@ -34,9 +34,7 @@ def _run_cases(case: str, who: str, unpriv: Unpriv) -> list[dict[str, Any]]:
     argv = [python, "-c", code, case]
     if who == "unpriv":
         argv = unpriv.command(*argv)
-    done = subprocess.run(
-        argv, cwd="/", capture_output=True, text=True, timeout=110, check=False
-    )
+    done = subprocess.run(argv, cwd="/", capture_output=True, text=True, timeout=110, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     return [json.loads(line) for line in done.stdout.splitlines()]
 
