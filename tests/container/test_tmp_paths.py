@@ -25,8 +25,8 @@ import pytest
 
 from tests.conftest import REPO, Unpriv
 
-#: The example's MCP upstream (installed by scripts/setup; read from the real checkout).
-SERVER = REPO / "tests" / "peers" / "node_modules" / ".bin" / "mcp-server-filesystem"
+#: The npm MCP servers scripts/setup installs (the example's upstream among them).
+PEERS = Path("tests") / "peers" / "node_modules"
 RUN_DEADLINE_S = 120
 
 
@@ -64,18 +64,14 @@ class TmpClone:
         return path
 
     def own(self, path: Path) -> None:
-        """Hand ``path`` and everything below it to the runner."""
-        owner = self.owner
-        if owner is None:
-            return
-        for directory, dirs, files in os.walk(path):
-            for name in [*dirs, *files]:
-                os.chown(Path(directory) / name, owner.uid, owner.gid, follow_symlinks=False)
-        os.chown(path, owner.uid, owner.gid)
+        """Hand ``path`` (itself, not what is below it) to the runner."""
+        if self.owner is not None:
+            os.chown(path, self.owner.uid, self.owner.gid)
 
 
 def _copy_tracked(destination: Path) -> None:
-    """Copy the files git tracks (as they are in the working tree) to ``destination``."""
+    """Copy the files git tracks (as they are in the working tree) to ``destination``, and
+    the npm peers setup installed, all readable by every user."""
     listed = subprocess.run(
         ["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True
     )
@@ -86,16 +82,25 @@ def _copy_tracked(destination: Path) -> None:
         target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target)
-    for directory, _dirs, files in os.walk(destination):
-        os.chmod(directory, 0o755)
+        target.chmod(target.stat().st_mode | 0o444)
+    peers = (REPO / PEERS).resolve()
+    if not peers.is_dir():
+        pytest.fail(f"{REPO / PEERS} is missing: run scripts/setup (it installs the peers)")
+    # Copies, not hard links: glove run refuses an upstream program with another name.
+    shutil.copytree(peers, destination / PEERS, symlinks=True)
+    for directory, _dirs, files in os.walk(destination / PEERS):
         for name in files:
             path = Path(directory) / name
-            path.chmod(path.stat().st_mode | 0o444)
+            if not path.is_symlink():
+                path.chmod(path.stat().st_mode | 0o444)
+    for directory, _dirs, _files in os.walk(destination):
+        os.chmod(directory, 0o755)
 
 
-@pytest.fixture(params=["root", "unpriv"] if os.getuid() == 0 else ["self"])
+@pytest.fixture(scope="module", params=["root", "unpriv"] if os.getuid() == 0 else ["self"])
 def tmp_clone(request: pytest.FixtureRequest, unpriv: Unpriv) -> Iterator[TmpClone]:
-    """The checkout copied under a fresh /tmp directory, run by root and by the user."""
+    """The checkout copied under a fresh /tmp directory (one per user, shared by this
+    module's tests, each using its own directories beside it), run by root and by the user."""
     base = Path(tempfile.mkdtemp(prefix="glove-clone-", dir="/tmp"))
     base.chmod(0o755)
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "LANG": "C.UTF-8",
@@ -107,26 +112,24 @@ def tmp_clone(request: pytest.FixtureRequest, unpriv: Unpriv) -> Iterator[TmpClo
         _copy_tracked(base / "glove")
         clone = TmpClone(request.param, base, base / "glove", python, wrap, env, owner)
         clone.own(base)
+        clone.own(clone.clone)  # the workspace of the exec test: the command writes there
         yield clone
     finally:
         subprocess.run(["rm", "-rf", str(base)], check=False)
 
 
 def test_the_example_runs_from_a_clone_under_tmp(tmp_clone: TmpClone) -> None:
-    """``examples/mediated-agent/run`` from the clone under /tmp: the example's folder is
-    bound at its own path, the workspace under /tmp too, and the agent's allowed call lists
-    it by the same path as on the host, with the two refusals audited."""
+    """``examples/mediated-agent/run`` from the clone under /tmp (its own upstream, from the
+    clone's peers): the example's folder is bound at its own path, the workspace under /tmp
+    too, and the agent's allowed call lists it by the same path as on the host, with the two
+    refusals audited."""
     workspace = tmp_clone.make("agent-workspace")
     config = tmp_clone.make("config")
     glove = str(Path(tmp_clone.python).parent / "glove")
     done = tmp_clone.run(
         [str(tmp_clone.clone / "examples" / "mediated-agent" / "run"), str(workspace)],
         cwd=tmp_clone.base,
-        env={
-            "GLOVE": glove,
-            "GLOVE_EXAMPLE_SERVER": str(SERVER),
-            "XDG_CONFIG_HOME": str(config),
-        },
+        env={"GLOVE": glove, "XDG_CONFIG_HOME": str(config)},
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "sandbox-owned" not in done.stderr
@@ -176,7 +179,6 @@ def test_workspace_use_and_bind_under_tmp_with_the_rest_unseen(tmp_clone: TmpClo
     secret = Path(tempfile.mkdtemp(prefix="glove-secret-", dir="/tmp")) / "s"
     secret.write_text("host secret\n")
     workspace = tmp_clone.clone  # the clone itself is the workspace, as in the README
-    tmp_clone.own(base)
     try:
         done = tmp_clone.glove(
             "exec", "--quiet", "--use", str(venv), "--bind", str(data), "--disk", "1M",
@@ -231,7 +233,6 @@ def test_a_use_directory_in_a_sandbox_built_tree_is_refused_naming_the_flag(
         shm.rmdir()
     data = tmp_clone.make("run-data")
     (data / "f").write_text("under run\n")
-    tmp_clone.own(data)
     shown = tmp_clone.glove(
         "exec", "--quiet", "--bind", f"{data}:/run/glove-data", "--", "cat", "/run/glove-data/f",
         cwd=tmp_clone.clone,
