@@ -287,6 +287,7 @@ class SandboxCgroups:
         #: CPU time the init spent building the sandbox in these groups (its ``ready``
         #: report): Glove's work, left out of the ``cpu_time`` budget.
         self.setup_cpu_s = 0.0
+        self.setup_reported = False
         name = group_name()
         v2 = v2 if v2 is not None else probe_v2()
         need = frozenset(

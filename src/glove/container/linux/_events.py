@@ -145,12 +145,16 @@ def adopt_terminal(wiring: Wiring, process: SandboxProcess, *, pump_stdin: bool)
 def note_status(process: SandboxProcess, messages: list[StatusMessage]) -> None:
     """Act on what the init reported, beyond keeping it for the verdict: its ``ready``
     line's setup CPU is left out of the tree's ``cpu_time`` budget (Glove's own work
-    inside the sandbox's groups, before the command existed)."""
-    if process.cgroups is None:
+    inside the sandbox's groups, before the command existed). Only the first ``ready``
+    counts, and never for more than the group has used when it is read."""
+    cgroups = process.cgroups
+    if cgroups is None or cgroups.setup_reported:
         return
     for message in messages:
         if isinstance(message, Ready):
-            process.cgroups.setup_cpu_s = message.setup_cpu_s
+            cgroups.setup_reported = True
+            cgroups.setup_cpu_s = min(message.setup_cpu_s, cgroups.cpu_seconds())
+            return
 
 
 def read_output(fd: int) -> bytes | None:
