@@ -86,13 +86,13 @@ from glove.container._result import (
 from glove.container._selftest import LimitSupport, limit_support, self_test
 from glove.container._spec import (
     DEFAULT_HOSTNAME,
-    RESERVED_TARGETS,
     Bind,
     NetworkMode,
     Protected,
     Retained,
     SandboxSpec,
     normalize_inside,
+    sandbox_owned,
 )
 from glove.container.errors import (
     LimitRefused,
@@ -129,7 +129,6 @@ __all__ = [
     "MIN_DISK_BYTES",
     "MIN_MEMORY_BYTES",
     "MIN_PIDS",
-    "RESERVED_TARGETS",
     "SANDBOX_LIMIT_NAMES",
     "AgentSection",
     "AsyncSandbox",
@@ -176,6 +175,7 @@ __all__ = [
     "probe_host_limits",
     "run",
     "run_async",
+    "sandbox_owned",
     "self_test",
     "setup_failure",
 ]

@@ -193,15 +193,13 @@ class ExposureRegistry:
             ExposureError: a bad alias, target or path; a path outside the protected root,
                 through a symlink, not a directory, or holding Glove's own files.
         """
-        from glove.container import RESERVED_TARGETS, normalize_inside
+        from glove.container import normalize_inside, sandbox_owned
 
         if not path.startswith("/"):
             raise ExposureError(f"the path must be absolute: {path!r}")
         path = os.path.normpath(path)
         inside = normalize_inside(target or default_target(alias))
-        if inside == "/" or any(
-            inside == r or inside.startswith(r + "/") for r in RESERVED_TARGETS
-        ):
+        if sandbox_owned(inside) is not None:
             raise ExposureError(f"target {inside!r} is the sandbox's own; choose another --target")
         live = [e for e in self._by_alias.values() if not e.revoked and e.alias != alias]
         if len(live) >= MAX_EXPOSURES:

@@ -43,6 +43,7 @@ from glove.container.linux._events import (
     Wiring,
     adopt_terminal,
     answer_denial,
+    note_status,
     nproc_reached,
     read_output,
     receive_listener,
@@ -274,13 +275,17 @@ class AsyncSandbox:
             chunk = b""
         try:
             if chunk:
-                self._observed.messages.extend(self._status.feed(chunk))
+                messages = self._status.feed(chunk)
             else:
                 self._remove_reader(fd)
-                self._observed.messages.extend(self._status.close())
+                messages = self._status.close()
         except StatusLineError as exc:
             self._remove_reader(fd)
             self._channel_broke = str(exc)
+            return
+        if self._process is not None:
+            note_status(self._process, messages)
+        self._observed.messages.extend(messages)
 
     def _on_notify_channel(self, fd: int) -> None:
         self._remove_reader(fd)

@@ -51,7 +51,16 @@ def describe(spec: SandboxSpec) -> SandboxDescription:
     sources = open_sources(spec)
     check_protected(shown_sources(spec, sources), spec.protected)
     size = spec.limits.disk if spec.limits.disk is not None else DEFAULT_SCRATCH_BYTES
-    mounts = [MountPlan("/", "tmpfs", "ro", note=f"{size} bytes; /tmp and /dev/shm share it")]
+    mounts = [
+        MountPlan("/", "tmpfs", "ro", note=f"{size} bytes; /tmp and /dev/shm share it"),
+        MountPlan(
+            "/tmp",
+            "tmpfs",
+            "rw",
+            note="private: the root tmpfs (disk limit), none of the host's /tmp; binds "
+            "below it come after",
+        ),
+    ]
     for source in sources:
         if source.kind == "symlink":
             mounts.append(MountPlan(source.target, "symlink", "ro", note=f"-> {source.link}"))
@@ -62,7 +71,6 @@ def describe(spec: SandboxSpec) -> SandboxDescription:
         MountPlan("/proc", "proc", "rw", note="own pid namespace; kernel knobs read-only"),
         MountPlan("/dev", "tmpfs", "ro", note="only " + ", ".join(DEVICE_NODES)),
         MountPlan("/dev/pts", "devpts", "rw", note="a new instance"),
-        MountPlan("/tmp", "tmpfs", "rw", note="the root tmpfs (disk limit)"),
         MountPlan("/dev/shm", "tmpfs", "rw", note="the root tmpfs (disk limit)"),
     ]
     shown = {source.source for source in sources}

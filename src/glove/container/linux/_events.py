@@ -4,7 +4,8 @@ Both supervisors (blocking, :mod:`._supervise`; asyncio, :mod:`._async`) wire th
 standard streams the same way and service the same descriptors: the init's pidfd, its
 status pipe, the seccomp listener it sends over the notify channel, and the output pipes or
 PTY master. These are the I/O steps they share; each supervisor only decides *when*.
-They also share the task count behind the ``rlimit-nproc-userns`` pids watchdog
+They also share what a ``ready`` report changes (:func:`note_status`) and the task count
+behind the ``rlimit-nproc-userns`` pids watchdog
 (:func:`count_tasks`, :func:`nproc_reached`).
 """
 
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from glove.container._spec import SandboxSpec
+from glove.container._status import Ready, StatusMessage
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._launch import SandboxProcess
 from glove.container.linux._seccomp import syscall_name
@@ -138,6 +140,21 @@ def adopt_terminal(wiring: Wiring, process: SandboxProcess, *, pump_stdin: bool)
         pump = os.dup(master)
         os.set_blocking(pump, False)
         wiring.stdin_target = pump
+
+
+def note_status(process: SandboxProcess, messages: list[StatusMessage]) -> None:
+    """Act on what the init reported, beyond keeping it for the verdict: its ``ready``
+    line's setup CPU is left out of the tree's ``cpu_time`` budget (Glove's own work
+    inside the sandbox's groups, before the command existed). Only the first ``ready``
+    counts, and never for more than the group has used when it is read."""
+    cgroups = process.cgroups
+    if cgroups is None or cgroups.setup_reported:
+        return
+    for message in messages:
+        if isinstance(message, Ready):
+            cgroups.setup_reported = True
+            cgroups.setup_cpu_s = min(message.setup_cpu_s, cgroups.cpu_seconds())
+            return
 
 
 def read_output(fd: int) -> bytes | None:

@@ -454,6 +454,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
             signal.signal(signum, signal.SIG_IGN)
         if handshake and os.read(ctx.go_read, 1) != GO_BYTE:
             os._exit(EXIT_SETUP_FAILED)
+        placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
         os.close(ctx.go_read)
         build_root(ctx.spec, ctx.sources, ctx.retained)
         if ctx.spec.pty:
@@ -465,7 +466,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         sc.set_own_cmdline(INIT_TITLE)
         sc.drop_all_capabilities(ctx.last_cap)
         _install_seccomp(ctx)
-        _report(status, Ready())
+        _report(status, Ready(setup_cpu_s=round(max(0.0, _own_cpu_s() - placed_cpu_s), 6)))
         command: int | None
         # posix_spawn makes the init apply the rlimits to itself first; an address-space
         # limit below the init's own size (a fork of a large launcher: gloved's threads and
@@ -494,6 +495,12 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         _report(status, SetupFailed(f"{type(exc).__name__}: {exc}{_where(exc)}"))
         os._exit(EXIT_SETUP_FAILED)
     os._exit(0)
+
+
+def _own_cpu_s() -> float:
+    """CPU time (user plus system) this process has used so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _where(exc: BaseException) -> str:

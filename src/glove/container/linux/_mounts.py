@@ -9,7 +9,8 @@ creates every mount point by walking descriptors (never following a link, so no 
 point outside the new root), bind-mounts each source *from its descriptor*, checks that the
 mounted inode is the one that was opened, applies read-only/nosuid/nodev recursively with
 ``mount_setattr(AT_RECURSIVE)`` (submounts included), adds ``/proc``, a minimal ``/dev`` and
-``/tmp``, then ``pivot_root``s and detaches the old root.
+a private ``/tmp`` (made first, so a host path below it is shown at its own path on top of
+it), then ``pivot_root``s and detaches the old root.
 """
 
 # Raw paths and dir fds inside a fresh mount namespace (pathlib adds nothing); /tmp here is
@@ -517,6 +518,12 @@ def build_root(
     for name in ("proc", "dev", "tmp"):
         os.mkdir(f"{root}/{name}", 0o755)
     os.chmod(f"{root}/tmp", STICKY_WORLD_MODE)
+    # The private /tmp becomes its own mount (a bind of the root tmpfs's directory: same
+    # tmpfs, same size limit) before any bind lands below it, so that it stays writable once
+    # / is read-only and a host path shown under it (a checkout in /tmp/x, at its own path)
+    # is a mount on top of it, in a parent directory made on the tmpfs. Made later, a
+    # non-recursive bind would hide those mounts; nothing else of the host's /tmp is shown.
+    sc.mount(f"{root}/tmp", f"{root}/tmp", None, sc.MS_BIND)
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for source, origin in zip(sources, origins, strict=True):
@@ -531,9 +538,8 @@ def build_root(
                 os.close(origin)
     sc.mount("proc", f"{root}/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
     _make_dev(root)
-    # /tmp and /dev/shm stay writable (sharing the root tmpfs and its size) once / is ro.
-    for scratch in ("tmp", "dev/shm"):
-        sc.mount(f"{root}/{scratch}", f"{root}/{scratch}", None, sc.MS_BIND)
+    # /dev/shm stays writable (sharing the root tmpfs and its size) once / is ro, like /tmp.
+    sc.mount(f"{root}/dev/shm", f"{root}/dev/shm", None, sc.MS_BIND)
     os.chdir(root)
     sc.pivot_root(".", ".")
     sc.umount2(".", sc.MNT_DETACH)

@@ -36,6 +36,7 @@ from glove.container.linux._events import (
     Wiring,
     adopt_terminal,
     answer_denial,
+    note_status,
     nproc_reached,
     read_output,
     receive_listener,
@@ -118,18 +119,19 @@ class _Supervisor:
             self.observed.kill_reason = reason
         process.kill()
 
-    def _read_status(self, fd: int) -> bool:
+    def _read_status(self, fd: int, process: SandboxProcess) -> bool:
         try:
             chunk = os.read(fd, 4096)
         except BlockingIOError:
             return True
         if not chunk:
-            self._take_status(self.status.close())
+            self._take_status(self.status.close(), process)
             return False
-        self._take_status(self.status.feed(chunk))
+        self._take_status(self.status.feed(chunk), process)
         return True
 
-    def _take_status(self, messages: list[StatusMessage]) -> None:
+    def _take_status(self, messages: list[StatusMessage], process: SandboxProcess) -> None:
+        note_status(process, messages)
         self.observed.messages.extend(messages)
 
     def _pump(self, fd: int, process: SandboxProcess) -> bool:
@@ -342,7 +344,7 @@ class _Supervisor:
                     deadline = None
                     cpu_polled = False
                 elif role == "status":
-                    if not self._read_status(fd):
+                    if not self._read_status(fd, process):
                         sel.unregister(fd)
                 elif role == "output":
                     if not self._pump(fd, process):
@@ -366,7 +368,7 @@ class _Supervisor:
             if exited_at is None:
                 self._check_watchdogs(process, deadline)
         with contextlib.suppress(OSError):
-            while self._read_status(process.status_fd):
+            while self._read_status(process.status_fd, process):
                 pass
 
     def result(self, process: SandboxProcess, started: float) -> SandboxResult:
