@@ -72,8 +72,12 @@ EXIT_SIGNAL_BASE: Final = 128
 # -- the controller's commands: init, capabilities, plan, session, attach, receipts page/ack --
 
 EXIT_REFUSED: Final = 1
-"""``gloved`` refused the request (its error code is printed), or the plan is invalid.
-``glove session wait`` and ``glove attach`` also use 1 for an outcome that is not an exit."""
+"""``gloved`` refused the request (its error code is printed), or the plan is invalid."""
+
+EXIT_NOT_AN_EXIT: Final = 1
+"""``glove session wait``, ``glove attach``: the session ended without an exit of its own
+(a limit, a signal, a stop, a lost daemon, a setup error; its outcome says which). A session
+whose command exited passes that code through instead."""
 
 EXIT_RECEIPTS_REFUSED: Final = 11
 """``glove receipts page/ack``: ``gloved`` refused the request or the connection failed
@@ -144,7 +148,8 @@ EXIT_RECEIPT_NO_PROOF: Final = 10
 
 EXIT_FAILED: Final = 1
 """The command could not do what was asked, and says why: ``setup``, ``daemon``, a failed
-``doctor`` check, ``diag tree`` without a daemon, an unreadable log for ``audit show``."""
+``doctor`` check, ``diag tree`` without a daemon, an unreadable log for ``audit show``, a
+``mcp serve`` session that failed (an upstream died)."""
 
 EXIT_DAEMON_NOT_RUNNING: Final = 3
 """``glove daemon status``: installed, not running."""
@@ -167,8 +172,3 @@ frame, a field out of range (``EX_PROTOCOL``)."""
 EXIT_IDENTITY: Final = 78
 """The remote executor's identity does not hold: its file is unsafe or malformed, or the
 running executable does not measure to it (``EX_CONFIG``)."""
-
-
-def signal_exit(signum: int) -> int:
-    """The exit code of a command killed by signal ``signum`` (:data:`EXIT_SIGNAL_BASE` + N)."""
-    return EXIT_SIGNAL_BASE + signum

@@ -344,7 +344,7 @@ async def test_relay_exits_with_the_agents_status(command: tuple[str, ...], expe
 async def test_relay_refuses_a_channel_that_is_not_a_socket() -> None:
     """Started without its socket (descriptor 0 here is /dev/null), the relay runs nothing."""
     code, err = await _run_relay("/bin/sh", "-c", "exit 0", channel=0)
-    assert code == relay_module.EXIT_USAGE
+    assert code == relay_module.EXIT_SETUP_FAILED
     assert b"not the host channel" in err
 
 

@@ -17,15 +17,14 @@ import typer
 
 from glove.cli._session import (
     _RUNTIME_HELP,
-    EXIT_REFUSED,
     _fail,
     _print_json,
     _with_client,
     outcome_text,
     wait_exit_code,
 )
+from glove.exits import EXIT_REFUSED, EXIT_USAGE
 
-EXIT_USAGE: Final = 64
 #: What ``glove attach`` replays by default: the last bytes of the transcript.
 DEFAULT_TAIL_BYTES: Final = 256 * 1024
 #: How long ``glove attach`` waits for a session that ended to have its receipt.

@@ -16,7 +16,8 @@ from typing import Any, Final
 
 import typer
 
-EXIT_UNREADABLE: Final = 1
+from glove.exits import EXIT_FAILED
+
 #: How often ``--follow`` looks for new lines.
 FOLLOW_POLL_S: Final = 0.2
 #: Largest line read (a record is at most 64 KiB).
@@ -143,7 +144,7 @@ def show_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
         reader = _Reader(path)
     except OSError as exc:
         typer.echo(f"glove audit show: cannot read {path}: {exc.strerror or exc}", err=True)
-        raise typer.Exit(EXIT_UNREADABLE) from exc
+        raise typer.Exit(EXIT_FAILED) from exc
     filters = (tool, decision, run)
     if not as_json:
         typer.echo(_header())
@@ -158,7 +159,7 @@ def show_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
         pass
     except OSError as exc:
         typer.echo(f"glove audit show: reading {path} failed: {exc.strerror or exc}", err=True)
-        raise typer.Exit(EXIT_UNREADABLE) from exc
+        raise typer.Exit(EXIT_FAILED) from exc
     finally:
         reader.close()
     if reader.skipped:

@@ -12,10 +12,13 @@ from typing import Final, TypeVar
 
 import typer
 
-EXIT_FAILED: Final = 1
-EXIT_NOT_RUNNING: Final = 3
-EXIT_NOT_INSTALLED: Final = 4
-EXIT_INTERRUPTED: Final = 130
+from glove.exits import (
+    EXIT_DAEMON_NOT_INSTALLED,
+    EXIT_DAEMON_NOT_RUNNING,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+)
+
 DEFAULT_LOG_LINES: Final = 100
 
 T = TypeVar("T")
@@ -175,9 +178,9 @@ def status_cmd(
         answers = "answers" if report.reachable else "no answer"
         typer.echo(f"  control socket: {report.socket} ({answers})")
     if not report.installed:
-        raise typer.Exit(EXIT_NOT_INSTALLED)
+        raise typer.Exit(EXIT_DAEMON_NOT_INSTALLED)
     if report.manager is None or not report.manager.active:
-        raise typer.Exit(EXIT_NOT_RUNNING)
+        raise typer.Exit(EXIT_DAEMON_NOT_RUNNING)
 
 
 def logs_cmd(

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from glove.exits import EXIT_FAILED
+
 
 def register(app: typer.Typer) -> None:
     """Add the ``diag`` command group to ``app``."""
@@ -31,7 +33,7 @@ def register(app: typer.Typer) -> None:
             result = call(paths.socket, "diag.tree")
         except ControlError as exc:
             typer.echo(f"glove diag tree: {exc}", err=True)
-            raise typer.Exit(1) from exc
+            raise typer.Exit(EXIT_FAILED) from exc
         if json_output:
             typer.echo(msgspec.json.encode(result).decode())
             return

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from glove.exits import EXIT_FAILED
+
 _MARK = {"ok": "[ ok ]", "warn": "[warn]", "fail": "[FAIL]"}
 
 
@@ -34,4 +36,4 @@ def register(app: typer.Typer) -> None:
             verdict = "all required checks passed" if report.ok else "a required check FAILED"
             typer.echo(f"glove doctor: {verdict}")
         if not report.ok:
-            raise typer.Exit(1)
+            raise typer.Exit(EXIT_FAILED)

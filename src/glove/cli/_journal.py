@@ -12,15 +12,17 @@ from typing import Final
 
 import typer
 
-EXIT_OK: Final = 0
-EXIT_CORRUPT: Final = 1
-EXIT_TAMPERED: Final = 2
-EXIT_TRUNCATED: Final = 3
-EXIT_OTHER: Final = 4
+from glove.exits import (
+    EXIT_JOURNAL_CORRUPT,
+    EXIT_JOURNAL_OTHER,
+    EXIT_JOURNAL_TAMPERED,
+    EXIT_JOURNAL_TRUNCATED,
+)
+
 EXIT_BY_ERROR: Final = {
-    "JournalCorrupt": EXIT_CORRUPT,
-    "JournalTampered": EXIT_TAMPERED,
-    "JournalTruncated": EXIT_TRUNCATED,
+    "JournalCorrupt": EXIT_JOURNAL_CORRUPT,
+    "JournalTampered": EXIT_JOURNAL_TAMPERED,
+    "JournalTruncated": EXIT_JOURNAL_TRUNCATED,
 }
 
 
@@ -103,7 +105,7 @@ def verify_cmd(
         report = verify(path, key, point)
     except (OSError, ValueError) as exc:
         _say("verify", exc)
-        raise typer.Exit(EXIT_OTHER) from exc
+        raise typer.Exit(EXIT_JOURNAL_OTHER) from exc
     if as_json:
         typer.echo(msgspec.json.encode(report).decode())
     elif report.ok:
@@ -116,7 +118,7 @@ def verify_cmd(
         if report.tail is not None and report.tail.recoverable:
             typer.echo("  the tail is a crash remnant; opening the journal cuts it")
     if not report.ok:
-        raise typer.Exit(EXIT_BY_ERROR.get(report.error or "", EXIT_OTHER))
+        raise typer.Exit(EXIT_BY_ERROR.get(report.error or "", EXIT_JOURNAL_OTHER))
 
 
 def repair_cmd(
@@ -139,16 +141,16 @@ def repair_cmd(
         lock_fd = storage.open_append(str(path / LOCK_NAME), create=False)
     except (OSError, ValueError) as exc:
         _say("repair", exc)
-        raise typer.Exit(EXIT_OTHER) from exc
+        raise typer.Exit(EXIT_JOURNAL_OTHER) from exc
     try:
         storage.lock(lock_fd)
         actions = repair(path, key, truncate_at=where, storage=storage)
     except LockHeld as exc:
         typer.echo(f"glove journal repair: {path} is open by a writer", err=True)
-        raise typer.Exit(EXIT_OTHER) from exc
+        raise typer.Exit(EXIT_JOURNAL_OTHER) from exc
     except (JournalError, OSError, ValueError) as exc:
         typer.echo(f"glove journal repair: {exc}", err=True)
-        raise typer.Exit(EXIT_BY_ERROR.get(type(exc).__name__, EXIT_OTHER)) from exc
+        raise typer.Exit(EXIT_BY_ERROR.get(type(exc).__name__, EXIT_JOURNAL_OTHER)) from exc
     finally:
         storage.close(lock_fd)
     for line in actions or ["nothing to repair"]:

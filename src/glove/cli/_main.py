@@ -10,19 +10,13 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from glove._version import __version__
+from glove.exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE
 
 if TYPE_CHECKING:
     import typer
-
-#: A usage error (an unknown or malformed option), in every command (EX_USAGE).
-EXIT_USAGE: Final = 64
-#: An unexpected failure: a bug (EX_SOFTWARE).
-EXIT_INTERNAL: Final = 70
-#: Interrupted by the operator (Ctrl-C).
-EXIT_INTERRUPTED: Final = 130
 
 # Command families: the top-level command each module registers, in the order
 # ``glove --help`` lists them. A module is listed here only once its commands work end to

@@ -13,11 +13,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from glove.exits import EXIT_INVALID, EXIT_USAGE
+
 if TYPE_CHECKING:
     import typer
 
-EXIT_CONFIG_ERROR = 2
-EXIT_USAGE = 64
 MAX_TOKEN_FILE_BYTES = 4096
 
 
@@ -151,7 +151,7 @@ def _serve(
             early = load_config(config)
         except McpError as exc:
             _say(f"glove mcp serve: {exc}")
-            return EXIT_CONFIG_ERROR
+            return EXIT_INVALID
         started = spawn_early(early)
     try:
         return _serve_now(
@@ -217,10 +217,10 @@ def _serve_now(
         return asyncio.run(main())
     except GloveError as exc:
         _say(f"glove mcp serve: {exc}")
-        return EXIT_CONFIG_ERROR
+        return EXIT_INVALID
     except OSError as exc:
         _say(f"glove mcp serve: cannot listen on {http}: {exc.strerror}")
-        return EXIT_CONFIG_ERROR
+        return EXIT_INVALID
 
 
 def register(app: typer.Typer) -> None:
@@ -278,7 +278,7 @@ def register(app: typer.Typer) -> None:
             listings = asyncio.run(list_tools(load_config(config)))
         except GloveError as exc:
             typer.echo(f"glove mcp tools: {exc}", err=True)
-            raise typer.Exit(EXIT_CONFIG_ERROR) from exc
+            raise typer.Exit(EXIT_INVALID) from exc
         if as_json:
             typer.echo(msgspec.json.encode({"tools": listings}).decode())
             return

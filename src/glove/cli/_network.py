@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING, Final
 
 import typer
 
+from glove.exits import EXIT_DENIED, EXIT_INVALID
+
 if TYPE_CHECKING:
     from glove.egress import Explanation, NetworkPolicy, NetworkReport
 
-EXIT_OK: Final = 0
-EXIT_DENIED: Final = 1
-EXIT_INVALID: Final = 2
 #: Embedded profiles live beside the sandbox code.
 PROFILES_DIR: Final = Path(__file__).resolve().parent.parent / "container" / "profiles"
 

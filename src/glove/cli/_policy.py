@@ -13,9 +13,8 @@ from typing import Any, Final
 
 import typer
 
-EXIT_OK: Final = 0
-EXIT_DENIED: Final = 1
-EXIT_INVALID: Final = 2
+from glove.exits import EXIT_DENIED, EXIT_INVALID, EXIT_OK
+
 MAX_PIN_INPUT_BYTES: Final = 16 * 1024 * 1024
 
 

@@ -37,34 +37,36 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import typer
 
+from glove.exits import (
+    EXIT_RECEIPT_ENTRY,
+    EXIT_RECEIPT_LOG,
+    EXIT_RECEIPT_MALFORMED,
+    EXIT_RECEIPT_NO_PROOF,
+    EXIT_RECEIPT_NOT_FOUND,
+    EXIT_RECEIPT_NOT_SEALED,
+    EXIT_RECEIPT_PROOF,
+    EXIT_RECEIPT_SIGNATURE,
+    EXIT_RECEIPT_UNREADABLE,
+    EXIT_RECEIPTS_REFUSED,
+    EXIT_UNAVAILABLE,
+)
+
 if TYPE_CHECKING:
     from glove.journal import SignedCheckpoint, VerifiedReceipt, VerifierKey, WitnessKey
 
-EXIT_OK: Final = 0
-EXIT_SIGNATURE: Final = 1
-EXIT_PROOF: Final = 3
-EXIT_ENTRY: Final = 4
-EXIT_MALFORMED: Final = 5
-EXIT_UNREADABLE: Final = 6
-EXIT_NOT_FOUND: Final = 7
-EXIT_NOT_SEALED: Final = 8
-EXIT_LOG: Final = 9
-EXIT_NO_PROOF: Final = 10
-EXIT_DAEMON: Final = 11
-EXIT_UNAVAILABLE: Final = 69
 EXIT_BY_ERROR: Final = {
-    "SignatureInvalid": EXIT_SIGNATURE,
-    "UnverifiedSignature": EXIT_SIGNATURE,
-    "ProofInvalid": EXIT_PROOF,
-    "EntryMismatch": EXIT_ENTRY,
-    "BundleMalformed": EXIT_MALFORMED,
-    "NoteError": EXIT_MALFORMED,
-    "SigningKeyError": EXIT_UNREADABLE,
-    "SigningKeyUnsafe": EXIT_UNREADABLE,
-    "SessionNotFound": EXIT_NOT_FOUND,
-    "NotSealed": EXIT_NOT_SEALED,
-    "LogMismatch": EXIT_LOG,
-    "NoProof": EXIT_NO_PROOF,
+    "SignatureInvalid": EXIT_RECEIPT_SIGNATURE,
+    "UnverifiedSignature": EXIT_RECEIPT_SIGNATURE,
+    "ProofInvalid": EXIT_RECEIPT_PROOF,
+    "EntryMismatch": EXIT_RECEIPT_ENTRY,
+    "BundleMalformed": EXIT_RECEIPT_MALFORMED,
+    "NoteError": EXIT_RECEIPT_MALFORMED,
+    "SigningKeyError": EXIT_RECEIPT_UNREADABLE,
+    "SigningKeyUnsafe": EXIT_RECEIPT_UNREADABLE,
+    "SessionNotFound": EXIT_RECEIPT_NOT_FOUND,
+    "NotSealed": EXIT_RECEIPT_NOT_SEALED,
+    "LogMismatch": EXIT_RECEIPT_LOG,
+    "NoProof": EXIT_RECEIPT_NO_PROOF,
 }
 MAX_INPUT_BYTES: Final = 8 * 1024 * 1024 + 1
 RECEIPTS_JOURNAL_NAME: Final = "receipts"
@@ -113,10 +115,10 @@ def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[
         raise typer.Exit(EXIT_UNAVAILABLE) from exc
     except RemoteError as exc:
         typer.echo(f"glove receipts {verb}: {exc.code}: {exc.message}", err=True)
-        raise typer.Exit(EXIT_DAEMON) from exc
+        raise typer.Exit(EXIT_RECEIPTS_REFUSED) from exc
     except ControlError as exc:
         typer.echo(f"glove receipts {verb}: {exc}", err=True)
-        raise typer.Exit(EXIT_DAEMON) from exc
+        raise typer.Exit(EXIT_RECEIPTS_REFUSED) from exc
 
 
 def page_cmd(
@@ -174,7 +176,7 @@ def _run(verb: str, as_json: bool, action: Callable[[], T]) -> T:
         kind, message = "OSError", f"{exc.filename or 'file'}: {exc.strerror or exc}"
     code = EXIT_BY_ERROR.get(kind)
     if code is None:
-        code = EXIT_UNREADABLE if kind == "OSError" else EXIT_LOG
+        code = EXIT_RECEIPT_UNREADABLE if kind == "OSError" else EXIT_RECEIPT_LOG
     if as_json:
         typer.echo(json.dumps({"verified": False, "error": kind, "message": message}))
     typer.echo(f"glove receipts {verb}: {message}", err=True)

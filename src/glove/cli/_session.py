@@ -2,11 +2,12 @@
 
 Each command is one authenticated call (or a watch) on the owner's ``gloved`` socket.
 Human output is a short table or line; ``--json`` prints the daemon's result as is, for
-programs. Exit codes (docs/cli.md): 0 done; 1 the daemon refused (the error's code is
-printed) or the plan is invalid; 64 a usage error; 69 no gloved is running (or its socket
-is not this user's); 124 ``session wait`` timed out. ``session wait`` exits 0 only if the
-command exited 0: with the command's own code when it exited non-zero, and 1 for every other
-outcome (a limit, a signal, a stop, a lost daemon, a setup error).
+programs. Exit codes (docs/cli.md, :mod:`glove.exits`): 0 done; 1 the daemon refused (the
+error's code is printed) or the plan is invalid; 64 a usage error; 69 no gloved is running
+(or its socket is not this user's); 75 ``session wait --timeout`` expired (the session goes
+on). ``session wait`` exits 0 only if the command exited 0: with the command's own code when
+it exited non-zero, and 1 for every other outcome (a limit, a signal, a stop, a lost daemon,
+a setup error).
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from typing import Any, Final, NoReturn, TypeVar
 
 import typer
 
-EXIT_REFUSED: Final = 1
-EXIT_UNAVAILABLE: Final = 69
-EXIT_TIMEOUT: Final = 124
+from glove.exits import EXIT_DEADLINE, EXIT_NOT_AN_EXIT, EXIT_REFUSED, EXIT_UNAVAILABLE
+
 MAX_EXIT_STATUS: Final = 255
 #: How long one call may take (a create persists the plan; the default is generous).
 CALL_TIMEOUT_S: Final = 30.0
@@ -132,7 +132,7 @@ def wait_exit_code(view: dict[str, Any]) -> int:
         code = outcome.get("exit_code")
         if isinstance(code, int) and 0 <= code <= MAX_EXIT_STATUS:
             return code
-    return EXIT_REFUSED
+    return EXIT_NOT_AN_EXIT
 
 
 def register(app: typer.Typer) -> None:
@@ -312,7 +312,7 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
     def wait_cmd(
         session_id: str = typer.Argument(..., help="The session."),
         timeout: float | None = typer.Option(
-            None, "--timeout", help="Give up after this many seconds (exit 124)."
+            None, "--timeout", help="Give up after this many seconds (exit 75)."
         ),
         as_json: bool = typer.Option(False, "--json", help="Print the final state as JSON."),
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
@@ -340,7 +340,7 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
 
         final = _with_client("session wait", runtime_dir, action)
         if final is None:
-            _fail("session wait", f"session {session_id} is not terminal yet", EXIT_TIMEOUT)
+            _fail("session wait", f"session {session_id} is not terminal yet", EXIT_DEADLINE)
         if as_json:
             _print_json(final)
         else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import typer
 
-EXIT_FAILED = 1
+from glove.exits import EXIT_FAILED
 
 
 def register(app: typer.Typer) -> None:

@@ -73,9 +73,6 @@ from glove.container._profile import (
 )
 from glove.container._protect import Shown, check_protected
 from glove.container._result import (
-    EXIT_NOT_EXECUTABLE,
-    EXIT_NOT_FOUND,
-    EXIT_SETUP_FAILED,
     Durations,
     LimitReport,
     OutputReport,
@@ -102,6 +99,7 @@ from glove.container.errors import (
     SpecError,
     UnsupportedPlatform,
 )
+from glove.exits import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED
 
 __all__ = [
     "DEFAULT_HOSTNAME",

@@ -43,6 +43,7 @@ import msgspec
 
 from glove.actors import Actor, ChildSpec
 from glove.errors import GloveError
+from glove.exits import EXIT_FAILED
 from glove.mcp._config import McpConfig
 from glove.mcp._endpoint import MAX_AGENT_FRAME_BYTES
 from glove.mcp._framing import decode_message, encode_error
@@ -547,7 +548,7 @@ async def serve_http(
     if task.done():
         started.cancel()
         task.result()  # raises the bind failure
-        return 1
+        return EXIT_FAILED
     assert front.port is not None
     if ready is not None:
         ready(front.port)

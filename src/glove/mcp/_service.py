@@ -40,6 +40,7 @@ from glove.actors import (
     DeadlineExceeded,
     Supervisor,
 )
+from glove.exits import EXIT_FAILED, EXIT_OK
 from glove.mcp._catalog import Catalog
 from glove.mcp._config import McpConfig
 from glove.mcp._contracts import Refusal, arguments_digest
@@ -641,5 +642,5 @@ async def serve(
             loop.remove_signal_handler(signum)
     if failure is not None:
         _log.error("glove mcp: the session failed: %s", failure)
-        return 1
-    return 0
+        return EXIT_FAILED
+    return EXIT_OK

@@ -51,7 +51,6 @@ from glove.container._limits import (
     plan_limits,
 )
 from glove.container._protect import check_protected
-from glove.container._result import EXIT_SETUP_FAILED
 from glove.container._spec import MAX_PASSED_FD, SandboxSpec
 from glove.container._status import (
     MAX_STATUS_LINE_BYTES,
@@ -94,6 +93,7 @@ from glove.container.linux._retained import (
     prepare_retained,
 )
 from glove.container.linux._seccomp import seccomp_program
+from glove.exits import EXIT_NOT_FOUND, EXIT_SETUP_FAILED
 
 #: Environment variable that forces the fork + unshare + fork launch path.
 LAUNCH_MODE_ENV: Final = "GLOVE_SANDBOX_LAUNCH"
@@ -305,7 +305,7 @@ def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:
         _report(exec_write, ExecFailed(exc.errno or errno.ENOENT))
     except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
         _report(exec_write, ExecFailed(errno.EINVAL, str(exc)))
-    os._exit(127)
+    os._exit(EXIT_NOT_FOUND)
 
 
 def _fork_command(ctx: LaunchContext) -> tuple[int, bytes]:
