@@ -14,6 +14,7 @@ Pure cores (no asyncio, os or socket): :mod:`._rules`, :mod:`._addresses`, :mod:
 """
 
 from glove.egress._addresses import address_class, is_public
+from glove.egress._admission import AuditSink, DeniedDestination, EgressStats, ProxyLimits
 from glove.egress._channel import INET_FAMILIES, UNIX_FAMILIES, ChannelReceiver, Kind
 from glove.egress._check import (
     Explanation,
@@ -27,7 +28,6 @@ from glove.egress._check import (
     policy_from_toml,
     sandbox_sockets,
 )
-from glove.egress._core import AuditSink, DeniedDestination, EgressStats, ProxyLimits
 from glove.egress._dns import (
     DnsAnswer,
     DnsFrameReader,

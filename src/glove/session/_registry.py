@@ -65,17 +65,17 @@ from glove.plan import (
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
 from glove.session._exposures import ExposureRegistry
-from glove.session._pty_drain import PtyDrain
-from glove.session._receipt import outcome_of, terminal_receipt
-from glove.session._sandbox import SandboxActor
-from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
-from glove.session._tools import (
+from glove.session._mediated import (
     AUDIT_NAME,
     SessionTools,
     audit_digest,
     digest_builtins,
     session_tools,
 )
+from glove.session._pty_drain import PtyDrain
+from glove.session._receipt import outcome_of, terminal_receipt
+from glove.session._sandbox import SandboxActor
+from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
 from glove.session._transcript import recovered_summary
 from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
 from glove.session._viewers import TerminalHub

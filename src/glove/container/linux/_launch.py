@@ -78,7 +78,7 @@ from glove.container.linux._cgroups import (
 )
 from glove.container.linux._mounts import (
     OpenedSource,
-    build_root,
+    build_rootfs,
     forbid_nested_user_namespaces,
     harden_proc,
     open_sources,
@@ -456,7 +456,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
             os._exit(EXIT_SETUP_FAILED)
         placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
         os.close(ctx.go_read)
-        build_root(ctx.spec, ctx.sources, ctx.retained)
+        build_rootfs(ctx.spec, ctx.sources, ctx.retained)
         if ctx.spec.pty:
             ctx = _own_terminal(ctx)
         forbid_nested_user_namespaces()

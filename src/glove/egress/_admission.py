@@ -1,4 +1,4 @@
-"""What every egress protocol shares: decide, resolve once, check, audit, then connect.
+"""Admission: what every egress protocol shares: decide, resolve once, check, audit, connect.
 
 :class:`EgressCore` holds the rules, the resolver, the audit sink and the counters of one
 session's proxy; the protocol handlers (:mod:`._serve_http`, :mod:`._serve_socks`,

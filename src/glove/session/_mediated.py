@@ -1,4 +1,5 @@
-"""A gloved session's tools and network: the harness's MCP mediation and the plan's egress.
+"""What a gloved session gets mediated: its tools (the harness's MCP mediation) and its
+network (the plan's egress), both audited in the session's own log, and that log's digest.
 
 A harness in ``gloved.toml`` may name an MCP configuration (``mcp = "agent.toml"``, the
 same file ``glove run --config`` takes: upstreams and policy). Its sessions then get the
