@@ -266,6 +266,30 @@ def _resolve_flags(dir_fd: int | None) -> int:
     return flags | sc.RESOLVE_BENEATH if dir_fd is not None else flags
 
 
+def _walk(base: int, path: str, flags: int) -> int:
+    """``openat2(RESOLVE_NO_SYMLINKS)`` by hand where ``openat2`` is missing (Linux < 5.6):
+    one ``O_PATH|O_NOFOLLOW`` component at a time, refusing symlinks and ``..``.
+
+    Raises:
+        OSError: ELOOP for a symlink, EXDEV for ``..``, or any open error.
+    """
+    parts = [part for part in path.split("/") if part and part != "."]
+    if ".." in parts:
+        raise OSError(errno.EXDEV, "'..' in a projection target")
+    fd = os.open("/" if path.startswith("/") else ".", _O_PATH | os.O_DIRECTORY, dir_fd=base)
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        try:
+            child = os.open(part, _O_PATH | (flags if last else os.O_DIRECTORY), dir_fd=fd)
+        finally:
+            os.close(fd)
+        if stat.S_ISLNK(os.fstat(child).st_mode):
+            os.close(child)
+            raise OSError(errno.ELOOP, "symlink in a projection target")
+        fd = child
+    return fd
+
+
 def _open_path(path: str, dir_fd: int | None, target: str, flags: int = 0) -> int:
     """``openat2(O_PATH|O_NOFOLLOW)`` of ``path`` with no symlink (beneath ``dir_fd``).
 
@@ -274,7 +298,12 @@ def _open_path(path: str, dir_fd: int | None, target: str, flags: int = 0) -> in
     """
     base = dir_fd if dir_fd is not None else sc.AT_FDCWD
     try:
-        return sc.openat2(base, path, _O_PATH | flags, _resolve_flags(dir_fd))
+        try:
+            return sc.openat2(base, path, _O_PATH | flags, _resolve_flags(dir_fd))
+        except OSError as exc:
+            if exc.errno != errno.ENOSYS:
+                raise
+        return _walk(base, path, flags)
     except OSError as exc:
         why = "goes through a symlink" if exc.errno == errno.ELOOP else os.strerror(exc.errno or 0)
         raise MountError(

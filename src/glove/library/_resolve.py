@@ -11,7 +11,7 @@ The steps, each refusal with its own code (``errors``)::
     pread from 0 while hashing (and        bytes read == st_size, one more read finds EOF
     copying into a sink)
     fstat #2 == fstat #1                   on (dev, ino, size, mtime_ns, ctime_ns, nlink,
-                                           mode, uid): nothing changed while reading
+                                           mode): nothing changed while reading
     digest == the one asked for
 
 ``pread`` from offset 0 keeps the read independent of the descriptor's offset, which a
@@ -57,7 +57,12 @@ _GROUP_OTHER_WRITE: Final = stat.S_IWGRP | stat.S_IWOTH
 
 
 def identity(info: os.stat_result) -> tuple[int, ...]:
-    """What must not change between the two ``fstat`` calls around a read."""
+    """What must not change between the two ``fstat`` calls around a read.
+
+    Not the owner: ``st_uid`` is translated by the caller's user namespace, and the two
+    calls may straddle one (an unprivileged launcher opens, the sandbox's init reads). A
+    chown moves ``st_ctime`` anyway, as a chmod, a link or an unlink do.
+    """
     return (
         info.st_dev,
         info.st_ino,
@@ -66,7 +71,6 @@ def identity(info: os.stat_result) -> tuple[int, ...]:
         info.st_ctime_ns,
         info.st_nlink,
         info.st_mode,
-        info.st_uid,
     )
 
 
