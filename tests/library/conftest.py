@@ -91,9 +91,7 @@ def writable_dir(base: Path, owner: Owner, name: str) -> Path:
     return path
 
 
-def run_probe(
-    how: str, scenario: str, spec: dict[str, Any], unpriv: Unpriv
-) -> dict[str, Any]:
+def run_probe(how: str, scenario: str, spec: dict[str, Any], unpriv: Unpriv) -> dict[str, Any]:
     """Run the probe's ``scenario`` and return its JSON.
 
     ``how``: ``root`` (real root in a private mount namespace: a root launcher),

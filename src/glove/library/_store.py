@@ -134,6 +134,13 @@ def _root_refusal(path: str, exc: OSError) -> LibraryRootError:
         return LibraryRootError(
             "library_root_not_directory", f"library root {path} is not a directory", subject=path
         )
+    if info.st_uid != os.geteuid():
+        return LibraryRootError(
+            "library_root_wrong_owner",
+            f"library root {path} is owned by uid {info.st_uid}, not by this user "
+            f"(uid {os.geteuid()}); it is never taken over",
+            subject=path,
+        )
     return LibraryRootError(
         "library_root_unusable",
         f"library root {path} cannot be opened: {os.strerror(exc.errno or 0)}",
