@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import hashlib
 import os
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ from glove.library import (
     open_bundle,
     read_verified,
 )
-from glove.library._resolve import open_beneath
+from glove.library._resolve import copy_hashing, open_beneath
 from tests.library.conftest import Owner, digest, put
 
 ME = Owner("me", os.geteuid(), os.getegid())
@@ -170,3 +172,42 @@ def test_freeze_refuses_bytes_changed_after_open_and_keeps_nothing(
             freeze(bundle)
         assert caught.value.code == "projection_changed"
         assert _fds() == before
+
+
+def test_the_copy_is_exactly_the_bytes_hashed_while_the_source_changes(base: Path) -> None:
+    """While a writer keeps flipping a 2 MiB source between two contents, the sink of each
+    hash-and-copy holds exactly the bytes whose digest was returned (never a second read of
+    a source that changed in between), whatever mix of the two it read."""
+    one, two = b"\x01" * (2 * 1024 * 1024), b"\x02" * (2 * 1024 * 1024)
+    source = base / "source"
+    source.write_bytes(one)
+    stop = threading.Event()
+
+    def flip() -> None:
+        fd = os.open(source, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            while not stop.is_set():
+                os.pwrite(fd, two, 0)
+                os.pwrite(fd, one, 0)
+        finally:
+            os.close(fd)
+
+    writer = threading.Thread(target=flip)
+    writer.start()
+    try:
+        src = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            for round_ in range(20):
+                sink_path = base / f"sink-{round_}"
+                sink = os.open(sink_path, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+                try:
+                    hexdigest, count = copy_hashing(src, len(one), sink)
+                finally:
+                    os.close(sink)
+                assert count == len(one)
+                assert hashlib.sha256(sink_path.read_bytes()).hexdigest() == hexdigest
+        finally:
+            os.close(src)
+    finally:
+        stop.set()
+        writer.join()
