@@ -193,6 +193,8 @@ def _project_steps(spec: dict[str, Any]) -> dict[str, Any]:
             except LibraryError as refused:
                 return {"refused": refused.code}
             with frozen:
+                if spec.get("park"):
+                    frozen.park(spec["park"])
                 attached = frozen.attach(spec["target"])
                 # Held now: the root, the bundle, the frozen tmpfs. Each must be close-on-exec.
                 held = {fd: link for fd, link in fds().items() if fd not in before_fds}
@@ -243,6 +245,8 @@ def project(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("private_root"):
         sc.mount(None, "/", None, MS_REC | sc.MS_PRIVATE)
     before_mounts = len(mount_lines())
+    if spec.get("park"):
+        os.makedirs(spec["park"], exist_ok=True)
     result = _in_child(_project_steps, spec) if spec.get("filter") else _project_steps(spec)
     result["mounts_added"] = len(mount_lines()) - before_mounts
     if "attached" not in result:
@@ -475,12 +479,15 @@ def launcher(spec: dict[str, Any]) -> dict[str, Any]:
             _enter_user_namespace()
             mine = frozen if frozen is not None else freeze(bundle)
             with mine:
+                if spec.get("park"):
+                    mine.park(spec["park"])
                 attached = mine.attach(spec["target"])
             bundle.close()
             library.close()
             report = {
                 "freeze_method": attached.freeze_method,
                 "mountinfo": line_for(spec["target"]),
+                "park_mountinfo": line_for(spec["park"]) if spec.get("park") else "",
                 "sha256": sha256_of(spec["target"]),
                 "dropped": run_dropped(spec["target"]),
             }

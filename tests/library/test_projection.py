@@ -120,10 +120,12 @@ def test_the_launch_shape_host_prepares_and_the_child_attaches(
 ) -> None:
     """As the launcher will: the host opens the bundle (a root host also freezes it, before
     the clone); a forked child in a new user and mount namespace (freezes, when the host is
-    unprivileged, and) attaches; the host's namespace never shows the mount."""
+    unprivileged,) parks the frozen tmpfs in its old root and attaches; the host's namespace
+    never shows the mount."""
     owner = owner_of(who, unpriv)
     root, ref, size = _store_with_skill(base, owner)
     target = writable_dir(base, owner, "sandbox") / "skill.md"
+    park = writable_dir(base, owner, "old-root-park")
     result = run_probe(
         f"{who}-host",
         "launcher",
@@ -132,6 +134,7 @@ def test_the_launch_shape_host_prepares_and_the_child_attaches(
             "digest": ref,
             "size": size,
             "target": str(target),
+            "park": str(park),
             "host_freeze": who == "root",
         },
         unpriv,
@@ -140,6 +143,9 @@ def test_the_launch_shape_host_prepares_and_the_child_attaches(
     assert result["freeze_method"] == FREEZE_DETACHED_TMPFS
     assert "sha256:" + result["sha256"] == ref
     assert _mount_options(result["mountinfo"]) >= FLAG_SET
+    # Parked (as the init does before pivot_root): the whole frozen tmpfs, read-only.
+    assert " / " + str(park) + " " in result["park_mountinfo"]
+    assert "ro" in _mount_options(result["park_mountinfo"])
     _assert_no_privilege(result["dropped"])
     assert result["host_mountinfo"] == ""
 
