@@ -509,6 +509,32 @@ def launcher(spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def targets(spec: dict[str, Any]) -> dict[str, Any]:
+    """Attach beneath a new root's descriptor (as ``build_root`` would), and every target
+    that must be refused: a symlink on the way, '..' out of the root, a directory, a
+    relative path without a root; report each code and whether anything was mounted."""
+    sc.mount(None, "/", None, MS_REC | sc.MS_PRIVATE)
+    new_root = spec["new_root"]
+    root_fd = os.open(new_root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    library = Library.open(spec["root"])
+    results: dict[str, Any] = {}
+    try:
+        with library.open_bundle(spec["digest"], spec["size"]) as bundle, freeze(bundle) as frozen:
+            for label, target, beneath in spec["cases"]:
+                before = mount_lines()
+                try:
+                    frozen.attach(target, dir_fd=root_fd if beneath else None)
+                    code = "none"
+                except LibraryError as refused:
+                    code = refused.code
+                results[label] = {"code": code, "mounted": mount_lines() != before}
+    finally:
+        library.close()
+        os.close(root_fd)
+    results["good_sha256"] = sha256_of(f"{new_root}/etc/skill.md")
+    return results
+
+
 def main() -> None:
     """Run the scenario named on the command line; print its JSON result."""
     scenario, spec = sys.argv[1], json.loads(sys.argv[2])
@@ -518,6 +544,7 @@ def main() -> None:
         "race": race,
         "nested": attacks_on_mount_spec,
         "launcher": launcher,
+        "targets": targets,
     }
     print(json.dumps(handlers[scenario](spec)))
 

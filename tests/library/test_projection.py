@@ -150,6 +150,58 @@ def test_the_launch_shape_host_prepares_and_the_child_attaches(
     assert result["host_mountinfo"] == ""
 
 
+@pytest.mark.parametrize("who", WHO)
+def test_targets_beneath_the_new_root_and_the_ones_refused(
+    who: str, base: Path, unpriv: Unpriv
+) -> None:
+    """Attached beneath the new root's descriptor (as build_root attaches binds) the copy
+    shows at its path; a symlinked parent, '..' out of the root, a directory and a relative
+    path without a root are each mount_target_invalid, with nothing mounted."""
+    owner = owner_of(who, unpriv)
+    root, ref, size = _store_with_skill(base, owner)
+    new_root = writable_dir(base, owner, "new-root")
+    (new_root / "etc").mkdir()
+    (new_root / "dir").mkdir()
+    outside = writable_dir(base, owner, "outside")
+    (outside / "sub").mkdir()
+    os.chown(outside / "sub", owner.uid, owner.gid)
+    (new_root / "linked").symlink_to(outside)
+    for path in (new_root / "etc", new_root / "dir", new_root / "linked"):
+        os.lchown(path, owner.uid, owner.gid)
+    result = run_probe(
+        who,
+        "targets",
+        {
+            "root": str(root),
+            "digest": ref,
+            "size": size,
+            "new_root": str(new_root),
+            "cases": [
+                ["good", "/etc/skill.md", True],
+                ["symlinked_parent", "/linked/sub/skill.md", True],
+                ["symlinked_parent_absolute", str(new_root / "linked" / "sub" / "skill.md"), False],
+                ["dotdot", "../outside/skill.md", True],
+                ["directory", "/dir", True],
+                ["relative", "etc/other.md", False],
+            ],
+        },
+        unpriv,
+    )
+    assert "sha256:" + result.pop("good_sha256") == ref
+    assert result.pop("good") == {"code": "none", "mounted": True}
+    assert result == {
+        label: {"code": "mount_target_invalid", "mounted": False}
+        for label in (
+            "symlinked_parent",
+            "symlinked_parent_absolute",
+            "dotdot",
+            "directory",
+            "relative",
+        )
+    }
+    assert list((outside / "sub").iterdir()) == []
+
+
 @pytest.mark.parametrize("missing", ["ENOSYS", "EPERM"])
 @pytest.mark.parametrize("who", WHO)
 def test_fallback_where_the_new_mount_api_is_missing(
@@ -278,8 +330,8 @@ def test_every_attack_has_its_own_code_and_mounts_nothing(
     of the other user (root's in the test user's store, the test user's in root's), group
     write, a wrong size, a wrong digest, a file swapped or rewritten after the first fstat,
     a missing bundle and a mount point: each its own code, nothing mounted, no descriptor
-    left, the target never created; the good bundle beside them mounts. Without openat2
-    (ENOSYS: Linux < 5.6) the flat-name fallback refuses the same way."""
+    left, the target never created, while the good bundle beside them mounts; without
+    openat2 (ENOSYS: Linux < 5.6) the flat-name fallback refuses the same way."""
     owner = owner_of(who, unpriv)
     other = owner_of("unpriv" if who == "root" else "root", unpriv)
     _, spec = _attack_store(base, owner, other)
@@ -299,7 +351,6 @@ def test_every_attack_has_its_own_code_and_mounts_nothing(
         assert list(beneath.values()) == [errno.EXDEV, errno.EXDEV, errno.ELOOP]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("who", WHO)
 def test_a_racing_writer_is_never_seen_in_a_mounted_copy(
     who: str, base: Path, unpriv: Unpriv

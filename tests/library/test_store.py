@@ -27,9 +27,7 @@ from glove.library import (
     SourceError,
 )
 from tests.conftest import Unpriv
-from tests.library.conftest import Owner, digest, make_store, owner_of, put, root_only
-
-ME = Owner("me", os.geteuid(), os.getegid())
+from tests.library.conftest import digest, make_store, owner_of, put, root_only
 
 
 @pytest.fixture
