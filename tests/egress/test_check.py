@@ -48,7 +48,7 @@ def test_empty_allowlist_says_so() -> None:
     """An empty allowlist is reported as reaching nothing, never as "all"."""
     report = network_report(NetworkPolicy(mode="proxy"))
     assert report.reachable == []
-    assert report.notes[0] == "the allowlist is empty: nothing is reachable"
+    assert report.notes[0] == "the allowlist is empty: no host is reachable through the proxy"
 
 
 def test_mode_none_reaches_nothing() -> None:
