@@ -17,6 +17,7 @@ import pytest
 from glove.host._gloved_config import parse_gloved_config
 from glove.host.errors import GlovedConfigError
 from glove.session._exposure_checks import (
+    MAX_SCAN_DEPTH,
     check_contents,
     check_text,
     parse_mountinfo,
@@ -146,6 +147,42 @@ def test_the_contents_walk_refuses_fifos_and_ungated_sockets(tmp_path: Path) -> 
         _walk(tmp_path, sockets=False)
     with pytest.raises(ExposureError, match="more than 3 entries"):
         _walk(tmp_path, sockets=False, max_entries=3)
+
+
+def test_a_wide_tree_needs_few_descriptors_and_a_deep_one_is_refused(tmp_path: Path) -> None:
+    """500 sibling directories are walked under a 32-descriptor limit (one is held per
+    level, not per directory); a tree deeper than the bound is refused, by its path."""
+    wide = tmp_path / "wide"
+    for index in range(500):
+        (wide / f"d{index}").mkdir(parents=True)
+    code = textwrap.dedent(
+        """
+        import os, resource, sys
+        from glove.session._exposure_checks import check_contents
+        resource.setrlimit(resource.RLIMIT_NOFILE, (32, 32))
+        fd = os.open(sys.argv[1], os.O_PATH | os.O_DIRECTORY)
+        check_contents(fd, sys.argv[1], sockets=True)
+        print("walked")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(wide)], capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert done.stdout == "walked\n", done.stderr
+    fd = os.open(tmp_path, os.O_PATH | os.O_DIRECTORY)
+    inner = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(MAX_SCAN_DEPTH + 1):  # relative mkdirs: the path grows past PATH_MAX
+            os.mkdir("d", dir_fd=inner)
+            child = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=inner)
+            os.close(inner)
+            inner = child
+        with pytest.raises(ExposureError, match=f"deeper than {MAX_SCAN_DEPTH} levels"):
+            check_contents(fd, str(tmp_path), sockets=False)
+    finally:
+        os.close(inner)
+        os.close(fd)
 
 
 def test_an_unreadable_directory_cannot_be_checked(unpriv: Unpriv) -> None:

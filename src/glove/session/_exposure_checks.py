@@ -37,6 +37,8 @@ from glove.session.errors import ExposureError
 
 #: Entries a contents check walks at most before refusing (about 5 s at 5 us an entry).
 MAX_SCAN_ENTRIES: Final = 1_000_000
+#: Directory levels it descends at most (one descriptor held per level).
+MAX_SCAN_DEPTH: Final = 128
 #: Directories under which nothing is exposed, whatever their filesystem.
 SYSTEM_RUNTIME_DIRS: Final = ("/dev", "/proc", "/sys", "/run")
 #: Where a tmpfs is a system runtime filesystem (wherever else it is also mounted).
@@ -67,6 +69,7 @@ KERNEL_FS_TYPES: Final = frozenset({*KERNEL_FS_MAGIC.values(), "devtmpfs"})
 #: Filesystems in memory that a system runtime directory may be (judged by where mounted).
 MEMORY_FS_TYPES: Final = frozenset({"tmpfs", "ramfs"})
 _PROC_SELF: Final = "/proc/self"
+_O_DIR: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
 class MountEntry(NamedTuple):
@@ -251,21 +254,44 @@ class _Walk:
             )
 
     def walk(self, top: int) -> None:
-        """Raises: ExposureError for the first thing refused."""
-        stack = [(os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=top), self.path)]
-        top_dev = os.fstat(stack[0][0]).st_dev
+        """Depth first, holding one descriptor per level of the current path only (each
+        directory is listed whole, then closed only once its subdirectories are done).
+
+        Raises:
+            ExposureError: the first thing refused.
+        """
+        root = os.open(".", _O_DIR, dir_fd=top)
+        top_dev = os.fstat(root).st_dev
+        frames: list[tuple[int, str, list[str]]] = []
         try:
-            while stack:
-                fd, where = stack.pop()
-                try:
-                    self._one(fd, where, top_dev, stack)
-                finally:
+            frames.append((root, self.path, self._list(root, self.path)))
+            while frames:
+                fd, where, subdirs = frames[-1]
+                if not subdirs:
                     os.close(fd)
+                    frames.pop()
+                    continue
+                name = subdirs.pop()
+                inner = f"{where}/{name}"
+                if len(frames) >= MAX_SCAN_DEPTH:
+                    raise self.refuse(inner, f"is deeper than {MAX_SCAN_DEPTH} levels to check")
+                try:
+                    child = os.open(name, _O_DIR | os.O_NOFOLLOW, dir_fd=fd)
+                except OSError as exc:
+                    raise self.refuse(
+                        inner, f"cannot be read to be checked ({exc.strerror})"
+                    ) from exc
+                frames.append((child, inner, []))
+                if os.fstat(child).st_dev != top_dev:
+                    self.submount(child, inner)
+                frames[-1] = (child, inner, self._list(child, inner))
         finally:
-            for fd, _ in stack:
+            for fd, _, _ in frames:
                 os.close(fd)
 
-    def _one(self, fd: int, where: str, top_dev: int, stack: list[tuple[int, str]]) -> None:
+    def _list(self, fd: int, where: str) -> list[str]:
+        """Check every entry of directory ``fd``; return its subdirectories' names."""
+        subdirs = []
         try:
             listing = os.scandir(fd)
         except OSError as exc:
@@ -277,31 +303,19 @@ class _Walk:
                     raise self.refuse(
                         "its tree", f"has more than {self.max_entries} entries to check"
                     )
-                inner = f"{where}/{item.name}"
                 if item.is_dir(follow_symlinks=False):
-                    try:
-                        child = os.open(
-                            item.name,
-                            os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
-                            dir_fd=fd,
-                        )
-                    except OSError as exc:
-                        raise self.refuse(
-                            inner, f"cannot be read to be checked ({exc.strerror})"
-                        ) from exc
-                    stack.append((child, inner))
-                    if os.fstat(child).st_dev != top_dev:
-                        self.submount(child, inner)
+                    subdirs.append(item.name)
                 elif not item.is_file(follow_symlinks=False) and not item.is_symlink():
-                    kind = item.stat(follow_symlinks=False).st_mode
-                    self.entry(inner, kind)
+                    self.entry(f"{where}/{item.name}", item.stat(follow_symlinks=False).st_mode)
+        return subdirs
 
 
 def check_contents(
     fd: int, path: str, *, sockets: bool, max_entries: int = MAX_SCAN_ENTRIES
 ) -> None:
     """Walk the tree under the pinned ``fd``: no FIFO, no socket when ``sockets``, no
-    submount of a refused filesystem, nothing unreadable, at most ``max_entries``.
+    submount of a refused filesystem, nothing unreadable, at most ``max_entries`` entries
+    and :data:`MAX_SCAN_DEPTH` levels.
 
     Blocking (run it off the event loop).
 
