@@ -22,6 +22,7 @@ from glove.session._exposure_checks import (
     check_text,
     parse_mountinfo,
 )
+from glove.session._exposures import ExposureRegistry
 from glove.session.errors import ExposureError
 from tests.conftest import Unpriv
 
@@ -236,3 +237,20 @@ def test_the_exposures_table_is_decoded_strictly(text: bytes, needle: str) -> No
         parse_gloved_config(text)
     good = parse_gloved_config(b'[exposures]\nallow_special = ["/run/foo"]\n')
     assert good.exposures.allow_special == ["/run/foo"]
+
+
+def test_a_nul_in_the_path_or_target_is_an_exposure_error(tmp_path: Path) -> None:
+    """What the CLI cannot send, the control socket can: a NUL in the path or the target
+    is an ExposureError before any open, and nothing is recorded."""
+    work = tmp_path / "work"
+    work.mkdir(mode=0o700)
+    registry = ExposureRegistry(tmp_path / "exposures.json")
+    try:
+        with pytest.raises(ExposureError, match="U\\+0000"):
+            registry.create("x", f"{work}\0/etc")
+        with pytest.raises(ExposureError, match="U\\+0000"):
+            registry.create("x", str(work), target="/workspace/x\0y")
+        assert registry.live() == []
+        assert not (tmp_path / "exposures.json").exists()
+    finally:
+        registry.close()
