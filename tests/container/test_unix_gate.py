@@ -5,6 +5,7 @@ and as the unprivileged user (decision 0034)."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import textwrap
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from glove.container import Bind, SandboxSpec, SpecError, probe_unix_gate, run
-from glove.container.linux._unix_gate import unix_path
+from glove.container.linux._unix_gate import ConnectGate, unix_path
 from tests.conftest import Unpriv
 
 from .conftest import GloveExec
@@ -178,3 +179,21 @@ def test_the_unprivileged_user_has_the_gate_too(unpriv: Unpriv) -> None:
         capture_output=True, text=True, timeout=60, cwd="/", check=False,
     )  # fmt: skip
     assert done.stdout.strip() == "seccomp-notify-connect", done.stderr
+
+
+def test_queued_connects_hold_no_descriptor() -> None:
+    """However many connects wait for a worker, the gate holds one duplicate of the
+    listener, and closing it releases that (a sandbox cannot exhaust the launcher's
+    descriptors by blocking all its threads in connect)."""
+    read_end, write_end = os.pipe()  # any descriptor stands in for the listener here
+    before = len(os.listdir("/proc/self/fd"))
+    gate = ConnectGate(workers=0)  # no worker: every job stays queued
+    try:
+        for ident in range(500):
+            gate.submit(read_end, ident, os.getpid(), (0, 0, 0, 0, 0, 0))
+        assert len(os.listdir("/proc/self/fd")) == before + 1
+    finally:
+        gate.close()
+        os.close(read_end)
+        os.close(write_end)
+    assert len(os.listdir("/proc/self/fd")) == before - 2

@@ -382,7 +382,6 @@ def _connect(sock: int, address: bytes, path: bytes | None, caller: _Caller) -> 
 
 
 class _Job(NamedTuple):
-    listener: int  # a dup, the job's own: closed once answered
     ident: int
     tid: int
     args: tuple[int, ...]
@@ -391,37 +390,41 @@ class _Job(NamedTuple):
 class ConnectGate:
     """One sandbox's gate: its workers and the connects it refused (thread-safe).
 
-    Workers start on demand, one per job in flight up to ``workers``; they live until
-    :meth:`close`.
+    It holds one duplicate of the listener, its own, closed once the last worker is done
+    after :meth:`close` (so a worker never answers on a descriptor number reused since).
+    Workers start on demand, one per job in flight up to ``workers``; a queued job holds no
+    descriptor, so a sandbox with every thread in ``connect`` costs memory, not descriptors.
     """
 
     def __init__(self, workers: int = GATE_WORKERS) -> None:
         """Nothing starts until the first :meth:`submit`."""
         self._workers = workers
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
+        self._threads = 0
         self._in_flight = 0
         self._lock = threading.Lock()
         self._refused: list[tuple[int, ...]] = []
+        self._listener = -1
         self._closed = False
 
     def submit(self, listener: int, ident: int, tid: int, args: Sequence[int]) -> None:
-        """Queue notification ``ident`` (a ``connect``): a worker performs and answers it.
+        """Queue notification ``ident`` of ``listener`` (a ``connect``): a worker performs
+        and answers it.
 
         Raises:
-            OSError: the listener could not be duplicated.
+            OSError: the listener could not be duplicated (the first time).
         """
-        job = _Job(os.dup(listener), ident, tid, tuple(args))
         with self._lock:
             if self._closed:
-                os.close(job.listener)  # torn down: the caller gets ENOSYS with the listener
-                return
+                return  # torn down: the caller gets ENOSYS once the listener is closed
+            if self._listener < 0:
+                self._listener = os.dup(listener)
             self._in_flight += 1
-            if self._in_flight > len(self._threads) and len(self._threads) < self._workers:
+            if self._in_flight > self._threads and self._threads < self._workers:
                 worker = threading.Thread(target=self._work, name="glove-unix-gate", daemon=True)
-                self._threads.append(worker)
+                self._threads += 1
                 worker.start()
-            self._jobs.put(job)
+            self._jobs.put(_Job(ident, tid, tuple(args)))
 
     def take_refused(self) -> list[tuple[int, ...]]:
         """The arguments of every connect refused since the last call."""
@@ -434,26 +437,36 @@ class ConnectGate:
         unanswered (its caller gets ENOSYS once the listener's last descriptor is closed)."""
         with self._lock:
             self._closed = True
-            count = len(self._threads)
-        for _ in range(count):
-            self._jobs.put(None)
+            for _ in range(self._threads):
+                self._jobs.put(None)
+            self._release_if_idle()
+
+    def _release_if_idle(self) -> None:
+        """Close our listener once closed and no worker is left (the lock is held)."""
+        if self._closed and self._threads == 0 and self._listener >= 0:
+            os.close(self._listener)
+            self._listener = -1
 
     def _work(self) -> None:
         signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
-        while (job := self._jobs.get()) is not None:
-            try:
-                if not self._closed:
-                    self._serve(job)
-            finally:
-                os.close(job.listener)
-                with self._lock:
-                    self._in_flight -= 1
+        try:
+            while (job := self._jobs.get()) is not None:
+                try:
+                    if not self._closed:
+                        self._serve(job)
+                finally:
+                    with self._lock:
+                        self._in_flight -= 1
+        finally:
+            with self._lock:
+                self._threads -= 1
+                self._release_if_idle()
 
     def _serve(self, job: _Job) -> None:
-        outcome = connect_on_behalf(job.listener, job.ident, job.tid, job.args)
+        outcome = connect_on_behalf(self._listener, job.ident, job.tid, job.args)
         if outcome is None:
             return
-        sc.answer_notification(job.listener, job.ident, outcome.error)
+        sc.answer_notification(self._listener, job.ident, outcome.error)
         if outcome.refused:
             with self._lock:
                 self._refused.append(job.args)
