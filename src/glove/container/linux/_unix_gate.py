@@ -341,14 +341,13 @@ def connect_on_behalf(  # noqa: PLR0911 - each early answer is one way the call 
         return None  # gone
     caller: _Caller | None = None
     try:
-        try:
-            caller = _open_caller(tid, path)
-        except OSError:
-            caller = None
+        if path is not None:  # only a path is resolved in the caller's view
+            with contextlib.suppress(OSError):
+                caller = _open_caller(tid, path)
         if not _id_valid(listener, ident):
             return None  # the caller died; tid may already name another task
-        if caller is None:
-            return Outcome(errno.EACCES, refused=path is not None)
+        if path is not None and caller is None:
+            return Outcome(errno.EACCES, refused=True)
         try:
             sock = _take_fd(pidfd, fd)
         except OSError as exc:
@@ -363,10 +362,10 @@ def connect_on_behalf(  # noqa: PLR0911 - each early answer is one way the call 
             os.close(caller.root)
 
 
-def _connect(sock: int, address: bytes, path: bytes | None, caller: _Caller) -> Outcome:
+def _connect(sock: int, address: bytes, path: bytes | None, caller: _Caller | None) -> Outcome:
     pin = -1
     try:
-        if path is not None and _domain(sock) == AF_UNIX:
+        if path is not None and caller is not None and _domain(sock) == AF_UNIX:
             pin = pin_own_socket(caller, path)
             address = _pinned_address(pin)
         if _libc.connect(sock, address, len(address)) != 0:
