@@ -26,6 +26,7 @@ from glove.container._backend import (
     describe,
     launch,
     probe_host_limits,
+    probe_unix_gate,
     run,
     run_async,
 )
@@ -81,6 +82,7 @@ from glove.container._result import (
     setup_failure,
 )
 from glove.container._selftest import LimitSupport, limit_support, self_test
+from glove.container._socket_gate import LANDLOCK_RESOLVE_UNIX_ABI, GateSupport
 from glove.container._spec import (
     DEFAULT_HOSTNAME,
     Bind,
@@ -106,6 +108,7 @@ __all__ = [
     "EXIT_NOT_EXECUTABLE",
     "EXIT_NOT_FOUND",
     "EXIT_SETUP_FAILED",
+    "LANDLOCK_RESOLVE_UNIX_ABI",
     "LIMIT_NAMES",
     "MECH_CGROUP_V1_CPUACCT",
     "MECH_CGROUP_V1_CPU_CFS",
@@ -132,6 +135,7 @@ __all__ = [
     "AsyncSandbox",
     "Bind",
     "Durations",
+    "GateSupport",
     "HostLimitSupport",
     "LimitPlan",
     "LimitRefused",
@@ -171,6 +175,7 @@ __all__ = [
     "parse_size",
     "plan_limits",
     "probe_host_limits",
+    "probe_unix_gate",
     "run",
     "run_async",
     "sandbox_owned",

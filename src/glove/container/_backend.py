@@ -13,6 +13,7 @@ import sys
 
 from glove.container._description import SandboxDescription
 from glove.container._result import SandboxResult
+from glove.container._socket_gate import GateSupport
 from glove.container._spec import SandboxSpec
 from glove.container.errors import UnsupportedPlatform
 
@@ -24,6 +25,7 @@ if sys.platform == "linux":
         describe,
         launch,
         probe_host_limits,
+        probe_unix_gate,
         run,
         run_async,
     )
@@ -60,6 +62,10 @@ else:
             run, spec, stdin=stdin if stdin is not None else 0, stdout=stdout, stderr=stderr
         )
 
+    def probe_unix_gate() -> GateSupport:
+        """No Unix socket gate off Linux (the Seatbelt profile is its own perimeter)."""
+        return GateSupport(None, f"the Unix socket gate is Linux's, not {sys.platform}'s", 0)
+
     def describe(spec: SandboxSpec) -> SandboxDescription:
         """``--dry-run`` describes the Linux sandbox only.
 
@@ -80,6 +86,7 @@ __all__ = [
     "describe",
     "launch",
     "probe_host_limits",
+    "probe_unix_gate",
     "run",
     "run_async",
 ]

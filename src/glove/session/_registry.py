@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import secrets
@@ -47,6 +48,7 @@ from glove.container import (
     SandboxResult,
     SandboxSpec,
     probe_host_limits,
+    probe_unix_gate,
 )
 from glove.container.linux import DEFAULT_WINSIZE
 from glove.errors import GloveError
@@ -162,6 +164,8 @@ class SessionRegistry(Actor):
             paths.exposures_file,
             protected_root=config.protected_root,
             own_paths=(paths.config_dir, paths.state_dir, paths.runtime_dir),
+            allow_special=tuple(config.exposures.allow_special),
+            sockets_gated=probe_unix_gate().mechanism is not None,
         )
         self._live: dict[str, _Live] = {}
         self._watchers: dict[str, set[asyncio.Queue[SessionView | None]]] = {}
@@ -542,6 +546,8 @@ class SessionRegistry(Actor):
             exposure = self.exposures.get(alias)
             assert exposure is not None
             exposures.append(exposure)
+            # Its tree again (no FIFO, no socket where nothing gates connect()), off the loop.
+            await asyncio.to_thread(self.exposures.contents_check(alias))
         harness = validated.harness
         spec = compose_spec(
             argv=tuple(harness.argv),
@@ -709,15 +715,19 @@ class SessionRegistry(Actor):
 
     # -- exposures and receipts ---------------------------------------------------------------
 
-    def expose(self, alias: str, path: str, mode: str, target: str | None) -> dict[str, Any]:
-        """Create (or re-create, a new generation) an exposure.
+    async def expose(self, alias: str, path: str, mode: str, target: str | None) -> dict[str, Any]:
+        """Create (or re-create, a new generation) an exposure: every check (its contents
+        walked off the loop), then the record.
 
         Raises:
             ExposureError: it cannot be made.
         """
         if mode not in ("ro", "rw"):
             raise ExposureError(f"mode must be ro or rw, not {mode!r}")
-        exposure = self.exposures.create(alias, path, mode=mode, target=target)  # type: ignore[arg-type]
+        candidate = await asyncio.to_thread(
+            functools.partial(self.exposures.inspect, alias, path, mode=mode, target=target)  # type: ignore[arg-type]
+        )
+        exposure = self.exposures.commit(candidate)
         return {
             "alias": exposure.alias,
             "generation": exposure.generation,

@@ -21,8 +21,10 @@ if TYPE_CHECKING:
         RESOLVE_NO_MAGICLINKS,
         RESOLVE_NO_SYMLINKS,
         create_file_no_symlinks,
+        filesystem_magic,
         openat2,
     )
+    from glove.container.linux._unix_gate import probe_unix_gate
 
 _LAZY: dict[str, str] = {
     "DEFAULT_WINSIZE": "glove.container.linux._pty",
@@ -36,10 +38,12 @@ _LAZY: dict[str, str] = {
     "claim_cgroup_v2": "glove.container.linux._cgroups",
     "create_file_no_symlinks": "glove.container.linux._syscalls",
     "describe": "glove.container.linux._describe",
+    "filesystem_magic": "glove.container.linux._syscalls",
     "get_winsize": "glove.container.linux._pty",
     "launch": "glove.container.linux._launch",
     "openat2": "glove.container.linux._syscalls",
     "probe_host_limits": "glove.container.linux._cgroups",
+    "probe_unix_gate": "glove.container.linux._unix_gate",
     "raw_terminal": "glove.container.linux._async_run",
     "run": "glove.container.linux._supervise",
     "run_async": "glove.container.linux._async_run",
@@ -70,10 +74,12 @@ __all__ = [
     "claim_cgroup_v2",
     "create_file_no_symlinks",
     "describe",
+    "filesystem_magic",
     "get_winsize",
     "launch",
     "openat2",
     "probe_host_limits",
+    "probe_unix_gate",
     "raw_terminal",
     "run",
     "run_async",

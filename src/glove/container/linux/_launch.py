@@ -69,7 +69,7 @@ from glove.container._status import (
 )
 from glove.container._status import decode_line as decode_status_line
 from glove.container._status import encode as encode_status
-from glove.container.errors import SandboxSetupError
+from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._cgroups import (
     SandboxCgroups,
@@ -93,6 +93,7 @@ from glove.container.linux._retained import (
     prepare_retained,
 )
 from glove.container.linux._seccomp import seccomp_program
+from glove.container.linux._unix_gate import is_unix_datagram, probe_unix_gate
 from glove.exits import EXIT_NOT_FOUND, EXIT_SETUP_FAILED
 
 #: Environment variable that forces the fork + unshare + fork launch path.
@@ -135,6 +136,8 @@ class LaunchContext(msgspec.Struct, frozen=True):
     retained: tuple[tuple[str, int], ...] = ()
     notify_channel: int = -1
     seccomp_notify_bpf: bytes | None = None
+    #: The notifying filter gates connect(): without its listener the gate would be open.
+    unix_gate: bool = False
     pty_channel: int = -1
     terminal_size: tuple[int, int] = DEFAULT_WINSIZE
 
@@ -173,6 +176,9 @@ class SandboxProcess:
         self.reaped_status: int | None = None
         #: Launcher end of the socket the init sends its seccomp listener over (-1: none).
         self.notify_channel = -1
+        #: Whether the sandbox's filter sends every connect() to that listener (the Unix
+        #: socket gate, ``_unix_gate``): the supervisor must perform them.
+        self.unix_gate = False
         #: The RLIMIT_NPROC the sandbox's user namespace runs under when the pids mechanism
         #: is ``rlimit-nproc-userns`` (the limit, one more on the fork path for its reaper,
         #: which is inside the count), else None: the supervisors count the tree against it.
@@ -400,7 +406,11 @@ def _install_seccomp(ctx: LaunchContext) -> None:
 
     The notifying variant needs a listener that the launcher services; if the kernel will
     not create one, the plain EPERM variant is loaded instead (denials still hold, they are
-    just not itemized).
+    just not itemized), unless the variant carries the Unix socket gate: then the setup
+    fails, because the plain variant lets connect() through.
+
+    Raises:
+        OSError: the gate's listener could not be made.
     """
     channel = ctx.notify_channel
     if channel < 0 or ctx.seccomp_notify_bpf is None:
@@ -409,6 +419,8 @@ def _install_seccomp(ctx: LaunchContext) -> None:
     try:
         listener = sc.load_seccomp_listener(ctx.seccomp_notify_bpf)
     except OSError:
+        if ctx.unix_gate:
+            raise
         sc.load_seccomp_bpf(ctx.seccomp_bpf)
         os.close(channel)
         return
@@ -651,7 +663,10 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
 
     With ``report_violations`` every seccomp denial is sent to the launcher, which must
     service ``SandboxProcess.notify_channel`` (``run`` does): until answered, the denied call
-    blocks. Without it denials are plain EPERM from the kernel.
+    blocks. Where this host has the Unix socket gate (``probe_unix_gate``), every
+    ``connect`` is sent too, and must be performed by a :class:`ConnectGate`
+    (``SandboxProcess.unix_gate``). Without it denials are plain EPERM from the kernel and
+    ``connect`` is not gated.
 
     ``stdio`` gives the descriptors the command receives as 0, 1 and 2; ``spec.pass_fds``
     adds more. The caller keeps its own copies of all of them and must close them itself.
@@ -664,7 +679,14 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     """
     plans = plan_limits(spec.limits, probe_host_limits(), spec.accept_weaker)
     bpf = seccomp_program()
-    notify_bpf = seccomp_program(notify=True) if report_violations else None
+    gate = report_violations and probe_unix_gate().mechanism is not None
+    notify_bpf = seccomp_program(notify=True, gate=gate) if report_violations else None
+    for target, fd in spec.pass_fds.items():
+        if is_unix_datagram(fd):
+            raise SpecError(
+                f"descriptor {target} is a datagram Unix socket: each send could name any "
+                "host socket by path; pass a stream or seqpacket socket"
+            )
     sources = open_sources(spec)
     check_protected(shown_sources(spec, sources), spec.protected)
     writable = [b.source for b in spec.binds if b.mode == "rw"]
@@ -701,6 +723,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         stdio=stdio,
         seccomp_bpf=bpf,
         seccomp_notify_bpf=notify_bpf,
+        unix_gate=gate,
         notify_channel=child_channel.fileno() if child_channel is not None else -1,
         last_cap=sc.cap_last_cap(),
         go_read=go_read,
@@ -768,6 +791,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         process.nproc_limit = int(nproc.value)
     if parent_channel is not None:
         process.notify_channel = parent_channel.detach()
+        process.unix_gate = gate
     if pty_parent is not None:
         with pty_parent:
             process.pty_master = _receive_terminal(pty_parent)
