@@ -19,6 +19,8 @@ START_DEADLINE_S = 30.0
 #: One readiness probe's own deadline: a socket that accepts but never answers (a stale
 #: listener) must not eat the whole start deadline in one call.
 PROBE_TIMEOUT_S = 2.0
+#: The same through the CLI (its interpreter's start included).
+CLI_PROBE_TIMEOUT_S = 15.0
 #: The production entry point, and the fault-injection one (glove.testing.faulty_gloved).
 GLOVED = ("-m", "glove.control.daemon_main")
 FAULTY_GLOVED = ("-m", "glove.testing.faulty_gloved")
@@ -127,6 +129,10 @@ class Gloved:
     def start(self, *extra: str, entry: tuple[str, ...] = GLOVED) -> None:
         """Start gloved and wait until its socket answers (recovery is done by then)."""
         self.spawn(*extra, entry=entry)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Wait until the spawned gloved's socket answers; fail if it exits first."""
         assert self.proc is not None
         deadline = time.monotonic() + START_DEADLINE_S
         while True:
@@ -134,8 +140,10 @@ class Gloved:
                 raise AssertionError(f"gloved exited {self.proc.returncode}: {self.stderr()}")
             if (self.runtime / "gloved.sock").exists():
                 if self.creds:  # another user's daemon: ask through its own CLI
-                    if self.glove("capabilities", "--json").returncode == 0:
-                        return
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        probe = self.glove("capabilities", "--json", timeout=CLI_PROBE_TIMEOUT_S)
+                        if probe.returncode == 0:
+                            return
                 else:
                     with contextlib.suppress(Exception):
                         with Client.for_runtime_dir(self.runtime, timeout=PROBE_TIMEOUT_S) as c:

@@ -205,7 +205,10 @@ def _describe(pids: list[int]) -> str:
             raw = Path(f"/proc/{pid}/cmdline").read_bytes()
         except OSError:
             raw = b""
-        cmdline = raw.replace(b"\0", b" ").decode(errors="replace").strip()
+        # One line whatever the holder's argv holds (newlines, escapes: it is another
+        # process's text, printed to the operator).
+        text = raw.decode(errors="replace")
+        cmdline = " ".join("".join(c if c.isprintable() else " " for c in text).split())
         if len(cmdline) > MAX_SHOWN_CMDLINE:
             cmdline = cmdline[: MAX_SHOWN_CMDLINE - 3] + "..."
         shown.append(f"pid {pid} ({cmdline})" if cmdline else f"pid {pid}")
