@@ -403,11 +403,21 @@ class UpstreamActor(Actor):
     # -- handshake and lists --------------------------------------------------------------------
 
     async def _handshake(self) -> None:
-        if self.config.era in ("auto", MODERN_VERSION) and await self._probe_modern():
-            return
+        probe: asyncio.Future[Any] | None = None
+        if self.config.era in ("auto", MODERN_VERSION):
+            probe = self._request("server/discover", {})
+            # Wait, never cancel on the deadline: silence may only be a slow start (a server
+            # still importing on a loaded host), and then the probe's late answer decides.
+            await asyncio.wait({probe}, timeout=PROBE_TIMEOUT_S)
+            if probe.done():
+                if self._adopt_modern(probe):
+                    return
+                probe = None
         if self.config.era == MODERN_VERSION:
+            if probe is not None:
+                probe.cancel()
             raise UpstreamProtocolError(self.upstream_id, "the server does not speak 2026-07-28")
-        raw = await self._call(
+        init = self._request(
             "initialize",
             {
                 "protocolVersion": LATEST_LEGACY_VERSION,
@@ -415,6 +425,9 @@ class UpstreamActor(Actor):
                 "clientInfo": CLIENT_INFO,
             },
         )
+        if probe is not None and await self._late_modern(probe, init):
+            return
+        raw = await init
         try:
             result = msgspec.json.decode(raw, type=InitializeResult)
         except msgspec.DecodeError as exc:
@@ -429,19 +442,44 @@ class UpstreamActor(Actor):
         self.capabilities = result.capabilities
         self._write(encode_notification("notifications/initialized"))
 
-    async def _probe_modern(self) -> bool:
-        future = self._request("server/discover", {})
-        try:
-            async with asyncio.timeout(PROBE_TIMEOUT_S):
-                raw = await future
-        except UpstreamTransportError:
-            raise
-        except (UpstreamError, TimeoutError):
-            # Any error or silence means "not modern": the spec forbids keying the
-            # fallback to one error code.
+    async def _late_modern(self, probe: asyncio.Future[Any], init: asyncio.Future[Any]) -> bool:
+        """After a silent probe: whether its late answer says 2026-07-28 (then it is used).
+
+        A server answers in order, so a slow 2026-07-28 server answers the probe first and
+        then refuses the ``initialize`` sent after it (a connection serves one era): the
+        first answer to arrive decides. A legacy server's initialize result wins otherwise.
+        Bounded by the actor's startup deadline, as the whole handshake is.
+
+        Raises:
+            UpstreamTransportError: the server died meanwhile.
+        """
+        await asyncio.wait({probe, init}, return_when=asyncio.FIRST_COMPLETED)
+        if not probe.done() and init.exception() is not None:
+            await asyncio.wait({probe})  # refused: only the probe's answer can still help
+        if probe.done() and self._adopt_modern(probe):
+            init.add_done_callback(_consume)
+            init.cancel()  # its refusal (or late result) is dropped
+            return True
+        probe.add_done_callback(_consume)
+        probe.cancel()  # not modern: a late answer to it is dropped
+        return False
+
+    def _adopt_modern(self, probe: asyncio.Future[Any]) -> bool:
+        """Whether the answered probe says 2026-07-28; if so, speak it from now on.
+
+        Raises:
+            UpstreamTransportError: the probe failed because the transport did.
+        """
+        if probe.cancelled():
+            return False
+        error = probe.exception()
+        if isinstance(error, UpstreamTransportError):
+            raise error
+        if error is not None:
+            # Any error means "not modern": the spec forbids keying the fallback to one code.
             return False
         try:
-            result = msgspec.json.decode(raw, type=DiscoverResult)
+            result = msgspec.json.decode(probe.result(), type=DiscoverResult)
         except msgspec.DecodeError:
             return False
         if MODERN_VERSION not in result.supported_versions:
