@@ -129,10 +129,10 @@ def _pids_running(needle: str) -> list[int]:
     return found
 
 
-def _until(predicate: Callable[[], bool], what: str) -> None:
+def _until(predicate: Callable[[], bool], what: str | Callable[[], str]) -> None:
     deadline = time.monotonic() + END_DEADLINE_S
     while not predicate():
-        assert time.monotonic() < deadline, what
+        assert time.monotonic() < deadline, what() if callable(what) else what
         time.sleep(0.05)
 
 
@@ -283,7 +283,11 @@ def test_kill9_with_a_sandbox_and_an_upstream_alive_then_an_immediate_restart(
     stdout = gloved.state / "sessions-data" / session_id / "stdout"
     _until(
         lambda: stdout.exists() and stdout.read_bytes() == b"up\n",
-        f"the agent never reached its upstream: {gloved.stderr()}",
+        lambda: (
+            "the agent never reached its upstream: "
+            + gloved.glove("session", "status", session_id, "--json").stdout
+            + gloved.stderr()
+        ),
     )
     upstream = str(home.folder / "sdk_server.py")
     assert _pids_running(upstream), "control: the upstream runs"
