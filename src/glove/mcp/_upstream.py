@@ -406,9 +406,16 @@ class UpstreamActor(Actor):
         probe: asyncio.Future[Any] | None = None
         if self.config.era in ("auto", MODERN_VERSION):
             probe = self._request("server/discover", {})
+            # Its outcome is always retrieved, even when the actor dies while it is pending
+            # (the transport then fails it, and nobody awaits it any more).
+            probe.add_done_callback(_consume)
             # Wait, never cancel on the deadline: silence may only be a slow start (a server
             # still importing on a loaded host), and then the probe's late answer decides.
-            await asyncio.wait({probe}, timeout=PROBE_TIMEOUT_S)
+            try:
+                await asyncio.wait({probe}, timeout=PROBE_TIMEOUT_S)
+            except BaseException:
+                probe.cancel()
+                raise
             if probe.done():
                 if self._adopt_modern(probe):
                     return
@@ -425,8 +432,15 @@ class UpstreamActor(Actor):
                 "clientInfo": CLIENT_INFO,
             },
         )
-        if probe is not None and await self._late_modern(probe, init):
-            return
+        if probe is not None:
+            try:
+                if await self._late_modern(probe, init):
+                    return
+            except BaseException:
+                for pending in (probe, init):
+                    pending.add_done_callback(_consume)
+                    pending.cancel()
+                raise
         raw = await init
         try:
             result = msgspec.json.decode(raw, type=InitializeResult)
