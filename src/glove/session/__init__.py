@@ -4,6 +4,7 @@
 from typing import TYPE_CHECKING, Any
 
 from glove.session._escape import LogFilter, ModeTracker, TerminalModes
+from glove.session._faults import FAULT_STAGES, arm_fault_hook
 from glove.session._sandbox import Kill, SandboxActor, SendSignal
 from glove.session._tree import (
     SANDBOX_CHILD,
@@ -53,6 +54,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "FAULT_STAGES",
     "LIFECYCLE_METHODS",
     "SANDBOX_CHILD",
     "SESSION_ERROR_CODES",
@@ -77,6 +79,7 @@ __all__ = [
     "SessionWiring",
     "TerminalModes",
     "all_started",
+    "arm_fault_hook",
     "close_once_launched",
     "load_service",
     "run_session",

@@ -13,9 +13,14 @@ Process shape::
 The init stays as a minimal reaper so the command is never pid 1 (a pid-1 command would be
 immune to its own ``kill -9 $$``) and reports the command's fate on the status pipe. When
 the init exits the kernel kills everything left in the pid namespace; when the launcher dies
-the init exits too: before release it sees EOF on the go pipe, after it watches a pidfd of
-the launcher *process* (``PR_SET_PDEATHSIG`` would fire when the launching *thread* exits,
-which kills sandboxes launched from a worker thread that ends before they do).
+the init exits too: it watches a pidfd of the launcher *process*, before release (beside
+the go pipe) and after (``PR_SET_PDEATHSIG`` would fire when the launching *thread* exits,
+which kills sandboxes launched from a worker thread that ends before they do). EOF on the go
+pipe alone cannot say the launcher died: a fork copies every descriptor, so each child holds
+its own copy of the pipe's write end (closed first thing) and, in a multi-threaded launcher,
+the copies of concurrent launches' pipes too. Until it has closed them, a child holds every
+descriptor of the launcher (gloved's lock and journals, its listening socket), so a child
+that outlived a killed launcher would keep the next one from starting.
 
 ``clone3`` runs through ``ctypes.PyDLL`` with the GIL held and the interpreter's fork hooks
 (one clone instead of two, for the single-threaded ``glove exec``). Where clone3 is unavailable
@@ -131,6 +136,7 @@ class LaunchContext(msgspec.Struct, frozen=True):
     seccomp_bpf: bytes
     last_cap: int
     go_read: int
+    go_write: int
     status_write: int
     launcher_pidfd: int
     retained: tuple[tuple[str, int], ...] = ()
@@ -458,13 +464,30 @@ def _own_terminal(ctx: LaunchContext) -> LaunchContext:
     return msgspec.structs.replace(ctx, stdio=(slave, slave, slave), pty_channel=-1)
 
 
+def _await_go(ctx: LaunchContext) -> bool:
+    """In a child of the launcher: wait for its go byte; False if it died first.
+
+    The child's copy of the go pipe's write end is closed at once (the launcher's own is
+    the only one that may release it), and the launcher's pidfd is watched beside the pipe:
+    a killed launcher never leaves a child waiting here (holding its descriptors) for ever.
+    """
+    with contextlib.suppress(OSError):
+        os.close(ctx.go_write)
+    while True:
+        ready, _, _ = select.select([ctx.go_read, ctx.launcher_pidfd], [], [])
+        if ctx.go_read in ready:  # first: a launcher that wrote "G" then died still released us
+            return os.read(ctx.go_read, 1) == GO_BYTE
+        if ctx.launcher_pidfd in ready:
+            return False
+
+
 def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
     """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
     status = ctx.status_write
     try:
         for signum in FORWARDED_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
-        if handshake and os.read(ctx.go_read, 1) != GO_BYTE:
+        if handshake and not _await_go(ctx):
             os._exit(EXIT_SETUP_FAILED)
         placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
         os.close(ctx.go_read)
@@ -584,7 +607,7 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
         try:
             sc.unshare(sc.SANDBOX_NAMESPACES)
             _report(ctx.status_write, Unshared())
-            if os.read(ctx.go_read, 1) != GO_BYTE:
+            if not _await_go(ctx):
                 os._exit(EXIT_SETUP_FAILED)
             reaper = os.pidfd_open(os.getpid())
             init = os.fork()
@@ -727,6 +750,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         notify_channel=child_channel.fileno() if child_channel is not None else -1,
         last_cap=sc.cap_last_cap(),
         go_read=go_read,
+        go_write=go_write,
         status_write=status_write,
         launcher_pidfd=launcher_pidfd,
         pty_channel=pty_child.fileno() if pty_child is not None else -1,
