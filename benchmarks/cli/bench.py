@@ -1,0 +1,168 @@
+"""CLI start-up benchmark: each light ``glove`` command against ``python -c pass``, same run.
+
+The peer is the interpreter's own start (``python -c pass``, the same interpreter as the
+``glove`` console script): whatever a command costs above it is Glove's imports and work.
+Every round runs each case once, in a shuffled order, so load from other processes on the
+machine falls on all of them alike; the figures are the median and the minimum over the
+rounds, and each command's difference to the peer's median, against the goal of issue 22:
+
+- ``glove --version``, ``glove --help``: <= python + 40 ms;
+- ``glove session status`` against no gloved (one failed connect): <= python + 40 ms;
+- ``glove capabilities --json``, ``glove session status`` against a running gloved (one
+  authenticated control round trip each): <= python + 60 ms.
+
+A real ``gloved`` runs in a private runtime directory (and private XDG homes) for the
+round-trip cases; ``session status`` asks about an id that does not exist, which costs the
+same round trip as one that does (exit 1, the daemon's refusal).
+
+    .venv/bin/python benchmarks/cli/bench.py [--rounds 30] [--quick] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Final
+
+START_DEADLINE_S: Final = 20.0
+QUICK_ROUNDS: Final = 8
+#: A session id of the right shape that no gloved has.
+NO_SUCH_SESSION: Final = "s-00000000000000000000000000"
+
+
+def _glove() -> list[str]:
+    """The ``glove`` console script next to this interpreter (``python -m glove`` without)."""
+    script = Path(sys.executable).parent / "glove"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "glove"]
+
+
+def _start_gloved(runtime: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "glove.daemon", "--runtime-dir", str(runtime)]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + START_DEADLINE_S
+    while not (runtime / "gloved.sock").exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise SystemExit("gloved did not start")
+        time.sleep(0.02)
+    return proc
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _cases(runtime: Path, absent: Path) -> list[tuple[str, list[str], int, float | None]]:
+    """``(name, argv, expected exit code, goal in ms above python)``."""
+    glove = _glove()
+    return [
+        ("python -c pass", [sys.executable, "-c", "pass"], 0, None),
+        ("glove --version", [*glove, "--version"], 0, 40.0),
+        ("glove --help", [*glove, "--help"], 0, 40.0),
+        (
+            "glove session status (no gloved)",
+            [*glove, "session", "status", NO_SUCH_SESSION, "--runtime-dir", str(absent)],
+            69,
+            40.0,
+        ),
+        (
+            "glove capabilities --json",
+            [*glove, "capabilities", "--json", "--runtime-dir", str(runtime)],
+            0,
+            60.0,
+        ),
+        (
+            "glove session status (gloved)",
+            [*glove, "session", "status", NO_SUCH_SESSION, "--runtime-dir", str(runtime)],
+            1,
+            60.0,
+        ),
+    ]
+
+
+def _time_one(argv: list[str], expected: int, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    elapsed = (time.perf_counter() - started) * 1000
+    if done.returncode != expected:
+        raise SystemExit(
+            f"{argv[1:]} exited {done.returncode}, not {expected}: {done.stderr.decode()!r}"
+        )
+    return elapsed
+
+
+def measure(rounds: int) -> dict[str, Any]:
+    """Run every case ``rounds`` times, interleaved; the figures by case name."""
+    with tempfile.TemporaryDirectory(prefix="glove-bench-cli-") as tmp:
+        base = Path(tmp)
+        env = {
+            **os.environ,
+            "XDG_CONFIG_HOME": str(base / "config"),
+            "XDG_STATE_HOME": str(base / "state"),
+            "COLUMNS": "80",
+        }
+        env.pop("GLOVE_DEBUG", None)
+        runtime = base / "run" / "glove"
+        cases = _cases(runtime, base / "absent" / "glove")
+        gloved = _start_gloved(runtime, env)
+        samples: dict[str, list[float]] = {name: [] for name, *_ in cases}
+        try:
+            for _ in range(rounds):
+                order = list(cases)
+                random.shuffle(order)
+                for name, argv, expected, _goal in order:
+                    samples[name].append(_time_one(argv, expected, env))
+        finally:
+            _stop(gloved)
+    peer = statistics.median(samples["python -c pass"])
+    figures: dict[str, Any] = {}
+    for name, _argv, _expected, goal in cases:
+        p50 = statistics.median(samples[name])
+        figures[name] = {
+            "p50_ms": round(p50, 1),
+            "min_ms": round(min(samples[name]), 1),
+            "above_python_ms": round(p50 - peer, 1),
+            "ratio": round(p50 / peer, 2),
+            "goal_above_python_ms": goal,
+            "met": None if goal is None else p50 - peer <= goal,
+        }
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} rounds")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args()
+    rounds = QUICK_ROUNDS if args.quick else args.rounds
+    figures = measure(rounds)
+    if args.json:
+        print(json.dumps({"rounds": rounds, "cases": figures}, indent=2))
+        return
+    print(f"CLI start-up, {rounds} interleaved rounds, {os.cpu_count()} CPUs")
+    print(f"{'case':34} {'p50 ms':>8} {'min ms':>8} {'+python':>8} {'ratio':>6}  goal")
+    for name, f in figures.items():
+        goal = f["goal_above_python_ms"]
+        verdict = "" if goal is None else f"<= +{goal:.0f} ms: {'met' if f['met'] else 'NOT met'}"
+        print(
+            f"{name:34} {f['p50_ms']:8.1f} {f['min_ms']:8.1f} {f['above_python_ms']:+8.1f} "
+            f"{f['ratio']:6.2f}  {verdict}"
+        )
+
+
+if __name__ == "__main__":
+    main()
