@@ -15,7 +15,10 @@ A real ``gloved`` runs in a private runtime directory (and private XDG homes) fo
 round-trip cases; ``session status`` asks about an id that does not exist, which costs the
 same round trip as one that does (exit 1, the daemon's refusal).
 
-    .venv/bin/python benchmarks/cli/bench.py [--rounds 30] [--quick] [--json]
+``--floors`` times instead what the CLI's start could import, each alone (typer, click,
+rich, pydantic, msgspec, asyncio...): the evidence of docs/decisions/0054.
+
+    .venv/bin/python benchmarks/cli/bench.py [--rounds 30] [--quick] [--floors] [--json]
 """
 
 from __future__ import annotations
@@ -93,15 +96,32 @@ def _cases(runtime: Path, absent: Path) -> list[tuple[str, list[str], int, float
     ]
 
 
-def _time_one(argv: list[str], expected: int, env: dict[str, str]) -> float:
+def _time_one(argv: list[str], expected: int, env: dict[str, str]) -> tuple[float, float]:
+    """One run's wall-clock and CPU (user + system) milliseconds."""
     started = time.perf_counter()
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
     elapsed = (time.perf_counter() - started) * 1000
-    if done.returncode != expected:
-        raise SystemExit(
-            f"{argv[1:]} exited {done.returncode}, not {expected}: {done.stderr.decode()!r}"
-        )
-    return elapsed
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != expected:
+        again = subprocess.run(argv, capture_output=True, env=env, check=False)
+        raise SystemExit(f"{argv[1:]} exited {proc.returncode}, not {expected}: {again.stderr!r}")
+    return elapsed, (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def _figures(samples: list[tuple[float, float]], peer: list[tuple[float, float]]) -> dict[str, Any]:
+    wall = statistics.median(s[0] for s in samples)
+    cpu = statistics.median(s[1] for s in samples)
+    peer_wall = statistics.median(s[0] for s in peer)
+    peer_cpu = statistics.median(s[1] for s in peer)
+    return {
+        "p50_ms": round(wall, 1),
+        "min_ms": round(min(s[0] for s in samples), 1),
+        "above_python_ms": round(wall - peer_wall, 1),
+        "ratio": round(wall / peer_wall, 2),
+        "cpu_p50_ms": round(cpu, 1),
+        "cpu_above_python_ms": round(cpu - peer_cpu, 1),
+    }
 
 
 def measure(rounds: int) -> dict[str, Any]:
@@ -118,7 +138,7 @@ def measure(rounds: int) -> dict[str, Any]:
         runtime = base / "run" / "glove"
         cases = _cases(runtime, base / "absent" / "glove")
         gloved = _start_gloved(runtime, env)
-        samples: dict[str, list[float]] = {name: [] for name, *_ in cases}
+        samples: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in cases}
         try:
             for _ in range(rounds):
                 order = list(cases)
@@ -127,19 +147,43 @@ def measure(rounds: int) -> dict[str, Any]:
                     samples[name].append(_time_one(argv, expected, env))
         finally:
             _stop(gloved)
-    peer = statistics.median(samples["python -c pass"])
     figures: dict[str, Any] = {}
     for name, _argv, _expected, goal in cases:
-        p50 = statistics.median(samples[name])
-        figures[name] = {
-            "p50_ms": round(p50, 1),
-            "min_ms": round(min(samples[name]), 1),
-            "above_python_ms": round(p50 - peer, 1),
-            "ratio": round(p50 / peer, 2),
-            "goal_above_python_ms": goal,
-            "met": None if goal is None else p50 - peer <= goal,
-        }
+        f = _figures(samples[name], samples["python -c pass"])
+        f["goal_above_python_ms"] = goal
+        f["met"] = None if goal is None else f["above_python_ms"] <= goal
+        figures[name] = f
     return figures
+
+
+#: What a command's start may import, each alone: the floors the decision record weighs
+#: (docs/decisions/0054-the-hot-commands-parse-without-typer.md).
+FLOOR_IMPORTS: Final = (
+    "typer",
+    "typer.main",
+    "click",
+    "rich",
+    "pydantic",
+    "msgspec",
+    "asyncio",
+    "json",
+    "socket",
+)
+
+
+def measure_floors(rounds: int) -> dict[str, Any]:
+    """``python -c 'import X'`` for each of :data:`FLOOR_IMPORTS`, interleaved with the peer."""
+    cases = [("pass", [sys.executable, "-c", "pass"])]
+    cases += [
+        (f"import {name}", [sys.executable, "-c", f"import {name}"]) for name in FLOOR_IMPORTS
+    ]
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name, _ in cases}
+    for _ in range(rounds):
+        order = list(cases)
+        random.shuffle(order)
+        for name, argv in order:
+            samples[name].append(_time_one(argv, 0, dict(os.environ)))
+    return {name: _figures(s, samples["pass"]) for name, s in samples.items()}
 
 
 def main() -> None:
@@ -147,20 +191,39 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} rounds")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--floors", action="store_true", help="time importing typer, click, rich... alone"
+    )
     args = parser.parse_args()
     rounds = QUICK_ROUNDS if args.quick else args.rounds
+    if args.floors:
+        floors = measure_floors(rounds)
+        if args.json:
+            print(json.dumps({"rounds": rounds, "imports": floors}, indent=2))
+            return
+        print(f"one import alone, {rounds} interleaved rounds, {os.cpu_count()} CPUs")
+        print(f"{'python -c':24} {'p50 ms':>8} {'+python':>8} {'cpu ms':>8} {'+python':>8}")
+        for name, f in floors.items():
+            print(
+                f"{name:24} {f['p50_ms']:8.1f} {f['above_python_ms']:+8.1f} "
+                f"{f['cpu_p50_ms']:8.1f} {f['cpu_above_python_ms']:+8.1f}"
+            )
+        return
     figures = measure(rounds)
     if args.json:
         print(json.dumps({"rounds": rounds, "cases": figures}, indent=2))
         return
     print(f"CLI start-up, {rounds} interleaved rounds, {os.cpu_count()} CPUs")
-    print(f"{'case':34} {'p50 ms':>8} {'min ms':>8} {'+python':>8} {'ratio':>6}  goal")
+    print(
+        f"{'case':34} {'p50 ms':>8} {'min ms':>8} {'+python':>8} {'ratio':>6} "
+        f"{'cpu ms':>7} {'+python':>8}  goal (wall p50)"
+    )
     for name, f in figures.items():
         goal = f["goal_above_python_ms"]
         verdict = "" if goal is None else f"<= +{goal:.0f} ms: {'met' if f['met'] else 'NOT met'}"
         print(
             f"{name:34} {f['p50_ms']:8.1f} {f['min_ms']:8.1f} {f['above_python_ms']:+8.1f} "
-            f"{f['ratio']:6.2f}  {verdict}"
+            f"{f['ratio']:6.2f} {f['cpu_p50_ms']:7.1f} {f['cpu_above_python_ms']:+8.1f}  {verdict}"
         )
 
 

@@ -121,6 +121,11 @@ def main() -> None:
     args = sys.argv[1:]
     command = args[0] if args else None
     try:
+        from glove.cli._fast import run as run_fast
+
+        done = run_fast(args)
+        if done is not None:
+            sys.exit(done)
         if command in _FAST_COMMANDS:
             sys.exit(importlib.import_module(_FAST_COMMANDS[command]).main(args[1:]))
         _one_usage_code()

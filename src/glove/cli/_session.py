@@ -16,11 +16,15 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
-import typer
-
+from glove.cli._echo import echo
 from glove.exits import EXIT_DEADLINE, EXIT_NOT_AN_EXIT, EXIT_REFUSED, EXIT_UNAVAILABLE
+
+# typer only where a command is registered: ``capabilities`` and ``session status`` also run
+# without it (glove.cli._fast calls show_capabilities and show_session_status).
+if TYPE_CHECKING:
+    import typer
 
 MAX_EXIT_STATUS: Final = 255
 #: How long one call may take (a create persists the plan; the default is generous).
@@ -34,8 +38,8 @@ _RUNTIME_HELP = "gloved's runtime directory (default: the one `glove doctor` nam
 
 
 def _fail(verb: str, message: str, code: int) -> NoReturn:
-    typer.echo(f"glove {verb}: {message}", err=True)
-    raise typer.Exit(code)
+    echo(f"glove {verb}: {message}", err=True)
+    raise SystemExit(code)
 
 
 def _with_client(verb: str, runtime_dir: Path | None, action: Callable[[Any], T]) -> T:
@@ -60,7 +64,7 @@ def _with_client(verb: str, runtime_dir: Path | None, action: Callable[[Any], T]
 
 
 def _print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, sort_keys=True))
+    echo(json.dumps(value, sort_keys=True))
 
 
 def _read_plan(verb: str, path: Path) -> str:
@@ -135,6 +139,37 @@ def wait_exit_code(view: dict[str, Any]) -> int:
     return EXIT_NOT_AN_EXIT
 
 
+def show_capabilities(as_json: bool, runtime_dir: Path | None) -> None:
+    """``glove capabilities``: one call, printed as a report or JSON (no typer needed)."""
+    caps = _with_client("capabilities", runtime_dir, lambda c: c.call("capabilities"))
+    if as_json:
+        _print_json(caps)
+        return
+    state = "operational" if caps["lifecycle_operational"] else "not operational"
+    echo(f"schema {caps['schema_version']}, protocol {caps['protocol']}: {state}")
+    if caps.get("reason"):
+        echo(f"reason: {caps['reason']}")
+    echo(f"backend: {caps.get('backend', '-')}")
+    echo(f"runtimes: {', '.join(caps['runtimes']) or '-'}")
+    echo(f"networks: {', '.join(caps['networks']) or '-'}")
+    echo(f"terminals: {', '.join(caps['terminals']) or '-'}")
+    rows = [[name, mech] for name, mech in sorted(caps["limits"].items())]
+    echo(_table(rows, ["LIMIT", "MECHANISM"]))
+
+
+def show_session_status(session_id: str, as_json: bool, runtime_dir: Path | None) -> None:
+    """``glove session status``: one call, printed as a one-row table or JSON (no typer)."""
+    view = _with_client(
+        "session status",
+        runtime_dir,
+        lambda c: c.call("session.status", {"session_id": session_id}),
+    )
+    if as_json:
+        _print_json(view)
+    else:
+        echo(_table(_session_rows([view]), _SESSION_HEADERS))
+
+
 def register(app: typer.Typer) -> None:
     """Add ``init``, ``capabilities``, ``plan`` and ``session`` to ``app``."""
     _register_init(app)
@@ -144,6 +179,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _register_init(app: typer.Typer) -> None:
+    import typer
+
     @app.command("init")
     def init_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
         alias: str = typer.Argument(..., help="The name plans use for this directory."),
@@ -188,29 +225,20 @@ def _register_init(app: typer.Typer) -> None:
 
 
 def _register_capabilities(app: typer.Typer) -> None:
+    import typer
+
     @app.command("capabilities")
     def capabilities_cmd(
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """What this gloved can run: schema, runtimes, each limit's mechanism."""
-        caps = _with_client("capabilities", runtime_dir, lambda c: c.call("capabilities"))
-        if as_json:
-            _print_json(caps)
-            return
-        state = "operational" if caps["lifecycle_operational"] else "not operational"
-        typer.echo(f"schema {caps['schema_version']}, protocol {caps['protocol']}: {state}")
-        if caps.get("reason"):
-            typer.echo(f"reason: {caps['reason']}")
-        typer.echo(f"backend: {caps.get('backend', '-')}")
-        typer.echo(f"runtimes: {', '.join(caps['runtimes']) or '-'}")
-        typer.echo(f"networks: {', '.join(caps['networks']) or '-'}")
-        typer.echo(f"terminals: {', '.join(caps['terminals']) or '-'}")
-        rows = [[name, mech] for name, mech in sorted(caps["limits"].items())]
-        typer.echo(_table(rows, ["LIMIT", "MECHANISM"]))
+        show_capabilities(as_json, runtime_dir)
 
 
 def _register_plan(app: typer.Typer) -> None:
+    import typer
+
     plan = typer.Typer(help="Check plans against this gloved's local policy.")
 
     @plan.command("validate")
@@ -239,6 +267,8 @@ def _register_plan(app: typer.Typer) -> None:
 
 
 def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure per verb
+    import typer
+
     session = typer.Typer(help="Create, watch and stop gloved sessions.", no_args_is_help=True)
 
     @session.command("create")
@@ -276,15 +306,7 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """A session's state, and its outcome once terminal."""
-        view = _with_client(
-            "session status",
-            runtime_dir,
-            lambda c: c.call("session.status", {"session_id": session_id}),
-        )
-        if as_json:
-            _print_json(view)
-        else:
-            typer.echo(_table(_session_rows([view]), _SESSION_HEADERS))
+        show_session_status(session_id, as_json, runtime_dir)
 
     @session.command("list")
     def list_cmd(
