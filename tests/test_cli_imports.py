@@ -47,12 +47,13 @@ CLIENT = LIGHT | {
 }  # fmt: skip
 #: The control client's codec and what it imports.
 CODEC = {"msgspec", "typing_extensions"}
-#: Packages none of these commands may load, named so a failure says which stack came back.
-NEVER = (
-    "typer", "click", "rich", "pydantic", "asyncio",
+#: The library's stacks, then every package none of these commands may load (named, so a
+#: failure says which one came back).
+STACKS = (
     "glove.container", "glove.session", "glove.mcp", "glove.daemon", "glove.host",
     "glove.run", "glove.actors", "glove.journal", "glove.egress", "glove.policy",
 )  # fmt: skip
+NEVER = ("typer", "click", "rich", "pydantic", "asyncio", *STACKS)
 
 
 def _imported(stderr: str) -> set[str]:
@@ -121,6 +122,13 @@ def _via_typer(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProc
         check=False,
         stdin=subprocess.DEVNULL,
     )
+
+
+def _within(modules: set[str], packages: tuple[str, ...]) -> set[str]:
+    """The modules of ``modules`` that are one of ``packages`` or inside one."""
+    return {
+        name for name in modules for top in packages if name == top or name.startswith(top + ".")
+    }
 
 
 def _assert_light(modules: set[str], allowed: frozenset[str], third_party: set[str]) -> None:
@@ -192,10 +200,12 @@ def test_help_loads_no_third_party_module_and_is_typers_text(
 
 def test_help_on_a_narrow_terminal_is_typers_own(env: dict[str, str]) -> None:
     """On a terminal narrower than 80 columns typer lays the help out (the kept text is for
-    80), so the fast path steps aside rather than print a layout of the wrong width."""
+    80), so the fast path steps aside rather than print a layout of the wrong width; typer's
+    help imports every command module, and still none of the library's stacks."""
     narrow = {**env, "COLUMNS": "60"}
     done, modules = _run(["--help"], narrow)
     assert "typer" in {name.partition(".")[0] for name in modules}
+    assert _within(modules, STACKS) == set()
     _assert_same(done, _via_typer(["--help"], narrow))
 
 
