@@ -11,6 +11,10 @@ rounds, and each command's difference to the peer's median, against the goal of 
 - ``glove capabilities --json``, ``glove session status`` against a running gloved (one
   authenticated control round trip each): <= python + 60 ms.
 
+Every process runs as an installed Glove does, with its bytecode cached: the benchmark
+clears ``PYTHONDONTWRITEBYTECODE`` and runs each case once before it measures (an editable
+install compiles ``src/`` on every start otherwise, which no installed copy does).
+
 A real ``gloved`` runs in a private runtime directory (and private XDG homes) for the
 round-trip cases; ``session status`` asks about an id that does not exist, which costs the
 same round trip as one that does (exit 1, the daemon's refusal).
@@ -135,11 +139,15 @@ def measure(rounds: int) -> dict[str, Any]:
             "COLUMNS": "80",
         }
         env.pop("GLOVE_DEBUG", None)
+        # As installed: bytecode cached (a warm-up round writes it for an editable install).
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         runtime = base / "run" / "glove"
         cases = _cases(runtime, base / "absent" / "glove")
         gloved = _start_gloved(runtime, env)
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in cases}
         try:
+            for _name, argv, expected, _goal in cases:
+                _time_one(argv, expected, env)
             for _ in range(rounds):
                 order = list(cases)
                 random.shuffle(order)
