@@ -23,6 +23,7 @@ same round trip as one that does (exit 1, the daemon's refusal).
 rich, pydantic, msgspec, asyncio...): the evidence of docs/decisions/0054.
 
     .venv/bin/python benchmarks/cli/bench.py [--rounds 30] [--quick] [--floors] [--json]
+        [--baseline SRC]
 """
 
 from __future__ import annotations
@@ -72,10 +73,17 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
 
 
-def _cases(runtime: Path, absent: Path) -> list[tuple[str, list[str], int, float | None]]:
-    """``(name, argv, expected exit code, goal in ms above python)``."""
+def _cases(
+    runtime: Path, absent: Path, baseline: Path | None
+) -> list[tuple[str, list[str], int, float | None]]:
+    """``(name, argv, expected exit code, goal in ms above python)``.
+
+    With ``baseline`` (another checkout's ``src``), each glove case runs a second time as
+    ``python -m glove`` from that tree, named ``... [baseline]`` (no goal): before and after
+    in the same run.
+    """
     glove = _glove()
-    return [
+    cases = [
         ("python -c pass", [sys.executable, "-c", "pass"], 0, None),
         ("glove --version", [*glove, "--version"], 0, 40.0),
         ("glove --help", [*glove, "--help"], 0, 40.0),
@@ -97,6 +105,13 @@ def _cases(runtime: Path, absent: Path) -> list[tuple[str, list[str], int, float
             1,
             60.0,
         ),
+    ]
+    if baseline is None:
+        return cases
+    old = ["env", f"PYTHONPATH={baseline}", sys.executable, "-m", "glove"]
+    return cases + [
+        (f"{name} [baseline]", [*old, *argv[len(glove) :]], code, None)
+        for name, argv, code, _goal in cases[1:]
     ]
 
 
@@ -128,7 +143,7 @@ def _figures(samples: list[tuple[float, float]], peer: list[tuple[float, float]]
     }
 
 
-def measure(rounds: int) -> dict[str, Any]:
+def measure(rounds: int, baseline: Path | None = None) -> dict[str, Any]:
     """Run every case ``rounds`` times, interleaved; the figures by case name."""
     with tempfile.TemporaryDirectory(prefix="glove-bench-cli-") as tmp:
         base = Path(tmp)
@@ -142,7 +157,7 @@ def measure(rounds: int) -> dict[str, Any]:
         # As installed: bytecode cached (a warm-up round writes it for an editable install).
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         runtime = base / "run" / "glove"
-        cases = _cases(runtime, base / "absent" / "glove")
+        cases = _cases(runtime, base / "absent" / "glove", baseline)
         gloved = _start_gloved(runtime, env)
         samples: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in cases}
         try:
@@ -200,6 +215,12 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_ROUNDS} rounds")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="SRC",
+        help="also run each command from this src/ (e.g. a checkout of main) for comparison",
+    )
+    parser.add_argument(
         "--floors", action="store_true", help="time importing typer, click, rich... alone"
     )
     args = parser.parse_args()
@@ -217,20 +238,20 @@ def main() -> None:
                 f"{f['cpu_p50_ms']:8.1f} {f['cpu_above_python_ms']:+8.1f}"
             )
         return
-    figures = measure(rounds)
+    figures = measure(rounds, args.baseline)
     if args.json:
         print(json.dumps({"rounds": rounds, "cases": figures}, indent=2))
         return
     print(f"CLI start-up, {rounds} interleaved rounds, {os.cpu_count()} CPUs")
     print(
-        f"{'case':34} {'p50 ms':>8} {'min ms':>8} {'+python':>8} {'ratio':>6} "
+        f"{'case':45} {'p50 ms':>8} {'min ms':>8} {'+python':>8} {'ratio':>6} "
         f"{'cpu ms':>7} {'+python':>8}  goal (wall p50)"
     )
     for name, f in figures.items():
         goal = f["goal_above_python_ms"]
         verdict = "" if goal is None else f"<= +{goal:.0f} ms: {'met' if f['met'] else 'NOT met'}"
         print(
-            f"{name:34} {f['p50_ms']:8.1f} {f['min_ms']:8.1f} {f['above_python_ms']:+8.1f} "
+            f"{name:45} {f['p50_ms']:8.1f} {f['min_ms']:8.1f} {f['above_python_ms']:+8.1f} "
             f"{f['ratio']:6.2f} {f['cpu_p50_ms']:7.1f} {f['cpu_above_python_ms']:+8.1f}  {verdict}"
         )
 
