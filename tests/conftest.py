@@ -21,8 +21,15 @@ from pathlib import Path
 from typing import Final
 
 import pytest
+from hypothesis import settings
 
 REPO = Path(__file__).resolve().parent.parent
+
+# No wall-clock deadline per example (hypothesis's default is 200 ms): a timed assertion in
+# disguise, which a loaded machine shared by several runs fails. Tests that set their own
+# settings inherit this.
+settings.register_profile("glove", deadline=None)
+settings.load_profile("glove")
 
 #: The variables a test's world sets, each to a directory of the world (``HOME`` included).
 WORLD_DIRS: Final = {
