@@ -15,8 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from glove.control import choose_runtime_dir
-from glove.host._paths import glove_paths
+from glove.config import choose_runtime_dir, glove_paths
 from tests.conftest import REPO, WORLD_DIRS, Unpriv
 
 START_DEADLINE_S = 60.0
@@ -27,8 +26,7 @@ NEIGHBOUR_DEADLINE_S = 300
 
 PROBE = """
 import json, os
-from glove.control import choose_runtime_dir
-from glove.host._paths import glove_paths
+from glove.config import choose_runtime_dir, glove_paths
 paths = glove_paths()
 print(json.dumps({
     "env": {var: os.environ.get(var) for var in %r},
@@ -118,7 +116,7 @@ def test_the_suite_runs_beside_the_users_own_gloved(tmp_path: Path) -> None:
         )  # fmt: skip
         assert setup.returncode == 0, setup.stderr
         gloved = subprocess.Popen(
-            [sys.executable, "-m", "glove.control.daemon_main"], env=user_env,
+            [sys.executable, "-m", "glove.daemon"], env=user_env,
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         deadline = time.monotonic() + START_DEADLINE_S

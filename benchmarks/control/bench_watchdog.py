@@ -87,7 +87,7 @@ def main() -> None:
         for var, name in (("HOME", ""), ("XDG_CONFIG_HOME", "config"),
                           ("XDG_STATE_HOME", "state"), ("XDG_RUNTIME_DIR", "run")):  # fmt: skip
             env[var] = str(base / name)
-        gloved = [sys.executable, "-m", "glove.control.daemon_main"]
+        gloved = [sys.executable, "-m", "glove.daemon"]
         figures = {
             "gloved": _gaps(gloved, env, args.seconds, usec),
             "peer": _gaps([sys.executable, "-c", PEER], env, args.seconds, usec),

@@ -25,7 +25,7 @@ def test_wall_time_kills_the_whole_tree(glove_exec: GloveExec) -> None:
     )
     started = time.monotonic()
     done = glove_exec.sh(script, flags=("--wall-time", "1"))
-    assert time.monotonic() - started < 50  # the 1 s limit, not the sleeps' 300 s
+    assert time.monotonic() - started < 20
     assert done.rc == 137
     assert done.stdout.strip() == "2"  # control: the running markers were visible inside
     assert done.status["outcome"] == "limit"
@@ -56,7 +56,7 @@ def test_orphan_holding_the_pipe_does_not_hang(glove_exec: GloveExec) -> None:
     """A background child that keeps stdout open dies with the sandbox; exec returns at once."""
     started = time.monotonic()
     done = glove_exec.sh("(sleep 300 &) ; echo parent-done; exit 3")
-    assert time.monotonic() - started < 50  # at once, not the orphan's 300 s
+    assert time.monotonic() - started < 10
     assert done.rc == 3
     assert done.stdout == "parent-done\n"
 
@@ -166,9 +166,9 @@ def test_cpu_time_limit(glove_exec: GloveExec) -> None:
         assert done.status["outcome"] == "limit"
         assert done.status["limits"]["cpu_time"]["hit"] is True
         return
-    # The loop never ends by itself: the outcome and the hit say the CPU limit ended it (no
-    # wall-clock bound: on a loaded host a CPU second takes several seconds of wall time).
+    started = time.monotonic()
     done = glove_exec(*loop, flags=("--cpu-time", "1"))
+    assert time.monotonic() - started < 10
     assert done.status["outcome"] == "limit"
     assert done.status["limits"]["cpu_time"] == {
         "value": 1.0,
@@ -192,22 +192,27 @@ def test_bad_limit_values_are_setup_errors(glove_exec: GloveExec) -> None:
         assert word in done.status["error"]
 
 
-#: How long to wait for the stalled-reader sandbox to start, then to die: a hang bound only.
-STALL_DEADLINE_S = 30.0
+#: How long the stalled-reader test waits for the marker to appear, then to be gone.
+STALL_DEADLINE_S = 60.0
 
 
-def _eventually(condition: Callable[[], bool], within_s: float) -> bool:
-    """Poll ``condition`` until it holds (True) or ``within_s`` passes (False)."""
-    deadline = time.monotonic() + within_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
+def _running(marker: str) -> bool:
+    found = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
+    return bool(found.stdout)
+
+
+def _until(condition: Callable[[], bool], deadline_s: float) -> bool:
+    """Poll ``condition`` every 20 ms until it holds (True) or ``deadline_s`` passes."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()
 
 
 def test_stalled_reader_does_not_stall_the_watchdog(glove_exec: GloveExec) -> None:
-    """With nobody reading glove's stdout, --wall-time still kills the sandbox on time."""
+    """With nobody reading glove's stdout, --wall-time still kills the sandbox."""
     marker = f"glove-stall-{os.getpid()}-{glove_exec.who}"
     status_path = glove_exec.workspace.parent / "stall.json"
     argv = [
@@ -231,15 +236,12 @@ def test_stalled_reader_does_not_stall_the_watchdog(glove_exec: GloveExec) -> No
     )
     os.close(write_end)
 
-    def running() -> bool:
-        found = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, check=False)
-        return bool(found.stdout)
-
     try:
-        # Events, not fixed sleeps: it starts (however slowly on a loaded host), then it is
-        # killed although nobody ever reads: `yes` behind a full pipe would run forever.
-        assert _eventually(running, STALL_DEADLINE_S), "control: the marker never ran"
-        assert _eventually(lambda: not running(), STALL_DEADLINE_S), (
+        # Waited on, not timed: under load the start alone can take longer than the limit.
+        assert _until(lambda: _running(marker), STALL_DEADLINE_S), (
+            "control: the marker process runs while the reader stalls"
+        )
+        assert _until(lambda: not _running(marker), STALL_DEADLINE_S), (
             "the sandbox outlived its wall time behind a stalled reader"
         )
     finally:

@@ -9,10 +9,12 @@ resolves names itself, once, refuses names that lead to non-public addresses nob
 writes an audit record and only then connects to exactly the address it checked.
 
 Pure cores (no asyncio, os or socket): :mod:`._rules`, :mod:`._addresses`, :mod:`._http`,
-:mod:`._socks5`, :mod:`._tls`, :mod:`._dns`, :mod:`._check`. See ``docs/egress.md``.
+:mod:`._rewrite`, :mod:`._socks5`, :mod:`._tls`, :mod:`._dns`, :mod:`._check`. See
+``docs/egress.md``.
 """
 
 from glove.egress._addresses import address_class, is_public
+from glove.egress._admission import AuditSink, DeniedDestination, EgressStats, ProxyLimits
 from glove.egress._channel import INET_FAMILIES, UNIX_FAMILIES, ChannelReceiver, Kind
 from glove.egress._check import (
     Explanation,
@@ -26,7 +28,6 @@ from glove.egress._check import (
     policy_from_toml,
     sandbox_sockets,
 )
-from glove.egress._core import AuditSink, DeniedDestination, EgressStats, ProxyLimits
 from glove.egress._dns import (
     DnsAnswer,
     DnsFrameReader,
@@ -42,6 +43,8 @@ from glove.egress._guest import (
     GUEST_DIR,
     RESOLV_TARGET,
     EgressGuest,
+    EgressParts,
+    prepare_egress,
     prepare_guest,
     resolv_conf,
     write_guest_files,
@@ -54,12 +57,12 @@ from glove.egress._http import (
     Target,
     body_framing,
     error_response,
-    forward_head,
     parse_head,
     proxy_target,
 )
 from glove.egress._proxy import EgressProxy, GetStats
 from glove.egress._resolve import Resolver, StaticResolver, SystemResolver
+from glove.egress._rewrite import UpstreamRequest, forward_head, rewrite_request
 from glove.egress._rules import (
     DEFAULT_PORTS,
     READ_ONLY_METHODS,
@@ -112,6 +115,7 @@ __all__ = [
     "DnsQuery",
     "EgressError",
     "EgressGuest",
+    "EgressParts",
     "EgressProtocolError",
     "EgressProxy",
     "EgressStats",
@@ -140,6 +144,7 @@ __all__ = [
     "Target",
     "TlsHelloError",
     "UpstreamError",
+    "UpstreamRequest",
     "address_class",
     "body_framing",
     "encode_answer",
@@ -157,10 +162,12 @@ __all__ = [
     "parse_query",
     "parse_rule",
     "policy_from_toml",
+    "prepare_egress",
     "prepare_guest",
     "proxy_environment",
     "proxy_target",
     "resolv_conf",
+    "rewrite_request",
     "sandbox_sockets",
     "write_guest_files",
 ]
