@@ -20,8 +20,8 @@ from tests.conftest import REPO, Unpriv
 SETUP_DEADLINE_S = 600
 README_DEADLINE_S = 900
 README = REPO / "README.md"
-#: The HTML comment that keeps the next block out of the README run (the suite itself).
-NOT_RUN = "but this one"
+#: The README's test command, which its run leaves out: it is the suite this test is in.
+TEST_COMMAND = "./scripts/test"
 
 
 @pytest.mark.parametrize("part", ["main", "test"])
@@ -103,14 +103,36 @@ def test_setup_without_root_names_exactly_what_to_install(unpriv: Unpriv, sudo: 
 
 
 def readme_blocks(text: str) -> tuple[list[str], list[str]]:
-    """The README's ``sh`` blocks to run, in order, and the ones marked not to run."""
+    """The README's ``sh`` blocks to run, in order, and the lines left out of them: those
+    that run the test command."""
     run: list[str] = []
     skipped: list[str] = []
     for match in re.finditer(r"(?ms)^```sh\n(.*?)^```$", text):
-        before = text[: match.start()].rstrip()
-        marked = before.endswith("-->") and NOT_RUN in before[before.rfind("<!--") :]
-        (skipped if marked else run).append(match.group(1))
+        kept = []
+        for line in match.group(1).splitlines(keepends=True):
+            (skipped if line.split()[:1] == [TEST_COMMAND] else kept).append(line)
+        run.append("".join(kept))
     return run, skipped
+
+
+def test_the_readme_starts_with_the_main_job_and_the_tests() -> None:
+    """The README's first block, before any section, is the two commands of a fresh clone:
+    the main job (set up with setup's main part) and the tests (its test part), which is
+    exactly what CI runs."""
+    text = README.read_text()
+    first = re.search(r"(?ms)^```sh\n(.*?)^```$", text)
+    assert first is not None
+    assert "\n## " not in text[: first.start()], "a section comes before the two commands"
+    commands = [line.split("#")[0].strip() for line in first.group(1).splitlines()]
+    assert commands == ["./scripts/demo", TEST_COMMAND], commands
+
+    def commands_of(script: str) -> list[str]:
+        lines = (REPO / script).read_text().splitlines()
+        return [line.strip() for line in lines if line.strip() and not line.startswith("#")]
+
+    assert "scripts/setup main" in commands_of("scripts/demo")
+    assert "scripts/setup test" in commands_of("scripts/test")
+    assert commands_of(".ci/run")[-1] == TEST_COMMAND
 
 
 def test_the_readme_runs_top_to_bottom() -> None:
@@ -119,7 +141,7 @@ def test_the_readme_runs_top_to_bottom() -> None:
     every later command finds what the one before it made, and gloved's flow ends in a
     receipt verified offline."""
     run, skipped = readme_blocks(README.read_text())
-    assert [block.split()[0] for block in skipped] == ["./scripts/test"]
+    assert [line.split()[0] for line in skipped] == [TEST_COMMAND]
     assert run[0].split()[0] == "./scripts/demo", run[0]
     # Not under /tmp: the example's workspace is ~/glove-example.
     home = Path(tempfile.mkdtemp(prefix="glove-readme-", dir="/var/tmp"))
