@@ -598,22 +598,24 @@ alloc_array(size_t count, size_t size, size_t *total)
 }
 
 /* Build the automaton's tables from `lits` (npat literals, each non-empty, `total`
- * bytes in all). 0, or -1 with MemoryError set. */
+ * bytes in all, the longest `longest`). 0, or -1 with MemoryError set.
+ *
+ * Scratch while building: 13 bytes per node (the trie in the order the sorted literals
+ * create its nodes: label, first child, next sibling; the breadth-first order), freed
+ * before returning; about as much as the tables themselves. */
 static int
-Automaton_build(Automaton *a, Lit *lits, uint32_t npat, uint32_t total)
+Automaton_build(Automaton *a, Lit *lits, uint32_t npat, uint32_t total, size_t longest)
 {
     size_t scratch = 0;
     uint32_t cap = total + 1; /* nodes, the root included */
-    /* The trie, first numbered in the order the sorted literals create its nodes. */
     uint8_t *t_label = alloc_array(cap, 1, &scratch);
-    uint32_t *t_first = alloc_array(cap, 4, &scratch);  /* first child */
-    uint32_t *t_last = alloc_array(cap, 4, &scratch);   /* last child */
-    uint32_t *t_next = alloc_array(cap, 4, &scratch);   /* next sibling */
-    uint32_t *t_pat = alloc_array(cap, 4, &scratch);    /* first literal ending here */
-    uint32_t *order = alloc_array(cap, 4, &scratch);    /* breadth-first id -> first id */
-    uint32_t *path = alloc_array(cap, 4, &scratch);     /* the previous literal's nodes */
+    uint32_t *t_first = alloc_array(cap, 4, &scratch); /* first child, later the new id */
+    uint32_t *t_next = alloc_array(cap, 4, &scratch);  /* next sibling */
+    uint32_t *order = alloc_array(cap, 4, &scratch);   /* breadth-first id -> first id */
+    uint32_t *path = alloc_array(longest + 1, 4, &scratch); /* the last literal's nodes */
+    uint32_t *pat_end = alloc_array(npat, 4, &scratch);     /* per literal: its node */
     int ok = -1;
-    if (!t_label || !t_first || !t_last || !t_next || !t_pat || !order || !path) {
+    if (!t_label || !t_first || !t_next || !order || !path || !pat_end) {
         goto done;
     }
     a->nbytes = 0;
@@ -624,9 +626,13 @@ Automaton_build(Automaton *a, Lit *lits, uint32_t npat, uint32_t total)
         goto done;
     }
 
+    /* The trie from the sorted literals: each adds the nodes past its common prefix with
+     * the one before. Sorted, so every earlier literal through path[lcp] either ended
+     * there or went on through the last literal's path[lcp + 1], with a smaller or equal
+     * byte: that node is path[lcp]'s last child, and the new one comes after it. */
     qsort(lits, npat, sizeof(Lit), lit_cmp);
     uint32_t nnodes = 1;
-    t_first[0] = t_last[0] = t_next[0] = t_pat[0] = NONE;
+    t_first[0] = t_next[0] = NONE;
     path[0] = 0;
     size_t prev_len = 0;
     const uint8_t *prev = NULL;
@@ -639,33 +645,21 @@ Automaton_build(Automaton *a, Lit *lits, uint32_t npat, uint32_t total)
                 lcp++;
             }
         }
-        /* Sorted, so a new child's byte is above every existing sibling's. */
+        uint32_t last = lcp < prev_len ? path[lcp + 1] : NONE;
         for (size_t d = lcp; d < lit->len; d++) {
             uint32_t parent = path[d], node = nnodes++;
             t_label[node] = lit->p[d];
-            t_first[node] = t_last[node] = t_next[node] = t_pat[node] = NONE;
-            if (t_last[parent] == NONE) {
+            t_first[node] = t_next[node] = NONE;
+            if (last == NONE) {
                 t_first[parent] = node;
             }
             else {
-                t_next[t_last[parent]] = node;
+                t_next[last] = node;
             }
-            t_last[parent] = node;
+            last = NONE; /* the nodes below are new: no children yet */
             path[d + 1] = node;
         }
-        uint32_t end = path[lit->len];
-        /* Literals ending at one node, in the order of their ids (sorted so). */
-        a->pat_next[lit->id] = NONE;
-        if (t_pat[end] == NONE) {
-            t_pat[end] = lit->id;
-        }
-        else {
-            uint32_t q = t_pat[end];
-            while (a->pat_next[q] != NONE) {
-                q = a->pat_next[q];
-            }
-            a->pat_next[q] = lit->id;
-        }
+        pat_end[lit->id] = path[lit->len];
         a->pat_len[lit->id] = (uint32_t)lit->len;
         prev = lit->p;
         prev_len = lit->len;
@@ -694,7 +688,8 @@ Automaton_build(Automaton *a, Lit *lits, uint32_t npat, uint32_t total)
         a->ndense = nnodes;
     }
 
-    /* Breadth-first renumbering: a node's children are consecutive, so are its rows. */
+    /* Breadth-first renumbering: a node's children are consecutive, and every node comes
+     * after the shallower ones (its failure link among them). */
     a->label = alloc_array(nnodes, 1, &a->nbytes);
     a->child_lo = alloc_array((size_t)nnodes + 1, 4, &a->nbytes);
     a->fail = alloc_array(nnodes, 4, &a->nbytes);
@@ -711,13 +706,23 @@ Automaton_build(Automaton *a, Lit *lits, uint32_t npat, uint32_t total)
         for (uint32_t c = t_first[u]; c != NONE; c = t_next[c]) {
             order[tail++] = c;
         }
+        t_first[u] = k;
     }
     a->child_lo[nnodes] = nnodes;
-    a->nterm = 0;
     for (uint32_t k = 0; k < nnodes; k++) {
         a->label[k] = t_label[order[k]];
-        if (t_pat[order[k]] != NONE) {
-            a->nterm++;
+        a->hit[k] = NONE;
+    }
+
+    /* Terminals, numbered breadth-first; literals ending at one node listed by id. */
+    const uint32_t mark = NONE - 1;
+    for (uint32_t q = 0; q < npat; q++) {
+        a->hit[t_first[pat_end[q]]] = mark;
+    }
+    a->nterm = 0;
+    for (uint32_t k = 0; k < nnodes; k++) {
+        if (a->hit[k] == mark) {
+            a->hit[k] = a->nterm++;
         }
     }
     a->term_next = alloc_array(a->nterm, 4, &a->nbytes);
@@ -725,41 +730,37 @@ Automaton_build(Automaton *a, Lit *lits, uint32_t npat, uint32_t total)
     if (!a->term_next || !a->term_pat) {
         goto done;
     }
-    /* Terminal ids in breadth-first order, so a suffix's terminal comes first. */
-    uint32_t *term_of = path; /* reused: node -> terminal id or NONE */
-    uint32_t nterm = 0;
-    for (uint32_t k = 0; k < nnodes; k++) {
-        uint32_t first = t_pat[order[k]];
-        term_of[k] = NONE;
-        if (first != NONE) {
-            term_of[k] = nterm;
-            a->term_pat[nterm] = first;
-            for (uint32_t q = first; q != NONE; q = a->pat_next[q]) {
-                a->pat_term[q] = nterm;
+    for (uint32_t t = 0; t < a->nterm; t++) {
+        a->term_pat[t] = NONE;
+    }
+    for (uint32_t q = 0; q < npat; q++) {
+        uint32_t t = a->hit[t_first[pat_end[q]]];
+        a->pat_term[q] = t;
+        a->pat_next[q] = NONE;
+        if (a->term_pat[t] == NONE) {
+            a->term_pat[t] = q;
+        }
+        else { /* the same literal twice: rare, so walked */
+            uint32_t r = a->term_pat[t];
+            while (a->pat_next[r] != NONE) {
+                r = a->pat_next[r];
             }
-            nterm++;
+            a->pat_next[r] = q;
         }
     }
 
-    /* Failure links, suffix chains and dense rows, in breadth-first order: a node's
-     * failure link is shallower, so its row (when it has one) is already built; the
-     * links of all nodes as deep as k are set once k's parent's depth is done. */
+    /* Failure links, suffix chains and dense rows, breadth-first. A child's link is the
+     * transition from its parent's link on its byte, taken from a shallower node whose
+     * row (or whose children and own link) is done; a terminal's hit is its own id from
+     * the start, anyone else's is its link's. */
     a->fail[0] = 0;
-    a->hit[0] = NONE;
     for (uint32_t k = 0; k < nnodes; k++) {
         uint32_t lo = a->child_lo[k], hi = a->child_lo[k + 1];
         for (uint32_t c = lo; c < hi; c++) {
-            uint32_t f;
-            if (k == 0) {
-                f = 0;
-            }
-            else {
-                f = node_of(a, step_sparse(a, a->fail[k], a->label[c]));
-            }
+            uint32_t f = k == 0 ? 0 : node_of(a, step_sparse(a, a->fail[k], a->label[c]));
             a->fail[c] = f;
-            if (term_of[c] != NONE) {
-                a->hit[c] = term_of[c];
-                a->term_next[term_of[c]] = a->hit[f];
+            if (a->hit[c] != NONE) {
+                a->term_next[a->hit[c]] = a->hit[f];
             }
             else {
                 a->hit[c] = a->hit[f];
@@ -791,11 +792,10 @@ Automaton_build(Automaton *a, Lit *lits, uint32_t npat, uint32_t total)
 done:
     PyMem_Free(t_label);
     PyMem_Free(t_first);
-    PyMem_Free(t_last);
     PyMem_Free(t_next);
-    PyMem_Free(t_pat);
     PyMem_Free(order);
     PyMem_Free(path);
+    PyMem_Free(pat_end);
     if (ok < 0) {
         Automaton_free_tables(a);
         PyErr_NoMemory();
@@ -826,7 +826,7 @@ Automaton_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         Py_DECREF(seq);
         return PyErr_NoMemory();
     }
-    size_t total = 0;
+    size_t total = 0, longest = 0;
     for (Py_ssize_t k = 0; k < count; k++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, k);
         if (!PyBytes_Check(item)) {
@@ -840,6 +840,7 @@ Automaton_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             goto fail;
         }
         total += (size_t)len;
+        longest = (size_t)len > longest ? (size_t)len : longest;
         if (total >= MAX_NODES) {
             PyErr_SetString(PyExc_ValueError, "the literals are too long in all");
             goto fail;
@@ -853,7 +854,7 @@ Automaton_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         goto fail;
     }
     /* The literals stay alive in `seq` (a list or tuple holding them) while building. */
-    if (Automaton_build(self, lits, (uint32_t)count, (uint32_t)total) < 0) {
+    if (Automaton_build(self, lits, (uint32_t)count, (uint32_t)total, longest) < 0) {
         Py_DECREF(self);
         goto fail;
     }

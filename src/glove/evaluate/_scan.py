@@ -32,7 +32,10 @@ try:
 except ImportError:  # built without a compiler: the pure-Python scanner, same evidence
     _native = False
 else:
-    _native = _cscan.ABI_VERSION == CSCAN_ABI and _cscan.NORMALIZER_VERSION == NORMALIZER_VERSION
+    _native = (
+        getattr(_cscan, "ABI_VERSION", None) == CSCAN_ABI
+        and getattr(_cscan, "NORMALIZER_VERSION", None) == NORMALIZER_VERSION
+    )
 
 NATIVE_SCANNER: Final[bool] = _native
 """Whether the C scanner is built (and current): :class:`StreamEvaluator` uses it then."""
