@@ -24,11 +24,11 @@ from glove.evaluate import (
     NORMALIZER_VERSION,
     Fixture,
     StreamEvaluator,
+    _cscan,
     evaluate_stream,
     literal_problems,
     normalize,
 )
-from glove.evaluate import _cscan
 from glove.evaluate._match import LiteralScan
 from glove.evaluate._utf8 import Utf8Check
 from tests.evaluate.reference import (
@@ -133,7 +133,7 @@ def test_every_sequence_split_at_every_byte_gives_the_python_text() -> None:
 
 
 def test_a_c2_at_a_slice_edge_of_one_big_chunk_is_held_across() -> None:
-    """In one chunk longer than the scanner's 64 KiB slice, a C1 control on the edge still counts."""
+    """In one chunk over the scanner's 64 KiB slice, a C1 control on the edge still counts."""
     fixture = Fixture(version=1, exit_code=0, max_wall_ms=1, required=["red"], forbidden=["xr"])
     for pad in (65534, 65535, 65536):
         data = b"x" * pad + b"\xc2\x9b31mred\xc2\x9d0;xr\x07" + b"y" * 70000 + b"\xc2"
@@ -234,6 +234,59 @@ def test_the_evidence_is_the_same_on_both_scanners(
     native = evaluate_stream(fixture, pieces, native=True)
     assert native == evaluate_stream(fixture, pieces, native=False)
     assert native == evaluate_stream(fixture, [data], native=False)
+
+
+FUZZ_DIR = Path(__file__).resolve().parents[2] / "fuzz"
+#: The stream fuzz target's seeds and fixtures, loaded once.
+STREAM_SEEDS = sorted((FUZZ_DIR / "evaluate_corpus" / "stream").glob("*.bin"))
+CORPUS_FIXTURES = [
+    Fixture(
+        version=1,
+        exit_code=0,
+        max_wall_ms=1000,
+        required=["tests passed", "\u00a9", "a\n"],
+        forbidden=["FORBIDDEN", "Traceback", "\x1b]52;", "\r\n\r", "[0m", "\u00e9t\u00e9"],
+    ),
+    Fixture(version=1, exit_code=0, max_wall_ms=1, required=["x"], forbidden=["x" * 300, "\x1b"]),
+]
+
+
+@pytest.mark.parametrize("seed", STREAM_SEEDS, ids=[path.stem for path in STREAM_SEEDS])
+def test_every_corpus_seed_cut_at_every_point_gives_the_same_evidence(seed: Path) -> None:
+    """Each fuzz seed, whole, byte by byte and cut in two at every point (so every escape
+    and UTF-8 sequence it holds is split): the C scanner's evidence is the pure one's."""
+    data = seed.read_bytes()
+    for fixture in CORPUS_FIXTURES:
+        want = evaluate_stream(fixture, [data], native=False)
+        assert evaluate_stream(fixture, [data], native=True) == want
+        bytewise = [data[i : i + 1] for i in range(len(data))]
+        assert evaluate_stream(fixture, bytewise, native=True) == want
+        for cut in range(1, len(data)):
+            pieces = [data[:cut], data[cut:]]
+            assert evaluate_stream(fixture, pieces, native=True) == want, (seed.name, cut)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(STREAM_SEEDS), st.data(), cut_lists)
+def test_mutated_corpus_seeds_give_the_same_evidence(
+    seed: Path, draw: st.DataObject, cuts: list[int]
+) -> None:
+    """Seeds with hypothesis's insertions of escapes, invalid UTF-8 and literal pieces, cut
+    anywhere: the C scanner's evidence is the pure one's and the references'."""
+    data = bytearray(seed.read_bytes())
+    for _ in range(draw.draw(st.integers(1, 6))):
+        at = draw.draw(st.integers(0, len(data)))
+        data[at:at] = draw.draw(st.sampled_from(PIECES))
+    stream = bytes(data)
+    pieces = pieces_of(stream, cuts)
+    for fixture in CORPUS_FIXTURES:
+        native = evaluate_stream(fixture, pieces, native=True)
+        assert native == evaluate_stream(fixture, pieces, native=False)
+        text = reference_normalize(stream)
+        forbidden = [literal.encode() for literal in fixture.forbidden]
+        assert native.forbidden_raw == tuple(reference_first_offsets(stream, forbidden))
+        assert native.forbidden_text == tuple(reference_first_offsets(text, forbidden))
+        assert (native.utf8, native.utf8_offset) == reference_utf8(stream)
 
 
 def _big_literals(rng: random.Random, alphabet: bytes) -> list[str]:

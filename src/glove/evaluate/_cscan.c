@@ -8,7 +8,7 @@
  *                C2 byte) lives in the object between chunks.
  *   Automaton    an Aho-Corasick automaton over bytes, built once per fixture from all
  *                its literals: a dense transition table (byte classes) for the nodes
- *                nearest the root, within DENSE_MAX_ENTRIES; sorted child ranges and
+ *                nearest the root, within DENSE_MAX_BYTES; sorted child ranges and
  *                failure links for the rest.
  *   Matcher      one stream's position in an Automaton: fed chunk by chunk, it keeps the
  *                first offset of each literal it was asked for (_match.py's LiteralScan),
@@ -16,9 +16,11 @@
  *                literals already found, so a found literal costs nothing again.
  *
  * Memory: an automaton over literals of T bytes in all holds at most T + 1 nodes of
- * 17 bytes, 12 bytes per literal, and a dense table of at most DENSE_MAX_ENTRIES * 4
- * bytes; a matcher 9 bytes per literal and 8 per literal ending; a normalizer a few
- * bytes. Nothing grows with the stream. `nbytes` reports each object's tables.
+ * 13 bytes, 12 bytes per literal and 8 per node where literals end, and a dense table
+ * of at most DENSE_MAX_BYTES (building it takes about as much again, freed at once); a
+ * matcher 9 bytes per literal and 8 per node where literals end; a scanner one slice's
+ * text (SLICE_BYTES); a normalizer a few bytes. Nothing grows with the stream. `nbytes`
+ * reports each object's tables.
  *
  * Chunks of SCAN_NOGIL_BYTES or more are scanned without the GIL; an object used by two
  * threads at once raises RuntimeError rather than race.
