@@ -17,7 +17,6 @@ import logging
 import os
 import secrets
 import shutil
-import signal
 import stat
 import sys
 from pathlib import Path
@@ -33,7 +32,8 @@ from glove.container import (
     describe,
 )
 from glove.container._result import setup_failure
-from glove.container.linux._async_run import FdWriter, raw_terminal
+from glove.container.linux._async_run import FdWriter
+from glove.container.linux._pty import RawTerminal
 from glove.egress import EgressStats
 from glove.errors import GloveError
 from glove.mcp._config import McpConfig, UpstreamConfig, child_environment, load_config
@@ -59,18 +59,18 @@ from glove.run._prepare import (
     profile_for,
 )
 from glove.run._proxied import all_started
+from glove.run._terminal import DROPPED_KEY, terminal_filters
 from glove.run._tree import forward_signals, session_result
 from glove.session import SANDBOX_CHILD, SandboxActor, run_session, session_tree
 from glove.session._wiring import GuestParts, SessionWiring
 
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
+    from glove.session import TerminalFilter
 
 PROG: Final = "glove run"
 #: Exit code when the mediation failed while the agent ran (the agent was stopped).
 EXIT_MEDIATION_FAILED: Final = 124
-#: The operator's signals passed on to the agent.
-FORWARDED_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 #: Rotated audit files protected beside the log (``audit.log.1`` .. ``.N``).
 PROTECTED_ROTATIONS: Final = 16
 
@@ -226,6 +226,7 @@ class _Run(NamedTuple):
     denied: int
     first_denied: str | None
     egress: EgressStats | None = None
+    terminal_dropped: int = 0
 
 
 async def _session(
@@ -242,6 +243,7 @@ async def _session(
     private = await asyncio.to_thread(prepare_guest_dir, relay=network.mode != "proxy")
     installed: list[int] = []
     wiring: SessionWiring | None = None
+    filters: dict[int, TerminalFilter] = {}
     run_id = secrets.token_hex(RUN_ID_BYTES)
     try:
         mediation = build_mediation(config, run_id=run_id)
@@ -255,7 +257,8 @@ async def _session(
         spec = _spec_with(opts, wiring.guest(agent_argv(opts, agent)), protected, status, agent)
         if not opts.quiet:
             print_notes(PROG, spec)
-        writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})
+        filters = terminal_filters(pty=spec.pty, raw=opts.raw)
+        writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1}, filters)
         ready = wiring.ready
         tree = session_tree(
             f"session-{run_id}",
@@ -268,12 +271,14 @@ async def _session(
             ),
         )
 
+        terminal = RawTerminal(0 if spec.pty else None)
+
         def started(tree: Supervisor) -> None:
-            installed.extend(forward_signals(loop, tree))
+            installed.extend(forward_signals(loop, tree, terminal))
             if wiring is not None:
                 wiring.started(tree)
 
-        with raw_terminal(0 if spec.pty else None):
+        with terminal:
             outcome = await run_session(tree, on_started=started)
         await writer.flush()
     finally:
@@ -286,7 +291,8 @@ async def _session(
     mediator = mediation.mediator
     denied = (mediator.denied, mediator.first_denied) if mediator is not None else (0, None)
     stats = wiring.proxy.stats if wiring.proxy is not None else None
-    return _Run(session_result(outcome), *denied, stats)
+    withheld = sum(flt.dropped for flt in filters.values())
+    return _Run(session_result(outcome), *denied, stats, withheld)
 
 
 async def _all_ready(mediation: asyncio.Future[None], *actors: Actor) -> None:
@@ -340,6 +346,8 @@ def run_agent(opts: SandboxOptions, config_path: str) -> int:
         first_denied=run.first_denied,
         egress=egress.summary() if egress is not None else None,
     )
-    extra = {"egress": egress.json_status()} if egress is not None else None
+    extra: dict[str, object] = {DROPPED_KEY: run.terminal_dropped}
+    if egress is not None:
+        extra["egress"] = egress.json_status()
     write_status(PROG, status_fd, run.result, extra)
     return run.result.exit_code

@@ -41,11 +41,13 @@ from glove.run._prepare import (
     profile_for,
 )
 from glove.run._report import exit_summary, notes_before, render_description
+from glove.run._terminal import dropped, terminal_filters
 
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
     from glove.container import Profile
     from glove.run._egress import EgressParts
+    from glove.session import TerminalFilter
 
 
 def say(prog: str, line: str) -> None:
@@ -132,7 +134,8 @@ def write_status(
 ) -> None:
     """Write the ``--json-status`` document and close its descriptor.
 
-    ``extra`` adds members beside the sandbox's result (``"egress"`` in proxy mode).
+    ``extra`` adds members beside the sandbox's result (``"egress"`` in proxy mode,
+    ``"terminal_sequences_dropped"``).
     """
     if fd < 0:
         return
@@ -152,6 +155,7 @@ def exec_command(opts: SandboxOptions) -> int:
     """Run ``glove exec`` and return its exit code (see ``docs/sandbox.md``)."""
     prog = "glove exec"
     status_fd = -1
+    filters: dict[int, TerminalFilter] = {}
     try:
         status_path: str | None = None
         if opts.json_status is not None and not opts.dry_run:
@@ -175,13 +179,18 @@ def exec_command(opts: SandboxOptions) -> int:
         _write_agent_config(agent, spec)
         if not opts.quiet:
             print_notes(prog, spec)
+        filters = terminal_filters(pty=spec.pty, raw=opts.raw)
         result = run(
-            spec, stdin=sys.stdin.fileno(), stdout=sys.stdout.fileno(), stderr=sys.stderr.fileno()
+            spec,
+            stdin=sys.stdin.fileno(),
+            stdout=sys.stdout.fileno(),
+            stderr=sys.stderr.fileno(),
+            filters=filters,
         )
     except (SandboxError, GloveError) as exc:  # GloveError: the agent adapters' errors
         result = setup_failure(str(exc))
     report_result(prog, result, quiet=opts.quiet)
-    write_status(prog, status_fd, result)
+    write_status(prog, status_fd, result, dropped(filters))
     return result.exit_code
 
 
@@ -210,6 +219,7 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
     egress: dict[str, object] | None = None
     summary: str | None = None
     parts: EgressParts | None = None
+    filters: dict[int, TerminalFilter] = {}
     try:
         rules = network.rules()
         cwd = current_directory()
@@ -233,7 +243,10 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
         _write_agent_config(agent, spec)
         if not opts.quiet:
             print_notes(prog, spec)
-        done = asyncio.run(run_proxied(spec, parts, rules, audit_path, new_session_id()))
+        filters = terminal_filters(pty=spec.pty, raw=opts.raw)
+        done = asyncio.run(
+            run_proxied(spec, parts, rules, audit_path, new_session_id(), filters=filters)
+        )
         result = done.result
         egress, summary = done.egress.json_status(), done.egress.summary()
     except (SandboxError, GloveError, OSError) as exc:
@@ -243,5 +256,6 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
             parts.close()
             shutil.rmtree(parts.guest.bind_dir, ignore_errors=True)
     report_result(prog, result, quiet=opts.quiet, egress=summary)
-    write_status(prog, status_fd, result, {"egress": egress} if egress is not None else None)
+    extra = {**dropped(filters), **({"egress": egress} if egress is not None else {})}
+    write_status(prog, status_fd, result, extra)
     return result.exit_code

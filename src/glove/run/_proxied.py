@@ -25,12 +25,16 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 from glove.actors import Actor, ChildSpec, Supervisor
 from glove.audit import AuditLog
 from glove.container import SandboxResult, SandboxSpec
-from glove.container.linux._async_run import FdWriter, raw_terminal
+from glove.container.linux._async_run import FdWriter
+from glove.container.linux._pty import RawTerminal
 from glove.egress import EgressProxy, EgressStats
 from glove.run._tree import forward_signals, session_result
 from glove.session import SANDBOX_CHILD, SandboxActor, run_session, session_tree
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from glove.container.linux._events import OutputFilter
     from glove.egress import RuleSet
     from glove.run._egress import EgressParts
 
@@ -70,17 +74,24 @@ async def close_once_launched(tree: Supervisor, guest_end: socket.socket) -> Non
 
 
 async def run_proxied(
-    spec: SandboxSpec, parts: EgressParts, rules: RuleSet, audit_path: str, session: str
+    spec: SandboxSpec,
+    parts: EgressParts,
+    rules: RuleSet,
+    audit_path: str,
+    session: str,
+    *,
+    filters: Mapping[int, OutputFilter] | None = None,
 ) -> ProxiedRun:
     """Run ``spec`` (whose command is the helper) with its proxy; return result and counts.
 
     ``parts`` is consumed: the proxy owns the host end from here, the guest end is closed
-    once the sandbox started (or at the end, whatever happened).
+    once the sandbox started (or at the end, whatever happened). Output bound for an fd
+    in ``filters`` passes its filter (a terminal's).
     """
     loop = asyncio.get_running_loop()
     audit = AuditLog(audit_path, shared=True)
     proxy = EgressProxy(parts.host_end, rules, audit, session=session, local_names=(spec.hostname,))
-    writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})
+    writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1}, filters)
     ready = loop.create_task(all_started(audit, proxy), name="egress-ready")
     tree = session_tree(
         f"session-{session}",
@@ -95,13 +106,15 @@ async def run_proxied(
     installed: list[int] = []
     closer: asyncio.Task[None] | None = None
 
+    terminal = RawTerminal(0 if spec.pty else None)
+
     def started(tree: Supervisor) -> None:
         nonlocal closer
         closer = loop.create_task(close_once_launched(tree, parts.guest_end))
-        installed.extend(forward_signals(loop, tree))
+        installed.extend(forward_signals(loop, tree, terminal))
 
     try:
-        with raw_terminal(0 if spec.pty else None):
+        with terminal:
             outcome = await run_session(tree, on_started=started)
         await writer.flush()
     finally:

@@ -1,7 +1,8 @@
 """What ``glove run`` and a proxied ``glove exec`` share around their session tree.
 
 Both run one ``session-<id>`` tree (:func:`glove.session.run_session`) in the foreground:
-the operator's TERM, INT and HUP go to the sandbox (as the blocking ``glove exec`` does),
+the operator's INT, TERM, HUP, QUIT, TSTP and CONT go to the sandbox (as the blocking
+``glove exec`` does; ``glove.container.linux._jobs``),
 the terminal's size follows the host's under ``--pty``, and the session's outcome becomes
 the command's exit: its own, or why the session ended without it.
 """
@@ -17,27 +18,45 @@ from typing import Final
 from glove.actors import ActorDead, Busy, Supervisor
 from glove.container import SandboxResult
 from glove.container._result import setup_failure
-from glove.container.linux._pty import get_winsize, set_winsize
+from glove.container.linux._jobs import HOST_SIGNALS, suspend
+from glove.container.linux._pty import RawTerminal, get_winsize, set_winsize
 from glove.errors import GloveError
 from glove.session import SANDBOX_CHILD, SandboxActor, SendSignal, SessionOutcome
 
 #: Exit code when a host-side part failed while the command ran (the command was stopped).
 EXIT_HOST_PART_FAILED: Final = 124
-#: The operator's signals passed on to the command.
-FORWARDED_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: The operator's signals passed on to the command (INT, TERM, HUP, QUIT, TSTP, CONT).
+FORWARDED_SIGNALS: Final = HOST_SIGNALS
 
 
-def forward_signals(loop: asyncio.AbstractEventLoop, tree: Supervisor) -> list[int]:
-    """Pass the operator's TERM, INT and HUP on to the sandbox; follow the window size.
+def forward_signals(
+    loop: asyncio.AbstractEventLoop, tree: Supervisor, terminal: RawTerminal | None = None
+) -> list[int]:
+    """Pass the operator's signals on to the sandbox (``glove.container.linux._jobs``: a
+    TSTP stops the tree, then this process, with ``terminal`` in its own mode meanwhile);
+    follow the window size.
 
     Returns the signals installed (the caller removes them).
     """
     sandbox = tree.child(SANDBOX_CHILD)
     installed: list[int] = []
 
+    def now(signum: int) -> None:
+        # TSTP and CONT go straight to the init, not through the actor's mailbox: the
+        # tree must be told to stop before this process stops (a queued message would
+        # wait for the resume) and continued in that order.
+        box = sandbox.box if isinstance(sandbox, SandboxActor) else None
+        if box is not None:
+            box.send_signal(signum)
+
     def forward(signum: int) -> None:
-        with contextlib.suppress(ActorDead, Busy):
-            sandbox.tell(SendSignal(signum))  # type: ignore[union-attr]
+        if signum == signal.SIGTSTP:
+            suspend(now, terminal)
+        elif signum == signal.SIGCONT:
+            now(signum)
+        else:
+            with contextlib.suppress(ActorDead, Busy):
+                sandbox.tell(SendSignal(signum))  # type: ignore[union-attr]
 
     for signum in FORWARDED_SIGNALS:
         with contextlib.suppress(ValueError, RuntimeError):

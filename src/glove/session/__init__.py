@@ -3,6 +3,7 @@
 
 from typing import TYPE_CHECKING, Any
 
+from glove.session._escape import EscapeFilter, FilterMode, LogFilter, TerminalFilter
 from glove.session._sandbox import Kill, SandboxActor, SendSignal
 from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
 from glove.session.errors import (
@@ -44,8 +45,11 @@ __all__ = [
     "LIFECYCLE_METHODS",
     "SANDBOX_CHILD",
     "SESSION_ERROR_CODES",
+    "EscapeFilter",
     "ExposureError",
+    "FilterMode",
     "Kill",
+    "LogFilter",
     "RecoveryRefused",
     "SandboxActor",
     "SendSignal",
@@ -58,6 +62,7 @@ __all__ = [
     "SessionRegistry",
     "SessionService",
     "SessionView",
+    "TerminalFilter",
     "load_service",
     "run_session",
     "session_tree",

@@ -39,6 +39,7 @@ import socket
 import termios
 import threading
 import time
+from collections.abc import Callable
 from typing import Final, NoReturn
 
 import msgspec
@@ -97,7 +98,8 @@ from glove.container.linux._seccomp import seccomp_program
 
 #: Environment variable that forces the fork + unshare + fork launch path.
 LAUNCH_MODE_ENV: Final = "GLOVE_SANDBOX_LAUNCH"
-#: Signals the init passes on to the command (everything else it ignores, as pid 1 does).
+#: Signals the init passes on (everything else it ignores, as pid 1 does); see
+#: :func:`_pass_on` for where each goes.
 FORWARDED_SIGNALS: Final = (
     signal.SIGTERM,
     signal.SIGINT,
@@ -105,7 +107,12 @@ FORWARDED_SIGNALS: Final = (
     signal.SIGQUIT,
     signal.SIGUSR1,
     signal.SIGUSR2,
+    signal.SIGTSTP,
+    signal.SIGCONT,
 )
+#: ... of which these go to the command's whole process group, as a terminal sends them
+#: to its foreground job (a shell waiting for a child would otherwise defer INT forever).
+GROUP_SIGNALS: Final = frozenset({signal.SIGINT, signal.SIGQUIT, signal.SIGHUP})
 #: Highest fd number closed explicitly before exec.
 MAX_FD: Final = 1 << 20
 #: oom_score_adj given to the command so the OOM killer prefers it over the init.
@@ -318,7 +325,6 @@ def _fork_command(ctx: LaunchContext) -> tuple[int, bytes]:
     if command == 0:
         os.close(exec_read)
         _exec_command(ctx, exec_write)
-    _forward(command)
     os.close(exec_write)
     failure = os.read(exec_read, MAX_STATUS_LINE_BYTES)
     os.close(exec_read)
@@ -362,7 +368,6 @@ def _spawn_command(ctx: LaunchContext) -> tuple[int | None, bytes]:
                     return None, encode_status(ExecFailed(exc.errno or errno.EINVAL))
                 last = exc
                 continue
-            _forward(command)
             return command, b""
     finally:
         for temp in staged.values():
@@ -376,13 +381,35 @@ def _dup_above_targets(fd: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _STAGING_FD_MIN)
 
 
-def _forward(cmd_pid: int) -> None:
-    def handler(signum: int, _frame: object) -> None:
-        with contextlib.suppress(OSError):
-            os.kill(cmd_pid, signum)
+def _catch_signals() -> int:
+    """Catch the forwarded signals (and SIGCHLD) into a pipe, in the order they arrive.
 
-    for signum in FORWARDED_SIGNALS:
-        signal.signal(signum, handler)
+    The handlers do nothing: Python's wakeup fd writes each signal's number, so the reap
+    loop passes them on in arrival order (Python would run pending handlers in signal
+    number order, CONT before an earlier TSTP, leaving the tree stopped). A signal that
+    arrives before the command exists waits in the pipe. Returns its read end.
+    """
+    wake_read, wake_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
+    signal.set_wakeup_fd(wake_write)
+    for signum in (*FORWARDED_SIGNALS, signal.SIGCHLD):
+        signal.signal(signum, lambda _signum, _frame: None)
+    return wake_read
+
+
+def _pass_on(command: int, signum: int) -> None:
+    """The init's relay: INT, QUIT and HUP to the command's process group (the command is
+    its session and group leader), TSTP as SIGSTOP and CONT to every process of the pid
+    namespace but the init (``kill(-1)``: the tree, whatever groups it made; its groups are
+    orphaned, so a default TSTP would be discarded), the others to the command itself."""
+    with contextlib.suppress(OSError):
+        if signum in GROUP_SIGNALS:
+            os.killpg(command, signum)
+        elif signum == signal.SIGTSTP:
+            os.kill(-1, signal.SIGSTOP)
+        elif signum == signal.SIGCONT:
+            os.kill(-1, signal.SIGCONT)
+        else:
+            os.kill(command, signum)
 
 
 def _keep_only_needed_fds(ctx: LaunchContext) -> None:
@@ -446,12 +473,51 @@ def _own_terminal(ctx: LaunchContext) -> LaunchContext:
     return msgspec.structs.replace(ctx, stdio=(slave, slave, slave), pty_channel=-1)
 
 
+def _run_command(ctx: LaunchContext) -> None:
+    """The init's work once hardened: start the command, pass signals on, reap until it
+    exits, and report how it started and ended."""
+    status = ctx.status_write
+    command: int | None
+    signals = _catch_signals()
+    # posix_spawn makes the init apply the rlimits to itself first; an address-space
+    # limit below the init's own size (a fork of a large launcher: gloved's threads and
+    # arenas) would then fail the spawn's stack mapping (ENOMEM) and any later
+    # allocation of the init. The fork path applies it in the command's process only.
+    if ctx.spec.pty or any(p.mechanism == MECH_RLIMIT_AS for p in ctx.plans.values()):
+        command, failure = _fork_command(ctx)
+    else:
+        command, failure = _spawn_command(ctx)
+    for fd in {*ctx.stdio, *ctx.spec.pass_fds.values()}:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    if failure:
+        with contextlib.suppress(OSError):
+            os.write(status, failure)  # already an encoded message (exec or setup)
+        if command is not None:
+            _reap_until(command, ctx.launcher_pidfd, signals, lambda _signum: None)
+        return
+    _report(status, Started())
+    assert command is not None  # no failure: it runs
+    target = command
+    wait_status = _reap_until(
+        command, ctx.launcher_pidfd, signals, lambda signum: _pass_on(target, signum)
+    )
+    if os.WIFSIGNALED(wait_status):
+        _report(status, Signaled(os.WTERMSIG(wait_status)))
+    else:
+        _report(status, Exited(os.waitstatus_to_exitcode(wait_status)))
+
+
 def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
     """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
     status = ctx.status_write
     try:
         for signum in FORWARDED_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
+        # Out of the operator's foreground process group: a terminal's ^C reaches the
+        # launcher alone, which passes it on once (never twice, never past the relay).
+        with contextlib.suppress(OSError):
+            os.setsid()
         if handshake and os.read(ctx.go_read, 1) != GO_BYTE:
             os._exit(EXIT_SETUP_FAILED)
         os.close(ctx.go_read)
@@ -466,29 +532,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         sc.drop_all_capabilities(ctx.last_cap)
         _install_seccomp(ctx)
         _report(status, Ready())
-        command: int | None
-        # posix_spawn makes the init apply the rlimits to itself first; an address-space
-        # limit below the init's own size (a fork of a large launcher: gloved's threads and
-        # arenas) would then fail the spawn's stack mapping (ENOMEM) and any later
-        # allocation of the init. The fork path applies it in the command's process only.
-        if ctx.spec.pty or any(p.mechanism == MECH_RLIMIT_AS for p in ctx.plans.values()):
-            command, failure = _fork_command(ctx)
-        else:
-            command, failure = _spawn_command(ctx)
-        for fd in {*ctx.stdio, *ctx.spec.pass_fds.values()}:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        if failure:
-            with contextlib.suppress(OSError):
-                os.write(status, failure)  # already an encoded message (exec or setup)
-        else:
-            _report(status, Started())
-        wait_status = _reap_until(command, ctx.launcher_pidfd) if command is not None else 0
-        if not failure:
-            if os.WIFSIGNALED(wait_status):
-                _report(status, Signaled(os.WTERMSIG(wait_status)))
-            else:
-                _report(status, Exited(os.waitstatus_to_exitcode(wait_status)))
+        _run_command(ctx)
         _report_usage(ctx)
     except BaseException as exc:  # noqa: BLE001 - the init must never unwind
         _report(status, SetupFailed(f"{type(exc).__name__}: {exc}{_where(exc)}"))
@@ -521,14 +565,13 @@ def _write_id_maps(pid: int) -> None:
     _write_file(f"/proc/{pid}/gid_map", f"{gid} {gid} 1\n")
 
 
-def _reap_until(child: int, launcher_pidfd: int) -> int:
+def _reap_until(child: int, launcher_pidfd: int, signals: int, relay: Callable[[int], None]) -> int:
     """Reap children (orphans included) until ``child`` exits; return its wait status.
 
-    Exits at once, taking the whole pid namespace with it, if the launcher process is gone.
+    ``signals`` is :func:`_catch_signals`'s pipe: each forwarded signal read from it goes
+    to ``relay``, in arrival order. Exits at once, taking the whole pid namespace with it,
+    if the launcher process is gone.
     """
-    wake_read, wake_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
     while True:
         while True:
             try:
@@ -539,11 +582,16 @@ def _reap_until(child: int, launcher_pidfd: int) -> int:
                 break
             if pid == child:
                 return wait_status
-        ready, _, _ = select.select([wake_read, launcher_pidfd], [], [])
+        ready, _, _ = select.select([signals, launcher_pidfd], [], [])
         if launcher_pidfd in ready:
             os._exit(EXIT_SETUP_FAILED)  # nobody supervises us any more: end the sandbox
-        with contextlib.suppress(BlockingIOError):
-            os.read(wake_read, 4096)
+        try:
+            arrived = os.read(signals, 4096)
+        except BlockingIOError:
+            arrived = b""
+        for signum in arrived:
+            if signum in FORWARDED_SIGNALS:
+                relay(signum)
 
 
 def _with_reaper(plans: dict[str, LimitPlan]) -> dict[str, LimitPlan]:
@@ -563,6 +611,8 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
     pid = os.fork()
     if pid == 0:
         try:
+            with contextlib.suppress(OSError):
+                os.setsid()  # out of the operator's foreground group, as the init (above)
             sc.unshare(sc.SANDBOX_NAMESPACES)
             _report(ctx.status_write, Unshared())
             if os.read(ctx.go_read, 1) != GO_BYTE:
@@ -584,8 +634,13 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
             # otherwise stay open as long as the sandbox lives, so the command would never
             # see EOF on its stdin and the launcher never on the init's channels.
             _close_all_except({ctx.launcher_pidfd})
-            _forward(init)  # TERM, INT, HUP... reach the init, which passes them on
-            status = _reap_until(init, ctx.launcher_pidfd)
+            signals = _catch_signals()  # TERM, INT, TSTP... reach the init, in order
+
+            def relay(signum: int) -> None:
+                with contextlib.suppress(OSError):
+                    os.kill(init, signum)
+
+            status = _reap_until(init, ctx.launcher_pidfd, signals, relay)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
             _report(ctx.status_write, SetupFailed(f"{type(exc).__name__}: {exc}"))
