@@ -104,7 +104,7 @@ def _check_pty_safe(text: str) -> None:
         else:
             esc = PTY_ESC.match(text, at)
             assert esc is not None, repr(text[at : at + 40])
-            assert esc.group()[1] not in "[]PX^_Z", repr(esc.group())
+            assert esc.group()[1] not in "[]PX^_Z\\", repr(esc.group())
             i = esc.end()
 
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from tests.conftest import Unpriv, at_workspace_profile
 
@@ -167,7 +168,10 @@ def person(who: str, unpriv: Unpriv) -> Iterator[Person]:
         subprocess.run(["rm", "-rf", str(base)], check=False)
 
 
-def processes_with(marker: str, names: frozenset[str] = frozenset({"sh", "sleep"})) -> dict[int, str]:
+SANDBOX_NAMES: Final = frozenset({"sh", "sleep"})
+
+
+def processes_with(marker: str, names: frozenset[str] = SANDBOX_NAMES) -> dict[int, str]:
     """``{pid: state}`` of the host's processes named one of ``names`` whose command line
     holds ``marker`` (the sandbox's shell and its children, seen from outside)."""
     found: dict[int, str] = {}

@@ -156,16 +156,19 @@ def test_ctrl_c_stops_a_shell_and_its_children_with_130(
 
 
 def test_ctrl_backslash_quits_the_job_with_131(at_terminal: Person, tmux: Tmux) -> None:
-    """Ctrl-\\ ends the whole job by SIGQUIT, and glove exits 131 without a core of its
-    own (it passed the signal on instead of dying of it)."""
+    """Ctrl-\\ ends the whole job by SIGQUIT, and glove exits 131 having reported it
+    (it passed the signal on instead of dying of it: --json-status says signal 3)."""
     marker = _marker()
-    tmux.type(_command(at_terminal, "exec", [], *_job(marker)) + RC)
+    flags = ["--json-status", _status(at_terminal)]
+    tmux.type(_command(at_terminal, "exec", flags, *_job(marker)) + RC)
     tmux.until(lambda s: "started" in s)
     until_processes(marker, lambda seen: len(seen) >= 3, "running")
     tmux.keys("C-\\")
     screen = tmux.until(lambda s: "RC=" in s)
     assert "RC=131" in screen, screen
     assert processes_with(marker) == {}
+    result = _read_status(at_terminal)
+    assert (result["outcome"], result["signal"]) == ("signaled", 3), result
 
 
 @pytest.mark.parametrize("verb", ["exec", "run"])

@@ -301,7 +301,7 @@ class EscapeFilter:
             self._pending = [char]
             return i + 1
         if 0x30 <= code <= 0x7E:
-            if char == "Z":  # DECID: the terminal answers as to DA
+            if char in "Z\\":  # DECID (the terminal answers as to DA); an ST ending nothing
                 self.dropped += 1
             else:
                 out.append(_ESC + char)
