@@ -1,9 +1,11 @@
 """Fuzz target: bytes from the sandbox -> the proxy's HTTP request-head parser and framing.
 
 Contract under test: the parser returns a RequestHead or raises HttpHeadError, and gives the
-same outcome whole and split at any point; a parsed head's target, framing and forwarded
-head are values or HttpHeadError; the forwarded head parses back to the same method and
-path; the chunked framer consumes at most what it is given or raises HttpHeadError.
+same outcome whole and split at any point; a parsed head's target, framing and rewritten
+head are values or HttpHeadError; the rewritten head parses back to the same method and
+path, with the framing the proxy counted, one Host and no hop-by-hop field but
+``Connection: close``; the chunked framer consumes at most what it is given and lets
+through only a prefix of it, or raises HttpHeadError.
 """
 
 import contextlib
@@ -20,10 +22,11 @@ from glove.egress import (
     RequestHead,
     RequestHeadParser,
     body_framing,
-    forward_head,
     parse_head,
     proxy_target,
+    rewrite_request,
 )
+from glove.egress._http import HOP_BY_HOP
 
 
 def _outcome(chunks: list[bytes]) -> object:
@@ -55,11 +58,21 @@ def one_input(data: bytes) -> None:
     except HttpHeadError:
         return
     if head.method != "CONNECT":
-        again = parse_head(forward_head(head, target))
+        try:
+            upstream = rewrite_request(head, target)
+        except HttpHeadError:
+            return
+        again = parse_head(upstream.head)
         assert (again.method, again.target) == (head.method, target.path)
+        assert body_framing(again) == upstream.framing == framing
+        assert len(again.values("host")) == 1
+        assert again.values("connection") == ["close"]
+        assert not [n for n, _ in again.headers if n.lower() in HOP_BY_HOP - {"connection"}]
     if framing[0] == "chunked":
         with contextlib.suppress(HttpHeadError):
             assert 0 <= ChunkedFramer().feed(trailing) <= len(trailing)
+        with contextlib.suppress(HttpHeadError):
+            assert trailing.startswith(ChunkedFramer().forward(trailing))
 
 
 if __name__ == "__main__":

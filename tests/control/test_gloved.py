@@ -72,6 +72,21 @@ def _stop(proc: subprocess.Popen[bytes]) -> int:
             proc.stderr.close()
 
 
+def test_the_socket_accepts_as_soon_as_it_appears(tmp_path: Path) -> None:
+    """A client that connects the moment gloved.sock exists is accepted (the socket is bound
+    and listening under another name, then renamed into place), over several starts."""
+    for attempt in range(5):
+        runtime = tmp_path / f"r{attempt}" / "run" / "glove"
+        proc = _start(runtime)
+        try:
+            with _raw(runtime / "gloved.sock") as s:  # no ECONNREFUSED between bind and listen
+                s.sendall(_frame(_hello(runtime)))
+                assert _read_reply(s)["result"]["protocol"] == 1
+            assert not list(runtime.glob(".gloved.sock.*"))  # the staging name is gone
+        finally:
+            _stop(proc)
+
+
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[tuple[Path, subprocess.Popen[bytes]]]:
     """A running gloved in a private runtime directory."""

@@ -140,9 +140,12 @@ class ListSink:
     records: list[dict[str, object]] = field(default_factory=list)
     gate: asyncio.Event | None = None
     fail: bool = False
+    appending: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when an append has begun (it may still wait on the gate)."""
 
     async def append(self, record: Mapping[str, object]) -> object:
         """Keep ``record`` (after the gate opens), or fail like a dead audit log."""
+        self.appending.set()
         if self.gate is not None:
             await self.gate.wait()
         if self.fail:

@@ -12,7 +12,17 @@ from glove.errors import GloveError
 
 PACKAGE = Path(glove.egress.__file__).parent
 #: Modules that must stay pure: bytes and values in, values out.
-PURE = ("_rules", "_addresses", "_http", "_socks5", "_tls", "_dns", "_check", "_listeners")
+PURE = (
+    "_rules",
+    "_addresses",
+    "_http",
+    "_rewrite",
+    "_socks5",
+    "_tls",
+    "_dns",
+    "_check",
+    "_listeners",
+)
 FORBIDDEN_IN_PURE = {"asyncio", "os", "socket", "selectors", "subprocess", "threading"}
 
 

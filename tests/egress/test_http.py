@@ -209,7 +209,7 @@ def test_chunked_on_http_1_0_is_refused() -> None:
         body_framing(head)
 
 
-CHUNKED = b"5;ext=1\r\nhello\r\n10\r\n" + b"x" * 16 + b"\r\n0\r\nTrailer: t\r\n\r\n"
+CHUNKED = b"5;ext=1\r\nhello\r\n10\r\n" + b"x" * 16 + b"\r\n0\r\nX-Checksum: t\r\n\r\n"
 
 
 def test_chunked_framer_finds_the_end_whole_and_byte_by_byte() -> None:
@@ -241,6 +241,76 @@ def test_chunk_line_cap() -> None:
     framer.feed(b"5;" + b"e" * 1000)
     with pytest.raises(HttpHeadError, match="cap"):
         framer.feed(b"e" * 4000)
+
+
+def test_the_framer_lets_lines_through_only_once_complete_and_checked() -> None:
+    """Fed one byte at a time, a size line comes out only with its LF, the last chunk and
+    the trailers only with the final CRLF, and everything together is the body verbatim."""
+    framer = ChunkedFramer()
+    body = CHUNKED
+    out: list[bytes] = []
+    for index in range(len(body)):
+        out.append(framer.forward(body[index : index + 1]))
+    assert b"".join(out) == body
+    assert framer.done
+    assert out[: len(b"5;ext=1\r")] == [b""] * len(b"5;ext=1\r")
+    assert out[len(b"5;ext=1\r")] == b"5;ext=1\r\n"
+    last = body.index(b"0\r\nX-Checksum")
+    assert all(chunk == b"" for chunk in out[last:-1])
+    assert out[-1] == b"0\r\nX-Checksum: t\r\n\r\n"
+    assert framer.forward(b"GET http://evil/ HTTP/1.1\r\n\r\n") == b""
+
+
+@pytest.mark.parametrize(
+    ("tail", "why"),
+    [
+        (b"0\r\nContent-Length: 5\r\n\r\n", "trailer field"),
+        (b"0\r\ntransfer_encoding: chunked\r\n\r\n", "trailer field"),
+        (b"0\r\nHost: evil\r\n\r\n", "trailer field"),
+        (b"0\r\nConnection: close\r\n\r\n", "trailer field"),
+        (b"0\r\nTrailer: X\r\n\r\n", "trailer field"),
+        (b"0\r\nX: a\r\n b\r\n\r\n", "line folding"),
+        (b"80000000\r\n", "a chunk larger than"),
+        (b"5 ;a\r\nhello\r\n", "bad chunk size or extension"),
+        (b"5;a b\r\nhello\r\n", "bad chunk size or extension"),
+        (b"5;a=\x01\r\nhello\r\n", "bad chunk size or extension"),
+        (b'5;a="x\r\nhello\r\n', "bad chunk size or extension"),
+    ],
+)
+def test_the_framer_refuses_what_a_parser_could_read_otherwise(tail: bytes, why: str) -> None:
+    """Forbidden trailers, oversized chunks and malformed extensions are errors, and nothing
+    of the bad line (or of the body's end) was let through before."""
+    framer = ChunkedFramer()
+    assert framer.forward(b"5\r\nhello\r\n") == b"5\r\nhello\r\n"
+    let_through = b""
+    with pytest.raises(HttpHeadError, match=why):  # noqa: PT012 - fed byte by byte until it fails
+        for index in range(len(tail)):
+            let_through += framer.forward(tail[index : index + 1])
+    assert let_through == b""
+
+
+def test_chunk_extensions_of_the_grammar_pass() -> None:
+    """Extensions as RFC 9112 writes them (token, token=token, token=quoted-string) pass."""
+    body = b'5;a;b=c;d="e \\" f"\r\nhello\r\n7fffffff;x=1\r\n'
+    assert ChunkedFramer().forward(body) == body
+
+
+def test_a_bare_lf_in_the_head_is_refused_as_it_arrives() -> None:
+    """A head in LF line endings never ends in CRLF CRLF: it is refused at its first LF."""
+    parser = RequestHeadParser()
+    assert parser.feed(b"GET http://e.org/ HTTP/1.1\r") is None  # a CR may get its LF
+    with pytest.raises(HttpHeadError, match="bare CR or LF"):
+        parser.feed(b"\nHost: e.org\n")
+    with pytest.raises(HttpHeadError, match="bare CR or LF"):
+        RequestHeadParser().feed(b"GET http://e.org/ HTTP/1.1\rHost: e.org")
+
+
+def test_a_bare_lf_in_the_body_is_not_the_heads_business() -> None:
+    """Only the head is checked: bytes after it (a body) may hold any byte."""
+    parser = RequestHeadParser()
+    head = parser.feed(b"POST http://e.org/ HTTP/1.1\r\nContent-Length: 3\r\n\r\na\nb")
+    assert head is not None
+    assert parser.trailing == b"a\nb"
 
 
 def test_forward_head_rewrites_for_the_origin() -> None:

@@ -181,11 +181,11 @@ async def test_bytes_after_the_declared_body_are_never_forwarded(handover: Hando
     """A request smuggled after a Content-Length body stays in the proxy."""
     async with (
         upstream("http") as up,
-        serving(handover, [f"127.0.0.1:{up.port}+read-only", "evil.test"]),
+        serving(handover, [f"127.0.0.1:{up.port}", "evil.test"]),
     ):
         reply = await _exchange(
             handover,
-            f"GET http://127.0.0.1:{up.port}/ HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
+            f"POST http://127.0.0.1:{up.port}/ HTTP/1.1\r\nContent-Length: 5\r\n\r\nhello"
             "DELETE http://127.0.0.1/ HTTP/1.1\r\n\r\n".encode(),
         )
     assert reply.endswith(b"body=hello")

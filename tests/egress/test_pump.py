@@ -94,11 +94,11 @@ async def test_a_gate_stops_the_upload_at_the_end_of_the_body() -> None:
     loop = asyncio.get_running_loop()
     remaining = 5
 
-    def gate(chunk: memoryview) -> tuple[int, bool]:
+    def gate(chunk: memoryview) -> tuple[memoryview, bool]:
         nonlocal remaining
         keep = min(remaining, len(chunk))
         remaining -= keep
-        return keep, remaining == 0
+        return chunk[:keep], remaining == 0
 
     with sandbox, client, upstream, origin:
         await loop.sock_sendall(sandbox, b"helloSMUGGLED")

@@ -124,6 +124,18 @@ def test_read_only_rules_refuse_tunnels_and_writes() -> None:
     assert "tunnels are refused" in tunnel.reason
 
 
+def test_read_only_rules_refuse_a_body() -> None:
+    """A GET with a body under ``read-only`` is refused (an origin that ignores the body would
+    read it as a second request); other rules do not care."""
+    rules = RuleSet.load(["deb.example.org+read-only", "up.example.org"])
+    refused = rules.decide("deb.example.org", 80, method="GET", body=True)
+    assert not refused.allowed
+    assert refused.reason == (
+        "rule 'allow deb.example.org+read-only' is read-only: a body is refused"
+    )
+    assert rules.decide("up.example.org", 80, method="GET", body=True).allowed
+
+
 def test_ip_literals_match_only_ip_rules() -> None:
     """An address request is matched by an address (or localhost) rule, never by a name."""
     rules = RuleSet.load(["127.0.0.1:8080", "localhost:5432", "example.org"])

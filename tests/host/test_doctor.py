@@ -39,7 +39,7 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
     assert set(checks) == {
         "user_namespaces", "seccomp", "landlock", "cgroups", "legacy_tiocsti", "fuse",
         "pidfd_clone3", "limits", "sandbox_self_test", "macos_seatbelt",
-        "lingering", "delegation", "daemon_unit",
+        "runtime_dir", "lingering", "delegation", "daemon_unit",
     }  # fmt: skip
     userns = _independent_userns(prefix)
     assert (checks["user_namespaces"]["status"] == "ok") is userns

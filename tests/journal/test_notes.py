@@ -12,6 +12,7 @@ from glove.journal import (
     NoteError,
     SignatureInvalid,
     SigningKey,
+    UnverifiedSignature,
     open_checkpoint,
     open_note,
     parse_signing_key,
@@ -44,19 +45,27 @@ def test_go_example_note_is_signed_byte_for_byte() -> None:
     assert open_note(GO_NOTE.encode(), parse_verifier_key(GO_VKEY)) == GO_TEXT
 
 
-def test_unknown_signatures_are_ignored_but_one_known_is_needed() -> None:
-    """A witness's signature is ignored; a note with only unknown signatures is refused."""
+def test_a_note_verifies_only_with_exactly_its_signers() -> None:
+    """A line of any key not given (a witness, a key of our name with another hash) is
+    refused, never ignored; a note without our key's line says so and names what it holds."""
     witness = SigningKey("witness.example/w1", bytes(32))
     ours = sign_note("hello\n", KEY)
     theirs = sign_note("hello\n", witness)
     both = ours + theirs.split("\n\n", 1)[1]
-    assert open_note(both, KEY.verifier) == "hello\n"
-    assert open_note(both, witness.verifier) == "hello\n"
-    with pytest.raises(SignatureInvalid, match="no signature"):
+    assert open_note(ours, KEY.verifier) == "hello\n"
+    with pytest.raises(UnverifiedSignature, match=r"signature line 2 \(witness\.example/w1"):
+        open_note(both, KEY.verifier)
+    with pytest.raises(UnverifiedSignature, match=r"signature line 1 \(example\.com/log"):
+        open_note(both, witness.verifier)  # the log's line is the unknown one now
+    with pytest.raises(SignatureInvalid, match=r"no signature of key example\.com/log"):
         open_note(theirs, KEY.verifier)
-    # Same name, other key (other hash): unknown, so ignored; alone it is refused.
-    with pytest.raises(SignatureInvalid, match="no signature"):
+    # Same name, other key (other hash): not ours, so refused, naming both hashes.
+    with pytest.raises(SignatureInvalid, match=f"{KEY.key_hash:08x}.*{OTHER.key_hash:08x}"):
         open_note(sign_note("hello\n", OTHER), KEY.verifier)
+    with pytest.raises(UnverifiedSignature, match=r"line 1 \(example\.com/log"):
+        open_note(sign_note("hello\n", OTHER) + ours.split("\n\n", 1)[1], KEY.verifier)
+    with pytest.raises(NoteError, match="repeats"):
+        open_note(ours + ours.split("\n\n", 1)[1], KEY.verifier)
 
 
 def test_a_failing_known_signature_rejects_the_note() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -249,3 +250,24 @@ async def test_real_process_exit_codes_and_no_traceback(setup: Setup) -> None:
     assert proc.returncode == EXIT_MALFORMED
     assert "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+async def test_a_made_up_witness_line_is_refused_by_every_command(setup: Setup) -> None:
+    """consistency and export --since read checkpoint files by the same exact rule as
+    verify: one more signature line, any name and an all-zero signature, exits 1."""
+    old, sealed = setup.path("old.checkpoint"), setup.path("sealed.checkpoint")
+    forged = setup.root / "forged.checkpoint"
+    line = "\u2014 witness.example/w1 " + base64.b64encode(bytes(68)).decode() + "\n"
+    forged.write_text(Path(old).read_text() + line)
+    pub = ["--public-key", str(setup.pub)]
+    journal = ["--journal", str(setup.journal)]
+    assert _cli("consistency", old, sealed, *pub, *journal)[0] == EXIT_OK
+    assert "witness.example/w1" in _fails(
+        EXIT_SIGNATURE, "consistency", str(forged), sealed, *pub, *journal
+    )
+    args = ["export", "b", "-o", setup.path("b.json"), *journal, "--key", str(setup.key)]
+    _fails(EXIT_SIGNATURE, *args, "--since", str(forged))
+    assert not (setup.root / "b.json").exists()
+    witness = setup.root / "witness.pub"
+    witness.write_text(setup.signing.verifier.text + "\n")  # a log's key is not a witness's
+    assert "0x01" in _fails(EXIT_UNREADABLE, *args, "--since", old, "--witness", str(witness))

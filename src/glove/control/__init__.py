@@ -14,11 +14,16 @@ from glove.control._connection import Limits
 from glove.control._daemon import Composition, build_root, run_daemon, serve
 from glove.control._notify import Notifier, ServiceNotifier
 from glove.control._paths import (
+    MAX_SOCKET_PATH_BYTES,
+    RuntimeDirChoice,
     RuntimePaths,
     acquire_lock,
     check_owner_only_dir,
+    choose_runtime_dir,
     default_runtime_dir,
+    glove_state_dir,
     prepare_runtime_dir,
+    socket_address,
 )
 from glove.control._registry import (
     DEFAULT_STREAM_DEADLINE_S,
@@ -41,12 +46,14 @@ from glove.control.errors import (
     RegistryError,
     RemoteError,
     RequestInvalid,
+    SocketPathTooLong,
     UnsafeRuntimeDir,
 )
 
 __all__ = [
     "DEFAULT_STREAM_DEADLINE_S",
     "DEFAULT_UNARY_DEADLINE_S",
+    "MAX_SOCKET_PATH_BYTES",
     "AsyncClient",
     "AsyncStream",
     "BuiltinMethods",
@@ -72,19 +79,24 @@ __all__ = [
     "RegistryError",
     "RemoteError",
     "RequestInvalid",
+    "RuntimeDirChoice",
     "RuntimePaths",
     "ServiceNotifier",
+    "SocketPathTooLong",
     "SyncStream",
     "UnsafeRuntimeDir",
     "acquire_lock",
     "build_root",
     "call",
     "check_owner_only_dir",
+    "choose_runtime_dir",
     "default_runtime_dir",
+    "glove_state_dir",
     "peer_credentials",
     "peer_uid",
     "prepare_runtime_dir",
     "read_secret",
     "run_daemon",
     "serve",
+    "socket_address",
 ]

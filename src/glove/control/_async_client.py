@@ -37,6 +37,7 @@ from glove.control._client_core import (
     result_of,
     runtime_socket,
 )
+from glove.control._paths import socket_address
 from glove.control.errors import (
     ClientClosed,
     ClientTimeout,
@@ -169,7 +170,8 @@ class AsyncClient:
             sock.setblocking(False)
             try:
                 # A Unix socket connects at once or fails: EAGAIN means the backlog is full.
-                sock.connect(str(self.socket_path))
+                with socket_address(self.socket_path) as address:
+                    sock.connect(address)
             except BlockingIOError:
                 sock.close()
                 await asyncio.sleep(pause)

@@ -35,6 +35,7 @@ from glove.control._client_core import (
     result_of,
     runtime_socket,
 )
+from glove.control._paths import socket_address
 from glove.control.errors import (
     ClientClosed,
     ClientTimeout,
@@ -104,7 +105,8 @@ class Client:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
-            sock.connect(str(self.socket_path))
+            with socket_address(self.socket_path) as address:
+                sock.connect(address)
         except TimeoutError as exc:
             sock.close()
             raise ClientTimeout(f"gloved on {self.socket_path} did not accept in time") from exc

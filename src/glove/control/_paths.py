@@ -1,29 +1,55 @@
 """Where the control service lives on disk, and the checks that keep it owner-only.
 
-``$XDG_RUNTIME_DIR/glove/`` (falling back to ``/run/user/<uid>/glove`` and then
-``/tmp/glove-<uid>``) is a 0700 directory owned by the invoking user; it holds
-``gloved.sock`` (0600), ``bootstrap-secret`` (0600, rewritten at every start) and
-``gloved.lock``. A directory that exists with another owner, a
-group/other permission bit, or as a symlink is refused, never "fixed".
+The runtime directory holds ``gloved.sock`` (0600), ``bootstrap-secret`` (0600, rewritten at
+every start) and ``gloved.lock``; it is a 0700 directory owned by the invoking user. Every
+client and ``gloved`` pick it by the same rule (:func:`choose_runtime_dir`), first usable of:
+
+1. ``$XDG_RUNTIME_DIR/glove``, when ``XDG_RUNTIME_DIR`` is an absolute path that does not
+   exist yet or is a directory (not a symlink) of ours that group and others cannot write;
+2. ``/run/user/<uid>/glove``, when systemd-logind's directory of ours exists by that rule;
+3. ``$XDG_STATE_HOME/glove/run`` (``~/.local/state/glove/run``): inside the user's own 0700
+   state directory, so no other user can create or replace it.
+
+A shared directory (``/tmp``) is never a candidate: another user could create the name first
+and keep ``gloved`` from starting (issue 20, item 5). A directory that exists with another
+owner, a group/other permission bit, or as a symlink is refused, never "fixed".
+
+A Unix socket's path is at most :data:`MAX_SOCKET_PATH_BYTES` (``sun_path`` is 108 bytes with
+its NUL on Linux, 104 on macOS). Where ``gloved.sock``'s path is longer, both ends use
+``/proc/self/fd/<n>/gloved.sock`` through an ``O_PATH`` descriptor of the directory
+(:func:`socket_address`), as Podman's conmon does; without ``/proc`` (macOS) ``gloved`` refuses
+to start and says to set a shorter ``XDG_RUNTIME_DIR``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import stat
+import sys
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
-from glove.control.errors import DaemonAlreadyRunning, UnsafeRuntimeDir
+from glove.control.errors import DaemonAlreadyRunning, SocketPathTooLong, UnsafeRuntimeDir
 
 SOCKET_NAME: Final = "gloved.sock"
 LOCK_NAME: Final = "gloved.lock"
 SECRET_NAME: Final = "bootstrap-secret"  # noqa: S105 - a file name, not a secret
 DIR_MODE: Final = 0o700
 SOCKET_MODE: Final = 0o600
+RUNTIME_DIR_NAME: Final = "glove"
+STATE_RUNTIME_NAME: Final = "run"
+"""The fallback runtime directory's name inside the state directory (``.../glove/run``)."""
+RUN_USER: Final = Path("/run/user")
+MAX_SOCKET_PATH_BYTES: Final = 103 if sys.platform == "darwin" else 107
+"""Longest socket path ``bind``/``connect`` take, in bytes (``sun_path`` less its NUL)."""
+PROC_FD: Final = Path("/proc/self/fd")
+
+RuntimeSource = Literal["XDG_RUNTIME_DIR", "/run/user", "state"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +74,117 @@ class RuntimePaths:
         return self.directory / LOCK_NAME
 
 
+@dataclass(frozen=True, slots=True)
+class RuntimeDirChoice:
+    """Which runtime directory this user's clients and gloved use, and why."""
+
+    directory: Path
+    source: RuntimeSource
+    reason: str
+    passed_over: tuple[str, ...] = ()
+    """Why each earlier candidate was not used, in order."""
+
+
+def glove_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_STATE_HOME/glove`` (``$HOME/.local/state/glove`` when it is unset or relative)."""
+    env = os.environ if environ is None else environ
+    value = env.get("XDG_STATE_HOME", "")
+    if value.startswith("/"):  # the XDG spec: a relative value is ignored
+        return Path(value) / "glove"
+    home = env.get("HOME") or str(Path.home())
+    return Path(home) / ".local" / "state" / "glove"
+
+
+def _unusable_base(path: Path, *, missing_ok: bool) -> str | None:  # noqa: PLR0911 - one per refusal
+    """Why ``path`` cannot hold the runtime directory, or None if it can."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return None if missing_ok else f"{path} does not exist"
+    except OSError as exc:
+        return f"{path} cannot be examined ({exc.strerror})"
+    if stat.S_ISLNK(info.st_mode):
+        return f"{path} is a symlink"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is not a directory"
+    if info.st_uid != os.getuid():
+        return f"{path} is owned by uid {info.st_uid}, not by uid {os.getuid()}"
+    if stat.S_IMODE(info.st_mode) & 0o022:
+        return f"{path} has mode {stat.S_IMODE(info.st_mode):04o}: group or others can write it"
+    return None
+
+
+def choose_runtime_dir(environ: Mapping[str, str] | None = None) -> RuntimeDirChoice:
+    """The runtime directory for this user (not created), by the rule of the module
+    docstring, with the reason for the choice and for each candidate passed over."""
+    env = os.environ if environ is None else environ
+    passed: list[str] = []
+    xdg = env.get("XDG_RUNTIME_DIR", "")
+    if not xdg:
+        passed.append("XDG_RUNTIME_DIR is not set")
+    elif not xdg.startswith("/"):
+        passed.append(f"XDG_RUNTIME_DIR={xdg!r} is not an absolute path")
+    elif (why := _unusable_base(Path(xdg), missing_ok=True)) is not None:
+        passed.append(f"XDG_RUNTIME_DIR: {why}")
+    else:
+        return RuntimeDirChoice(
+            Path(xdg) / RUNTIME_DIR_NAME, "XDG_RUNTIME_DIR", "XDG_RUNTIME_DIR is set", ()
+        )
+    run_user = RUN_USER / str(os.getuid())
+    why = _unusable_base(run_user, missing_ok=False)
+    if why is None:
+        return RuntimeDirChoice(
+            run_user / RUNTIME_DIR_NAME,
+            "/run/user",
+            "systemd-logind's directory of this user exists",
+            tuple(passed),
+        )
+    passed.append(why)
+    return RuntimeDirChoice(
+        glove_state_dir(env) / STATE_RUNTIME_NAME,
+        "state",
+        "no per-user runtime directory: a private one under this user's state directory",
+        tuple(passed),
+    )
+
+
 def default_runtime_dir() -> Path:
-    """Return the runtime directory for this user (not created)."""
-    xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg:
-        return Path(xdg) / "glove"
-    run_user = Path(f"/run/user/{os.getuid()}")
-    if run_user.is_dir():
-        return run_user / "glove"
-    return Path(f"/tmp/glove-{os.getuid()}")  # noqa: S108 - verified owner-only below
+    """Return the runtime directory for this user (not created): see :func:`choose_runtime_dir`."""
+    return choose_runtime_dir().directory
+
+
+def long_socket_route() -> bool:
+    """Whether a socket path over :data:`MAX_SOCKET_PATH_BYTES` can be reached here (through
+    ``/proc/self/fd``)."""
+    return sys.platform.startswith("linux") and PROC_FD.is_dir()
+
+
+@contextlib.contextmanager
+def socket_address(path: Path) -> Iterator[str]:
+    """The address to ``bind`` or ``connect`` for the socket at ``path``, valid in the block.
+
+    The path itself when it fits; else ``/proc/self/fd/<n>/<name>`` through an ``O_PATH``
+    descriptor of its directory, held open for the block.
+
+    Raises:
+        OSError: ``ENAMETOOLONG`` when the path does not fit and there is no ``/proc`` route;
+            the directory cannot be opened.
+    """
+    if len(os.fsencode(path)) <= MAX_SOCKET_PATH_BYTES:
+        yield str(path)
+        return
+    if not long_socket_route():
+        raise OSError(
+            errno.ENAMETOOLONG,
+            f"the socket path is {len(os.fsencode(path))} bytes, over the "
+            f"{MAX_SOCKET_PATH_BYTES} a Unix socket takes",
+            str(path),
+        )
+    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        yield f"{PROC_FD}/{fd}/{path.name}"
+    finally:
+        os.close(fd)
 
 
 def check_owner_only_dir(path: Path) -> None:
@@ -76,14 +204,47 @@ def check_owner_only_dir(path: Path) -> None:
         )
 
 
+def _make_parents(path: Path) -> None:
+    """Create the missing ancestors of ``path`` owner-only (0700), as the state directory
+    ``glove setup`` makes must be; an existing one is left as it is."""
+    missing = []
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        missing.append(parent)
+        parent = parent.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=DIR_MODE)
+
+
 def prepare_runtime_dir(directory: Path | None = None) -> RuntimePaths:
-    """Create (0700) or verify the runtime directory.
+    """Create (0700) or verify the runtime directory (default: :func:`default_runtime_dir`).
+
+    Missing ancestors are created 0700. The fallback under the state directory also needs
+    the state directory itself to be owner-only, as ``glove setup`` leaves it.
 
     Raises:
-        UnsafeRuntimeDir: it exists and is not owner-only.
+        UnsafeRuntimeDir: it (or, for the fallback, the state directory) exists and is not
+            owner-only.
+        SocketPathTooLong: ``gloved.sock``'s path is too long for a Unix socket and there is
+            no ``/proc`` route around it.
     """
-    path = directory or default_runtime_dir()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    if directory is None:
+        choice = choose_runtime_dir()
+        path = choice.directory
+        fallback = choice.source == "state"
+    else:
+        path, fallback = directory, False
+    sock = path / SOCKET_NAME
+    if len(os.fsencode(sock)) > MAX_SOCKET_PATH_BYTES and not long_socket_route():
+        raise SocketPathTooLong(
+            f"{sock} is {len(os.fsencode(sock))} bytes, over the {MAX_SOCKET_PATH_BYTES} a "
+            "Unix socket path takes: set XDG_RUNTIME_DIR (or pass --runtime-dir) to a shorter "
+            "directory of yours"
+        )
+    _make_parents(path)
+    if fallback:
+        check_owner_only_dir(path.parent)
     with contextlib.suppress(FileExistsError):
         path.mkdir(mode=DIR_MODE)
     check_owner_only_dir(path)

@@ -34,7 +34,7 @@ from glove.control._auth import (
     write_secret,
 )
 from glove.control._connection import Connection, Limits
-from glove.control._paths import SOCKET_MODE, RuntimePaths
+from glove.control._paths import SOCKET_MODE, RuntimePaths, socket_address
 from glove.control._registry import MethodRegistry
 from glove.protocol import (
     CONTROL_MAX_RESPONSE_BYTES,
@@ -108,16 +108,22 @@ class ControlServer(Actor):
             OSError: the secret or the socket could not be created.
         """
         self._secret = write_secret(self.paths.directory)
+        # Bound and listening under a private name, then renamed into place: a client that
+        # sees gloved.sock can connect at once (never ECONNREFUSED between bind and listen),
+        # and a stale socket of a dead instance is replaced atomically (we hold the lock).
+        staging = self.paths.socket.with_name(f".{self.paths.socket.name}.{os.getpid()}")
         with contextlib.suppress(FileNotFoundError):
-            self.paths.socket.unlink()  # a stale socket of a dead instance (we hold the lock)
+            staging.unlink()
         old_umask = os.umask(0o177)
         try:
-            self._server = await asyncio.start_unix_server(
-                self._accept, path=str(self.paths.socket), backlog=LISTEN_BACKLOG
-            )
+            with socket_address(staging) as address:
+                self._server = await asyncio.start_unix_server(
+                    self._accept, path=address, backlog=LISTEN_BACKLOG
+                )
         finally:
             os.umask(old_umask)
-        self.paths.socket.chmod(SOCKET_MODE)
+        staging.chmod(SOCKET_MODE)
+        staging.rename(self.paths.socket)
 
     async def on_stop(self) -> None:
         """Stop listening; remove the socket and the secret."""

@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> None:
         "--runtime-dir",
         type=Path,
         default=None,
-        help="directory for gloved.sock and gloved.lock (default: $XDG_RUNTIME_DIR/glove)",
+        help="directory for gloved.sock and gloved.lock (default: the one `glove doctor` names)",
     )
     parser.add_argument(
         "--config",

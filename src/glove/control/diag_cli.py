@@ -17,7 +17,7 @@ def register(app: typer.Typer) -> None:
         runtime_dir: Path | None = typer.Option(
             None,
             "--runtime-dir",
-            help="gloved's runtime directory (default: $XDG_RUNTIME_DIR/glove).",
+            help="gloved's runtime directory (default: the one `glove doctor` names).",
         ),
     ) -> None:
         """Print gloved's live supervision tree: states, mailboxes, restarts, loop lag."""

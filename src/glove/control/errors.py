@@ -5,6 +5,7 @@
     GloveError
     └── ControlError
         ├── UnsafeRuntimeDir       the runtime directory is not ours, or not owner-only
+        ├── SocketPathTooLong      gloved.sock's path does not fit a Unix socket (no /proc)
         ├── DaemonAlreadyRunning   another gloved holds the lock
         ├── DaemonUnavailable      no daemon answers: no socket, refused, no bootstrap secret
         │   └── ConnectionLost     it broke: the daemon closed or reset the connection mid-call
@@ -17,8 +18,9 @@
         ├── RegistryError          a method registered twice, or with an unusable params type
         └── NotifyError            the service manager's NOTIFY_SOCKET/WATCHDOG_* are unusable
 
-The client raises the first eight (one error boundary: ``glove.control._client``); the
-server side raises ``MethodError`` (handlers) and ``RegistryError`` (wiring).
+The client raises ``DaemonUnavailable`` through ``DaemonProtocolError`` (one error boundary:
+``glove.control._client``); ``gloved``'s start raises the first three; the server side raises
+``MethodError`` (handlers) and ``RegistryError`` (wiring).
 """
 
 from __future__ import annotations
@@ -37,6 +39,11 @@ class ControlError(GloveError):
 
 class UnsafeRuntimeDir(ControlError):
     """The runtime directory exists but is not an owner-only directory of this user."""
+
+
+class SocketPathTooLong(ControlError):
+    """``gloved.sock``'s path is longer than a Unix socket address takes, and this platform
+    has no ``/proc/self/fd`` route around the limit."""
 
 
 class DaemonAlreadyRunning(ControlError):

@@ -9,7 +9,8 @@ resolves names itself, once, refuses names that lead to non-public addresses nob
 writes an audit record and only then connects to exactly the address it checked.
 
 Pure cores (no asyncio, os or socket): :mod:`._rules`, :mod:`._addresses`, :mod:`._http`,
-:mod:`._socks5`, :mod:`._tls`, :mod:`._dns`, :mod:`._check`. See ``docs/egress.md``.
+:mod:`._rewrite`, :mod:`._socks5`, :mod:`._tls`, :mod:`._dns`, :mod:`._check`. See
+``docs/egress.md``.
 """
 
 from glove.egress._addresses import address_class, is_public
@@ -54,12 +55,12 @@ from glove.egress._http import (
     Target,
     body_framing,
     error_response,
-    forward_head,
     parse_head,
     proxy_target,
 )
 from glove.egress._proxy import EgressProxy, GetStats
 from glove.egress._resolve import Resolver, StaticResolver, SystemResolver
+from glove.egress._rewrite import UpstreamRequest, forward_head, rewrite_request
 from glove.egress._rules import (
     DEFAULT_PORTS,
     READ_ONLY_METHODS,
@@ -140,6 +141,7 @@ __all__ = [
     "Target",
     "TlsHelloError",
     "UpstreamError",
+    "UpstreamRequest",
     "address_class",
     "body_framing",
     "encode_answer",
@@ -161,6 +163,7 @@ __all__ = [
     "proxy_environment",
     "proxy_target",
     "resolv_conf",
+    "rewrite_request",
     "sandbox_sockets",
     "write_guest_files",
 ]

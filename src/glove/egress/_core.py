@@ -398,9 +398,18 @@ class EgressCore:
             await self.record(ex, fields)  # refused either way: fail closed
 
     async def record_end(
-        self, ex: Exchange, address: str | None, up: int, down: int, outcome: str
+        self,
+        ex: Exchange,
+        address: str | None,
+        up: int,
+        down: int,
+        outcome: str,
+        *,
+        reason: str | None = None,
     ) -> None:
         """Queue the closing record of an allowed connection (bytes, duration, outcome).
+
+        ``reason`` (a fixed text) says why the proxy ended it, when it did (a malformed body).
 
         The connection is over and its decision is already durable, so the end record does
         not hold anything up: it joins the next decision record's group commit, or
@@ -417,6 +426,8 @@ class EgressCore:
             duration_ms=self._duration_ms(ex),
             outcome=outcome,
         )
+        if reason is not None:
+            fields["reason"] = reason
         if len(self._ends) >= MAX_PENDING_ENDS:
             await self.flush_ends()
         self._ends.append(fields)
@@ -438,20 +449,34 @@ class EgressCore:
         except AuditError:
             self.audit_failures += 1
 
-    def decide(
-        self, ex: Exchange, host: str, port: int, *, method: str | None, tunnel: bool
-    ) -> Decision:
-        """Fill the exchange's destination and decide it by the rules.
-
-        Raises:
-            Refused: the rules refuse it (``kind`` ``rules``) or the host is malformed.
-        """
+    def destination(self, ex: Exchange, host: str, port: int, *, method: str | None) -> None:
+        """Fill the exchange's destination (normalized host, port, method) for its records."""
         try:
             ex.host = normalize_host(host)
         except RuleError:
             ex.host = host[:64]  # what the audit record shows of a malformed host
         ex.port, ex.method = port, method
-        decision = self.rules.decide(host, port, method=method, tunnel=tunnel)
+
+    def decide(
+        self,
+        ex: Exchange,
+        host: str,
+        port: int,
+        *,
+        method: str | None,
+        tunnel: bool,
+        body: bool = False,
+    ) -> Decision:
+        """Fill the exchange's destination and decide it by the rules.
+
+        ``ex.host`` becomes the normalized host: the name the rules judged is the one that
+        is resolved, audited and (for plain HTTP) sent as ``Host``.
+
+        Raises:
+            Refused: the rules refuse it (``kind`` ``rules``) or the host is malformed.
+        """
+        self.destination(ex, host, port, method=method)
+        decision = self.rules.decide(host, port, method=method, tunnel=tunnel, body=body)
         ex.rule = decision.rule_text
         if not decision.allowed:
             kind: RefusalKind = "rules" if decision.rule is not None or ex.host else "malformed"

@@ -14,8 +14,11 @@ as connections, and answers:
 
 Strict parsing: exactly one question, no compression pointer in it, labels of letters,
 digits, ``-`` and ``_`` only (anything else is not a host name: NXDOMAIN), at most
-:data:`MAX_MESSAGE_BYTES` per query. :func:`encode_query` and :func:`parse_answer` are the
-client side, for tests and ``glove network check``.
+:data:`MAX_MESSAGE_BYTES` per query, and the message ends where its sections do (the
+additional records, an EDNS OPT for instance, are walked to their end; a byte after them
+is FORMERR), so the name the proxy judges is the only thing the query can mean.
+:func:`encode_query` and :func:`parse_answer` are the client side, for tests and
+``glove network check``.
 """
 
 from __future__ import annotations
@@ -112,7 +115,8 @@ def parse_query(data: bytes) -> DnsQuery:
 
     Raises:
         DnsMessageError: too short or long, a response, not exactly one question, answer
-            or authority records, a pointer or bad length in the name, a truncated question.
+            or authority records, a pointer or bad length in the name, a truncated question,
+            malformed additional records or bytes after them.
     """
     if len(data) > MAX_MESSAGE_BYTES:
         raise DnsMessageError(f"DNS query larger than {MAX_MESSAGE_BYTES} bytes")
@@ -120,6 +124,7 @@ def parse_query(data: bytes) -> DnsQuery:
         raise DnsMessageError("DNS message shorter than its header")
     ident, flags = _u16(data, 0), _u16(data, 2)
     qdcount, ancount, nscount = _u16(data, 4), _u16(data, 6), _u16(data, 8)
+    arcount = _u16(data, 10)
     if flags & _FLAG_QR:
         raise DnsMessageError("a response where a query was expected")
     opcode = (flags >> 11) & 0xF
@@ -127,6 +132,24 @@ def parse_query(data: bytes) -> DnsQuery:
         return DnsQuery(ident, opcode, bool(flags & _FLAG_RD), None, 0, 0, b"")
     if qdcount != 1 or ancount or nscount:
         raise DnsMessageError("a query must carry exactly one question and no answers")
+    labels, valid, pos = _question_name(data)
+    qtype, qclass = _u16(data, pos), _u16(data, pos + 2)
+    question = data[HEADER_BYTES : pos + 4]
+    end = pos + 4
+    for _ in range(arcount):
+        end = _skip_record(data, end)
+    if end != len(data):
+        raise DnsMessageError("bytes after the last record of the query")
+    name = b".".join(labels).decode("ascii").lower() if valid and labels else None
+    return DnsQuery(ident, opcode, bool(flags & _FLAG_RD), name, qtype, qclass, question)
+
+
+def _question_name(data: bytes) -> tuple[list[bytes], bool, int]:
+    """The question's labels, whether each is a host-name label, and the position after it.
+
+    Raises:
+        DnsMessageError: a pointer or extended label, a truncated or over-long name.
+    """
     pos = HEADER_BYTES
     labels: list[bytes] = []
     valid = True
@@ -147,10 +170,7 @@ def parse_query(data: bytes) -> DnsQuery:
             raise DnsMessageError("question name longer than 255 bytes")
         valid = valid and bool(_LABEL.match(label))
         labels.append(label)
-    qtype, qclass = _u16(data, pos), _u16(data, pos + 2)
-    question = data[HEADER_BYTES : pos + 4]
-    name = b".".join(labels).decode("ascii").lower() if valid and labels else None
-    return DnsQuery(ident, opcode, bool(flags & _FLAG_RD), name, qtype, qclass, question)
+    return labels, valid, pos
 
 
 def _header(query: DnsQuery, rcode: int, answers: int) -> bytes:
@@ -232,6 +252,20 @@ def _skip_name(data: bytes, pos: int) -> int:
         if length == 0:
             return pos + 1
         pos += 1 + length
+
+
+def _skip_record(data: bytes, pos: int) -> int:
+    """Position after the resource record at ``pos`` (name, fixed fields, data).
+
+    Raises:
+        DnsMessageError: the record is truncated or its name malformed.
+    """
+    pos = _skip_name(data, pos)
+    length = _u16(data, pos + 8)
+    end = pos + 10 + length
+    if end > len(data):
+        raise DnsMessageError("truncated record data")
+    return end
 
 
 def parse_answer(data: bytes) -> DnsAnswer:

@@ -6,16 +6,17 @@ a named cap checked *before* it grows, and the parser is exercised whole and one
 time (``tests/egress/test_http.py``) and by ``fuzz/egress_http_head.py``.
 
 Strict where a lenient parser would let two parties disagree about where a request ends
-(request smuggling): lines end in CRLF only (a bare CR or LF is an error), no whitespace
-before a header's colon, no obsolete line folding, no control characters, ``Content-Length``
-and ``Transfer-Encoding`` never together, ``Transfer-Encoding`` only ``chunked``, every
-``Content-Length`` value identical. A proxy that rejects these loses nothing a correct
-client sends.
+(request smuggling): lines end in CRLF only (a bare CR or LF is an error, found as soon as
+it arrives), no whitespace before a header's colon, no obsolete line folding, no control
+characters, ``Content-Length`` and ``Transfer-Encoding`` never together,
+``Transfer-Encoding`` only ``chunked``, every ``Content-Length`` value identical. A proxy
+that rejects these loses nothing a correct client sends.
 
 The proxy serves one request per client connection (it forwards ``Connection: close``);
 :class:`ChunkedFramer` and the ``Content-Length`` count tell it where the request body ends,
 so bytes after it (a pipelined second request that a read-only rule never saw) are never
-forwarded.
+forwarded. What the forwarded head holds is decided in one place,
+:func:`glove.egress._rewrite.rewrite_request`.
 """
 
 from __future__ import annotations
@@ -39,8 +40,12 @@ MAX_METHOD_BYTES: Final = 32
 MAX_CHUNK_LINE_BYTES: Final = 4 * 1024
 #: Largest trailer section of a chunked body.
 MAX_TRAILER_BYTES: Final = 16 * 1024
-#: Most hex digits in a chunk size (2**60 bytes is plenty).
+#: Most hex digits in a chunk size (leading zeros included).
 MAX_CHUNK_SIZE_DIGITS: Final = 15
+#: Largest chunk (bytes). A size of 2**31 or more is where parsers that keep sizes in 32
+#: bits read a different length than the proxy counted (a smuggling classic); clients
+#: send chunks of kilobytes.
+MAX_CHUNK_BYTES: Final = (1 << 31) - 1
 #: Most decimal digits in a Content-Length.
 MAX_LENGTH_DIGITS: Final = 18
 #: Header fields and bytes a request from the sandbox leaves for the proxy's own ``Host`` and
@@ -57,6 +62,8 @@ MAX_LEADING_EMPTY_LINES: Final = 4
 HEAD_END: Final = b"\r\n\r\n"
 VERSIONS: Final = frozenset({"HTTP/1.1", "HTTP/1.0"})
 #: Headers that describe one connection (RFC 9110 section 7.6.1) and never travel further.
+#: ``Upgrade`` and ``HTTP2-Settings`` never reach the origin, so it cannot switch the
+#: connection to another protocol (h2c) behind the proxy's back.
 HOP_BY_HOP: Final = frozenset(
     {
         "connection",
@@ -66,7 +73,18 @@ HOP_BY_HOP: Final = frozenset(
         "proxy-authenticate",
         "te",
         "upgrade",
+        "http2-settings",
     }
+)
+#: Headers the forwarded message's framing and routing depend on: the proxy writes them
+#: itself from what it judged, and hop-by-hop handling may never remove one.
+PROTECTED: Final = frozenset({"content-length", "transfer-encoding", "host"})
+#: Fields a chunked body's trailer section may not carry (RFC 9110 section 6.5.1: framing,
+#: routing, connection options and how the content is processed are never trailers).
+TRAILER_FORBIDDEN: Final = (
+    PROTECTED
+    | HOP_BY_HOP
+    | frozenset({"trailer", "content-encoding", "content-range", "content-type"})
 )
 CONNECT_ESTABLISHED: Final = b"HTTP/1.1 200 Connection established\r\n\r\n"
 
@@ -74,6 +92,14 @@ _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+\Z")
 _FIELD_VALUE = re.compile(rb"[\t\x20-\x7e\x80-\xff]*\Z")
 _TARGET = re.compile(rb"[\x21-\x7e]+\Z")
 _HEX = re.compile(rb"[0-9A-Fa-f]+\Z")
+_BARE_CR_OR_LF = re.compile(rb"\r(?!\n)|(?<!\r)\n")
+_TCHARS = rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_QUOTED = rb'"(?:[\t \x21\x23-\x5b\x5d-\x7e\x80-\xff]|\\[\t \x21-\x7e\x80-\xff])*"'
+#: ``size *( ";" name [ "=" ( token / quoted-string ) ] )`` with no whitespace (RFC 9112
+#: section 7.1.1 allows BWS; no client sends it, and parsers disagree about it).
+_CHUNK_SIZE_LINE = re.compile(
+    rb"([0-9A-Fa-f]+)(?:;" + _TCHARS + rb"(?:=(?:" + _TCHARS + rb"|" + _QUOTED + rb"))?)*\Z"
+)
 _REASONS: Final = {
     400: "Bad Request",
     403: "Forbidden",
@@ -132,10 +158,12 @@ class RequestHeadParser:
         Raises:
             HttpHeadError: the head is malformed or larger than the cap.
         """
-        start = max(0, len(self._buffer) - len(HEAD_END) + 1)
-        room = self._max - len(self._buffer)
+        before = len(self._buffer)
+        start = max(0, before - len(HEAD_END) + 1)
+        room = self._max - before
         self._buffer += data[:room]  # the cap is checked before the buffer grows
         end = self._buffer.find(HEAD_END, start)
+        _no_bare_line_end(self._buffer, max(0, before - 1), end)
         if end < 0:
             if len(self._buffer) >= self._max:
                 raise HttpHeadError(f"request head larger than {self._max} bytes", status=431)
@@ -146,6 +174,22 @@ class RequestHeadParser:
         head = bytes(self._buffer[:cut])
         self._buffer = bytearray()
         return parse_head(head, max_headers=MAX_REQUEST_HEADERS, max_bytes=self._max)
+
+
+def _no_bare_line_end(buffer: bytearray, start: int, end: int) -> None:
+    """Refuse a CR or LF that is not part of a CRLF in the head, as soon as it arrives.
+
+    A head whose lines end in LF alone never ends in CRLF CRLF; without this it would wait
+    for the head deadline. Only the head is scanned (``end`` is where its CRLF CRLF starts,
+    or -1 when it has not arrived yet, and then a final CR may still get its LF).
+    """
+    stop = end + len(HEAD_END) if end >= 0 else len(buffer)
+    found = _BARE_CR_OR_LF.search(buffer, start, stop)
+    if found is None:
+        return
+    if end < 0 and found.start() == len(buffer) - 1 and buffer[-1:] == b"\r":
+        return
+    raise HttpHeadError("a line ends in a bare CR or LF")
 
 
 def _precheck(partial: bytearray) -> None:
@@ -315,25 +359,6 @@ def body_framing(head: RequestHead) -> Framing:
     return ("none", 0)
 
 
-def forward_head(head: RequestHead, target: Target) -> bytes:
-    """The head to send upstream: origin-form, one ``Host``, no hop-by-hop headers, close.
-
-    The ``Host`` header is rewritten to the target's authority (RFC 9112 section 3.2.2), so
-    a request cannot name one host in its URI (the one the rules checked) and another in
-    ``Host``.
-    """
-    listed = {
-        token.strip().lower() for value in head.values("connection") for token in value.split(",")
-    }
-    drop = HOP_BY_HOP | listed | {"host"}
-    host = f"[{target.host}]" if ":" in target.host else target.host
-    authority = host if target.port == 80 else f"{host}:{target.port}"
-    lines = [f"{head.method} {target.path} {head.version}", f"Host: {authority}"]
-    lines.extend(f"{name}: {value}" for name, value in head.headers if name.lower() not in drop)
-    lines.append("Connection: close")
-    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-
-
 def error_response(status: int, message: str, *, rule: str | None = None) -> bytes:
     """A short plain-text reply that closes the connection; ``X-Glove-Egress`` names the rule.
 
@@ -354,16 +379,23 @@ def error_response(status: int, message: str, *, rule: str | None = None) -> byt
 
 
 class ChunkedFramer:
-    """Finds the end of a chunked body without changing it: bytes pass through verbatim.
+    """Finds the end of a chunked body and lets through only what it has checked.
 
-    :meth:`feed` returns how many of the given bytes belong to the body; once :attr:`done`
-    is true, everything after the body's last byte is not part of this request.
+    The bytes are never changed, but a chunk-size line, the CRLF after a chunk's data and
+    the last chunk with its trailer section pass only once they are complete and valid:
+    :meth:`forward` returns what may be sent now, so a malformed line or a forbidden
+    trailer (``Content-Length``, ``Host``, ...) ends the body with nothing of it sent, and
+    the origin never sees the body's end unless the proxy saw all of it. At most one line
+    (:data:`MAX_CHUNK_LINE_BYTES`) and one trailer section (:data:`MAX_TRAILER_BYTES`) are
+    held. Once :attr:`done` is true, everything after the body's last byte is not part of
+    this request.
     """
 
     def __init__(self) -> None:
         """Start before the first chunk-size line."""
         self._state: Literal["size", "data", "data-crlf", "trailer"] = "size"
         self._line = bytearray()
+        self._held = bytearray()
         self._remaining = 0
         self._trailer_bytes = 0
         self.done = False
@@ -372,14 +404,30 @@ class ChunkedFramer:
         """Consume ``data``; return how many bytes of it are body bytes.
 
         Raises:
-            HttpHeadError: a malformed chunk line, a missing CRLF after chunk data, or a
+            HttpHeadError: see :meth:`forward`.
+        """
+        used, _ = self._advance(data)
+        return used
+
+    def forward(self, data: bytes) -> bytes:
+        """Consume ``data`` (up to the body's end); return the body bytes safe to send now.
+
+        Raises:
+            HttpHeadError: a malformed chunk line, a chunk over :data:`MAX_CHUNK_BYTES`, a
+                missing CRLF after chunk data, a malformed or forbidden trailer field, or a
                 line or trailer section over its cap.
         """
+        _, out = self._advance(data)
+        return out
+
+    def _advance(self, data: bytes) -> tuple[int, bytes]:
+        out = bytearray()
         used = 0
         view = memoryview(data)
         while used < len(view) and not self.done:
             if self._state == "data":
                 take = min(self._remaining, len(view) - used)
+                out += view[used : used + take]
                 used += take
                 self._remaining -= take
                 if self._remaining == 0:
@@ -393,11 +441,13 @@ class ChunkedFramer:
             self._line += view[used:stop]
             used = stop
             if newline >= 0:
-                self._line_done(bytes(self._line))
+                line = bytes(self._line)
                 self._line.clear()
-        return used
+                out += self._line_done(line)
+        return used, bytes(out)
 
-    def _line_done(self, line: bytes) -> None:
+    def _line_done(self, line: bytes) -> bytes:
+        """Check one complete line; return what may be forwarded now."""
         if not line.endswith(b"\r\n") or b"\r" in line[:-2]:
             raise HttpHeadError("a chunk line does not end in CRLF")
         body = line[:-2]
@@ -405,17 +455,44 @@ class ChunkedFramer:
             if body:
                 raise HttpHeadError("chunk data longer than its size")
             self._state = "size"
-        elif self._state == "size":
-            size_text = body.split(b";", 1)[0]
-            if not size_text or len(size_text) > MAX_CHUNK_SIZE_DIGITS or not _HEX.match(size_text):
-                raise HttpHeadError("bad chunk size")
-            self._remaining = int(size_text, 16)
-            self._state = "data" if self._remaining else "trailer"
-        else:  # trailer section: field lines until an empty line
-            self._trailer_bytes += len(line)
-            if not body:
-                self.done = True
-            elif self._trailer_bytes > MAX_TRAILER_BYTES:
-                raise HttpHeadError("trailer section over its cap")
-            else:
-                _field(body)
+            return line
+        if self._state == "size":
+            match = _CHUNK_SIZE_LINE.match(body)
+            if match is None or len(match.group(1)) > MAX_CHUNK_SIZE_DIGITS:
+                raise HttpHeadError("bad chunk size or extension")
+            self._remaining = int(match.group(1), 16)
+            if self._remaining > MAX_CHUNK_BYTES:
+                raise HttpHeadError(f"a chunk larger than {MAX_CHUNK_BYTES} bytes")
+            if self._remaining:
+                self._state = "data"
+                return line
+            self._state = "trailer"
+            self._held += line  # the last chunk waits for the whole trailer section
+            return b""
+        self._trailer_bytes += len(line)  # trailer section: field lines until an empty line
+        if self._trailer_bytes > MAX_TRAILER_BYTES:
+            raise HttpHeadError("trailer section over its cap")
+        self._held += line
+        if not body:
+            self.done = True
+            held = bytes(self._held)
+            self._held.clear()
+            return held
+        name, _ = _field(body)
+        if lookalike(name) in TRAILER_FORBIDDEN:
+            raise HttpHeadError("a trailer field that frames, routes or describes the request")
+        return b""
+
+
+def is_token(text: str) -> bool:
+    """True when ``text`` is an RFC 9110 token (a field name, a ``Connection`` option)."""
+    return text.isascii() and bool(_TOKEN.match(text.encode("ascii")))
+
+
+def lookalike(name: str) -> str:
+    """``name`` as the servers that read it most loosely do: lowercase, ``_`` as ``-``.
+
+    CGI-style servers give ``Content_Length`` and ``Content-Length`` one variable, so a
+    field that equals a protected one this way is treated as that field.
+    """
+    return name.lower().replace("_", "-")

@@ -46,8 +46,12 @@ _SPLICE_FLAGS: Final = getattr(os, "SPLICE_F_MOVE", 1) | getattr(os, "SPLICE_F_N
 HAVE_SPLICE: Final = hasattr(os, "splice")
 
 Outcome = Literal["closed", "idle", "reset", "malformed-body"]
-Gate = Callable[[memoryview], tuple[int, bool]]
-"""``gate(chunk) -> (bytes to forward, done)``: where the request body ends."""
+Gate = Callable[[memoryview], tuple[bytes | memoryview, bool]]
+"""``gate(chunk) -> (what to forward now, done)``: where the request body ends.
+
+What it returns is the part of ``chunk`` (and of bytes it held back from earlier chunks)
+that it has checked; once ``done``, nothing more of this direction is forwarded.
+"""
 
 
 class GateError(Exception):
@@ -183,11 +187,10 @@ async def _copy(
                 with contextlib.suppress(OSError):
                     dst.shutdown(socket.SHUT_WR)
                 return True
-            chunk = view[:count]
+            chunk: bytes | memoryview = view[:count]
             done = False
             if gate is not None:
-                keep, done = gate(chunk)
-                chunk = chunk[:keep]
+                chunk, done = gate(view[:count])
             if chunk:
                 try:
                     async with asyncio.timeout(idle):

@@ -6,7 +6,7 @@ plan (one syntax everywhere)::
     github.com                 github.com itself, ports 80 and 443
     *.githubusercontent.com    every subdomain, never githubusercontent.com itself
     pypi.org:443+sni           port 443 only; the TLS SNI must equal the CONNECT host
-    deb.debian.org+read-only   plain HTTP, GET/HEAD/OPTIONS only (tunnels refused)
+    deb.debian.org+read-only   plain HTTP, GET/HEAD/OPTIONS without a body only (no tunnels)
     127.0.0.1:8080             an IP literal: the operator means this very address
     [::1]:8080, localhost:5432 likewise (``localhost`` is 127.0.0.1 and ::1)
     registry.internal:80,443,8000-8010
@@ -77,7 +77,7 @@ class Rule(msgspec.Struct, frozen=True):
             the canonical address text.
         ports: inclusive ranges, or None for the default (allow: 80/443; deny: all).
         sni: the TLS SNI of a tunnel must equal the requested host.
-        read_only: plain HTTP only, with a method in :data:`READ_ONLY_METHODS`.
+        read_only: plain HTTP only, with a method in :data:`READ_ONLY_METHODS` and no body.
         text: the rule as shown in replies, audit records and ``glove network check``.
     """
 
@@ -343,12 +343,20 @@ class RuleSet(msgspec.Struct, frozen=True):
         return cls(allow=allowed, deny=denied)
 
     def decide(  # noqa: PLR0911 - one return per verdict, in precedence order
-        self, host: str, port: int, *, method: str | None = None, tunnel: bool = False
+        self,
+        host: str,
+        port: int,
+        *,
+        method: str | None = None,
+        tunnel: bool = False,
+        body: bool = False,
     ) -> Decision:
         """Decide about ``host:port`` before any lookup.
 
         ``tunnel`` is true for CONNECT and SOCKS5 (bytes the proxy cannot read); ``method``
-        is the plain-HTTP method. Malformed hosts are refused, never raised.
+        is the plain-HTTP method; ``body`` says the request carries content (a read-only
+        rule refuses it: an origin that ignores a GET's body would read it as a second
+        request). Malformed hosts are refused, never raised.
         """
         try:
             name = normalize_host(host)
@@ -367,6 +375,8 @@ class RuleSet(msgspec.Struct, frozen=True):
             return Decision(False, rule, f"rule {rule.text!r} is read-only: tunnels are refused")
         if rule.read_only and method not in READ_ONLY_METHODS:
             return Decision(False, rule, f"rule {rule.text!r} is read-only: method refused")
+        if rule.read_only and body:
+            return Decision(False, rule, f"rule {rule.text!r} is read-only: a body is refused")
         return Decision(True, rule, f"allowed by rule {rule.text!r}")
 
     def decide_name(self, name: str) -> Decision:

@@ -38,8 +38,8 @@ from glove.egress._dns import (
     message_id,
     parse_query,
 )
-from glove.egress._rules import LOCALHOST, LOCALHOST_ADDRESSES
-from glove.egress.errors import DnsMessageError
+from glove.egress._rules import LOCALHOST, LOCALHOST_ADDRESSES, normalize_name
+from glove.egress.errors import DnsMessageError, RuleError
 
 #: Bytes read per receive on a DNS stream.
 DNS_READ_BYTES = 4096 + 2
@@ -75,11 +75,12 @@ async def answer_query(  # noqa: PLR0911 - one answer per outcome, in precedence
         ident = message_id(message)
         return encode_formerr(ident or 0)
     ex.method = query.type_name
-    ex.host = query.name or "?"
+    name = _judged_name(query.name)
+    ex.host = name or query.name or "?"
     if query.opcode != OPCODE_QUERY:
         await core.record_deny(ex, Refused("only standard queries", None, "malformed"))
         return encode_error(query, RCODE_NOTIMP)
-    if query.name is not None and _is_local(core, query.name):
+    if name is not None and _is_local(core, name):
         loopback = [a for a in LOCALHOST_ADDRESSES if a is not None]
         return await _answered(
             core,
@@ -89,19 +90,32 @@ async def answer_query(  # noqa: PLR0911 - one answer per outcome, in precedence
             reason="the name is the sandbox itself",
             rule=None,
         )
-    if query.name is None or query.qclass != CLASS_IN:
+    if name is None or query.qclass != CLASS_IN:
         return await _refused(core, ex, query, Refused("not a host name", None, "malformed"))
-    decision = core.rules.decide_name(query.name)
+    decision = core.rules.decide_name(name)
     ex.rule = decision.rule_text
     if not decision.allowed:
         return await _refused(core, ex, query, Refused(decision.reason, ex.rule, "rules"))
     try:
-        addresses = await core.addresses(ex, query.name, None)
+        addresses = await core.addresses(ex, name, None)
     except Refused as refusal:
         return await _refused(core, ex, query, refusal)
     return await _answered(
         core, ex, query=query, addresses=addresses, reason=decision.reason, rule=ex.rule
     )
+
+
+def _judged_name(name: str | None) -> str | None:
+    """The name as the rules normalize it, or None when it is not a host name.
+
+    The one spelling the local check, the rules, the resolver and the audit record all see.
+    """
+    if name is None:
+        return None
+    try:
+        return normalize_name(name)
+    except RuleError:
+        return None
 
 
 def _is_local(core: EgressCore, name: str) -> bool:

@@ -8,11 +8,19 @@ connection opened:
   With an ``sni`` rule, the 200 comes first, then the client's ClientHello is read and its
   SNI compared with ``host``; a mismatch (or an Encrypted Client Hello) gets a TLS
   ``access_denied`` alert and no upstream connection.
-* ``GET http://host/path`` (any method; ``read-only`` rules allow GET, HEAD and OPTIONS)
-  is sent upstream in origin form with its ``Host`` rewritten to the checked authority,
-  hop-by-hop headers removed and ``Connection: close``; the body is forwarded up to the end
-  its framing declares and not one byte further; the response is copied until the upstream
+* ``GET http://host/path`` (any method; ``read-only`` rules allow GET, HEAD and OPTIONS
+  without a body) is sent upstream as :func:`~glove.egress._rewrite.rewrite_request`
+  writes it: origin form, ``Host`` the checked authority, the framing the proxy counted,
+  hop-by-hop headers removed, ``Connection: close``. The body is forwarded up to the end
+  its framing declares and not one byte further, through a :class:`BodyGate` that lets
+  each chunk line through only once it is complete and valid; the bytes that came with the
+  head go through the gate *before* the decision, so a body that is malformed from its
+  start is a 400 and nothing is connected. A body that turns out malformed later ends the
+  exchange (a 400 if no response byte was relayed yet; the end record's ``outcome`` is
+  ``malformed-body`` with its ``reason``). The response is copied until the upstream
   closes.
+* A ``CONNECT`` with a body (``Transfer-Encoding``, or a ``Content-Length`` other than 0)
+  is refused: whether the bytes after its head are a body or tunnel data is ambiguous.
 
 Refusals are a short ``text/plain`` reply whose body says what was refused and why and whose
 ``X-Glove-Egress`` header names the rule: 403 (the rules or the address check), 400 (a
@@ -46,10 +54,10 @@ from glove.egress._http import (
     Target,
     body_framing,
     error_response,
-    forward_head,
     proxy_target,
 )
-from glove.egress._pump import Gate, GateError, Traffic, relay
+from glove.egress._pump import GateError, Traffic, relay
+from glove.egress._rewrite import rewrite_request
 from glove.egress._tls import ALERT_ACCESS_DENIED, ClientHello, ClientHelloParser
 from glove.egress.errors import ConnectFailed, HttpHeadError, TlsHelloError
 
@@ -145,37 +153,99 @@ async def confirm_sni(
     return seen
 
 
-def body_gate(framing: Framing) -> Gate:
-    """A gate that lets exactly the declared request body through."""
+class BodyGate:
+    """A pump gate that lets exactly the declared request body through, checked.
+
+    ``Content-Length`` bodies pass as they arrive, cut at the length; chunked bodies pass
+    through :class:`ChunkedFramer` (lines only once complete and valid, the last chunk and
+    trailers only once the whole section is). :attr:`error` keeps why a body was refused.
+    """
+
+    def __init__(self, framing: Framing) -> None:
+        """Gate a body framed as ``framing``."""
+        kind, length = framing
+        self._framer = ChunkedFramer() if kind == "chunked" else None
+        self._remaining = length if kind == "length" else 0
+        self.error: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """The whole body has been let through."""
+        return self._framer.done if self._framer is not None else self._remaining == 0
+
+    def __call__(self, chunk: memoryview) -> tuple[bytes | memoryview, bool]:
+        """What of ``chunk`` to forward now, and whether the body is complete.
+
+        Raises:
+            GateError: the chunked framing is malformed (:attr:`error` says how).
+        """
+        if self.done:
+            return b"", True
+        if self._framer is None:
+            keep = min(self._remaining, len(chunk))
+            self._remaining -= keep
+            return chunk[:keep], self._remaining == 0
+        try:
+            out = self._framer.forward(bytes(chunk))
+        except HttpHeadError as exc:
+            self.error = f"malformed request body: {exc}"
+            raise GateError(self.error) from exc
+        return out, self._framer.done
+
+
+@dataclass(slots=True)
+class Forward:
+    """A plain-HTTP request the proxy will forward: its head, its gate, the first bytes."""
+
+    head: bytes
+    gate: BodyGate
+    first: bytes | memoryview
+
+
+def has_body(framing: Framing) -> bool:
+    """The request carries content (chunked, even empty, or a length above 0)."""
     kind, length = framing
-    if kind == "chunked":
-        framer = ChunkedFramer()
+    return kind == "chunked" or length > 0
 
-        def chunked(chunk: memoryview) -> tuple[int, bool]:
-            if framer.done:
-                return 0, True
-            try:
-                used = framer.feed(bytes(chunk))
-            except HttpHeadError as exc:
-                raise GateError(str(exc)) from exc
-            return used, framer.done
 
-        return chunked
-    remaining = length
+def request_framing(head: RequestHead) -> Framing:
+    """The body framing of ``head``; a CONNECT has none.
 
-    def counted(chunk: memoryview) -> tuple[int, bool]:
-        nonlocal remaining
-        keep = min(remaining, len(chunk))
-        remaining -= keep
-        return keep, remaining == 0
+    Raises:
+        HttpHeadError: the framing is refused, or a CONNECT declares a body (whether the
+            bytes after its head are a body or tunnel data would be ambiguous).
+    """
+    framing = body_framing(head)
+    if head.method == "CONNECT" and has_body(framing):
+        raise HttpHeadError("a CONNECT request with a body")
+    return framing
 
-    return counted
+
+def prepare_forward(head: RequestHead, target: Target, trailing: bytes) -> Forward:
+    """Rewrite a plain-HTTP head and gate the body bytes that came with it (no I/O).
+
+    Raises:
+        HttpHeadError: the head cannot be forwarded as judged (``rewrite_request``), or
+            the body's first bytes are malformed.
+    """
+    upstream = rewrite_request(head, target)
+    gate = BodyGate(upstream.framing)
+    try:
+        first, _ = gate(memoryview(trailing))
+    except GateError as exc:
+        raise HttpHeadError(str(exc).removeprefix("malformed request body: ")) from exc
+    return Forward(upstream.head, gate, first)
 
 
 async def _admit(
     core: EgressCore, ex: Exchange, client: socket.socket, parser: RequestHeadParser
-) -> tuple[RequestHead, Target, Framing, Admitted]:
+) -> tuple[Forward | None, Admitted]:
     """Read and decide the request; return what to connect to once it is audited.
+
+    Everything that decides what the origin will read (the rewritten head, the framing,
+    the body bytes already here) is settled before the rules are asked, so a request that
+    cannot be forwarded exactly as judged is a 400 whatever the rules say, and nothing is
+    connected.
 
     Raises:
         Refused: the request is malformed, refused, unresolvable or unaudited.
@@ -184,13 +254,17 @@ async def _admit(
         head = await read_head(client, parser, core.limits.head_timeout_s)
         target = proxy_target(head)
         tunnel = head.method == "CONNECT"
-        framing: Framing = ("none", 0) if tunnel else body_framing(head)
+        ex.proto = "connect" if tunnel else "http"
+        core.destination(ex, target.host, target.port, method=head.method)
+        framing = request_framing(head)
+        forward = None if tunnel else prepare_forward(head, target, parser.trailing)
     except HttpHeadError as exc:
         raise Refused(f"malformed request: {exc}", None, "malformed", status=exc.status) from exc
     except (PeerGone, TimeoutError, OSError) as exc:
         raise Refused("no complete request before the deadline", None, "malformed") from exc
-    ex.proto = "connect" if tunnel else "http"
-    decision = core.decide(ex, target.host, target.port, method=head.method, tunnel=tunnel)
+    decision = core.decide(
+        ex, target.host, target.port, method=head.method, tunnel=tunnel, body=has_body(framing)
+    )
     assert ex.host is not None
     addresses = await core.addresses(ex, ex.host, target.port)
     admitted = Admitted(addresses, target.port, parser.trailing, replied=False)
@@ -198,7 +272,7 @@ async def _admit(
         admitted.replied = True
         admitted.first = await confirm_sni(core, ex, client, parser.trailing, CONNECT_ESTABLISHED)
     await core.record_allow(ex, decision.reason)
-    return head, target, framing, admitted
+    return forward, admitted
 
 
 async def serve_http(core: EgressCore, client: socket.socket) -> None:
@@ -207,7 +281,7 @@ async def serve_http(core: EgressCore, client: socket.socket) -> None:
     ex = core.exchange("http")
     parser = RequestHeadParser()
     try:
-        head, target, framing, admitted = await _admit(core, ex, client, parser)
+        forward, admitted = await _admit(core, ex, client, parser)
     except Refused as refusal:
         await core.record_deny(ex, refusal)
         if isinstance(refusal, RefusedInTunnel):
@@ -225,15 +299,16 @@ async def serve_http(core: EgressCore, client: socket.socket) -> None:
             await send_quietly(client, error_response(status, text), limits.reply_timeout_s)
         return
     traffic = Traffic()
+    reason: str | None = None
     with upstream:
-        if head.method == "CONNECT":
+        if forward is None:
             outcome = await _tunnel(core, client, upstream, admitted, traffic)
         else:
-            outcome = await _forward(
-                core, client, upstream, head=head, target=target, framing=framing,
-                trailing=admitted.first, traffic=traffic,
-            )  # fmt: skip
-    await core.record_end(ex, address, traffic.up, traffic.down, outcome)
+            outcome = await _forward(core, client, upstream, forward, traffic)
+            reason = forward.gate.error
+    if reason is not None and traffic.down == 0:
+        await send_quietly(client, error_response(400, reason), limits.reply_timeout_s)
+    await core.record_end(ex, address, traffic.up, traffic.down, outcome, reason=reason)
 
 
 async def _tunnel(
@@ -261,25 +336,17 @@ async def _forward(
     core: EgressCore,
     client: socket.socket,
     upstream: socket.socket,
-    *,
-    head: RequestHead,
-    target: Target,
-    framing: Framing,
-    trailing: bytes,
+    forward: Forward,
     traffic: Traffic,
 ) -> str:
     idle = core.limits.idle_timeout_s
     try:
-        gate = body_gate(framing)
-        keep, _ = gate(memoryview(trailing))
-        first = forward_head(head, target) + trailing[:keep]
+        first = forward.head + bytes(forward.first)
         await send_all(upstream, first, idle)
         traffic.up += len(first)
         return await relay(
-            client, upstream, traffic, idle_timeout=idle, gate=gate, pool=core.buffers
+            client, upstream, traffic, idle_timeout=idle, gate=forward.gate, pool=core.buffers
         )
-    except GateError:
-        return "malformed-body"  # the body's framing broke in its first bytes: nothing sent
     except (OSError, TimeoutError):
         return "reset"
 

@@ -412,6 +412,13 @@ def check_macos_seatbelt() -> Check:
     )
 
 
+def check_runtime_dir() -> Check:
+    """Which runtime directory holds gloved.sock, and why? (``_doctor_service``)"""
+    from glove.host._doctor_service import check_runtime_dir as check
+
+    return check()
+
+
 def check_lingering() -> Check:
     """Does this user's service manager outlive their logins? (``_doctor_service``)"""
     from glove.host._doctor_service import check_lingering as check
@@ -444,6 +451,7 @@ CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_limits,
     check_sandbox_self_test,
     check_macos_seatbelt,
+    check_runtime_dir,
     check_lingering,
     check_delegation,
     check_daemon_unit,

@@ -1,5 +1,10 @@
-"""``glove doctor``'s checks of the per-user service: lingering, delegation, the unit.
+"""``glove doctor``'s checks of the per-user service: the runtime directory, lingering,
+delegation, the unit.
 
+* ``runtime_dir``: which directory holds ``gloved.sock`` for this user and why (the rule of
+  ``glove.control.choose_runtime_dir``: ``XDG_RUNTIME_DIR``, ``/run/user/<uid>``, or the
+  private fallback under the state directory), each candidate passed over and why, whether
+  the directory is safe, and how the socket path fits a Unix socket address.
 * ``lingering``: without ``loginctl enable-linger`` the user's systemd (and gloved with it)
   stops at logout and starts only at the next login.
 * ``delegation``: which cgroup controllers reach gloved. The unit asks for
@@ -8,23 +13,29 @@
   root), and on a host whose controllers are bound to cgroup v1 the v2 tree has none.
 * ``daemon_unit``: whether ``gloved.service`` is installed as install wrote it, and active.
 
-All three are informational (never required): gloved runs without them, with weaker
+All four are informational (never required): gloved runs without them, with weaker
 guarantees the summary names.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
 from glove.host._doctor import CGROUP_ROOT, V2_CONTROLLERS_WANTED, Check
 
 LOGINCTL_DEADLINE_S: Final = 10.0
+MIXED_ENVIRONMENTS: Final = (
+    "a client run where XDG_RUNTIME_DIR is set (a login session) looks there instead: "
+    "give every process the same one"
+)
 DELEGATE_DROPIN: Final = "/etc/systemd/system/user@.service.d/delegate.conf"
 
 
@@ -48,17 +59,84 @@ def _loginctl_linger(uid: int) -> tuple[str | None, str]:
     return out.stdout.strip(), ""
 
 
+def _user_name(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def check_runtime_dir(environ: Mapping[str, str] | None = None) -> Check:
+    """Which runtime directory clients and gloved use here, and why."""
+    from glove.control import (
+        MAX_SOCKET_PATH_BYTES,
+        ControlError,
+        check_owner_only_dir,
+        choose_runtime_dir,
+    )
+    from glove.control._paths import SOCKET_NAME, long_socket_route
+
+    choice = choose_runtime_dir(environ)
+    where = choice.directory
+    lines = [f"{where}: {choice.reason}"]
+    lines += [f"not used: {why}" for why in choice.passed_over]
+    sock_bytes = len(os.fsencode(where / SOCKET_NAME))
+    too_long = sock_bytes > MAX_SOCKET_PATH_BYTES
+    if too_long:
+        route = "reached through /proc/self/fd/N/" if long_socket_route() else "unreachable"
+        lines.append(
+            f"{SOCKET_NAME}'s path is {sock_bytes} bytes, over the {MAX_SOCKET_PATH_BYTES} a "
+            f"Unix socket takes: {route}"
+        )
+    legacy = Path(f"/tmp/glove-{os.getuid()}")  # noqa: S108 - only reported, never used
+    with contextlib.suppress(OSError):
+        owner = legacy.lstat().st_uid
+        lines.append(f"{legacy} exists (uid {owner}) and is not used: Glove never looks in /tmp")
+    fix = f"loginctl enable-linger {_user_name(os.getuid())}"
+    if too_long and not long_socket_route():
+        return Check(
+            "runtime_dir",
+            "fail",
+            False,
+            f"gloved.sock's path in {where} is too long for a Unix socket",
+            detail="\n".join(lines),
+            fix="set XDG_RUNTIME_DIR to a shorter directory of yours (or pass --runtime-dir)",
+        )
+    try:
+        check_owner_only_dir(where)
+    except FileNotFoundError:
+        lines.append("it does not exist yet: gloved or glove setup creates it 0700")
+    except (ControlError, OSError) as exc:
+        return Check(
+            "runtime_dir",
+            "fail",
+            False,
+            f"{where} is unsafe: gloved refuses to start there",
+            detail="\n".join([*lines, str(exc)]),
+            fix=f"remove or fix {where} (it is yours to fix; Glove never repairs it)",
+        )
+    if choice.source == "state":
+        return Check(
+            "runtime_dir",
+            "warn",
+            False,
+            f"runtime directory {where} (no XDG_RUNTIME_DIR, no /run/user/{os.getuid()})",
+            detail="\n".join([*lines, MIXED_ENVIRONMENTS]),
+            fix=f"{fix}, then log in again: systemd-logind keeps /run/user/{os.getuid()} "
+            "and sets XDG_RUNTIME_DIR",
+        )
+    return Check(
+        "runtime_dir", "ok", False, f"runtime directory {where} ({choice.source})", "\n".join(lines)
+    )
+
+
 def check_lingering() -> Check:
     """Does this user's service manager outlive their logins?"""
     if not sys.platform.startswith("linux"):
         return Check("lingering", "ok", False, "not applicable: launchd agents follow the login")
     uid = os.getuid()
     linger, why = _loginctl_linger(uid)
-    try:
-        user = pwd.getpwuid(uid).pw_name
-    except KeyError:
-        user = str(uid)
-    fix = f"loginctl enable-linger {user}"
+    fix = f"loginctl enable-linger {_user_name(uid)}"
     if linger == "yes":
         return Check("lingering", "ok", False, "lingering enabled: gloved keeps running at logout")
     if linger is None:

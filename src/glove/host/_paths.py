@@ -11,7 +11,10 @@
       sessions/                         the session journal (plans and every transition)
       exposures.json              0600  the exposure registry
       sessions-data/<id>/               each session's output
-    $XDG_RUNTIME_DIR/glove/       0700  gloved.sock, gloved.lock, bootstrap-secret
+      run/                        0700  the runtime directory when there is no per-user one
+    $XDG_RUNTIME_DIR/glove/       0700  gloved.sock, gloved.lock, bootstrap-secret (else
+                                        /run/user/<uid>/glove, else the state dir's run/:
+                                        glove.control.choose_runtime_dir, never /tmp)
 
 An existing path that is owned by someone else, is open to group or others, or is a
 symlink is refused, never repaired: a tool that "fixes" permissions on a path someone else
@@ -88,13 +91,13 @@ def _xdg(environ: Mapping[str, str], var: str, fallback: str) -> Path:
 
 def glove_paths(environ: Mapping[str, str] | None = None) -> GlovePaths:
     """The paths for this user (from ``environ``, default the process's environment)."""
-    from glove.control import default_runtime_dir
+    from glove.control import choose_runtime_dir, glove_state_dir
 
     env = os.environ if environ is None else environ
     return GlovePaths(
         config_dir=_xdg(env, "XDG_CONFIG_HOME", ".config") / "glove",
-        state_dir=_xdg(env, "XDG_STATE_HOME", ".local/state") / "glove",
-        runtime_dir=default_runtime_dir(),
+        state_dir=glove_state_dir(env),
+        runtime_dir=choose_runtime_dir(env).directory,
     )
 
 

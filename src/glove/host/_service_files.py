@@ -99,7 +99,7 @@ def default_layout(
     Raises:
         UnsupportedPlatform: neither Linux (systemd) nor macOS (launchd).
     """
-    from glove.control import default_runtime_dir
+    from glove.control import choose_runtime_dir
 
     env = os.environ if environ is None else environ
     if platform is None:
@@ -118,7 +118,7 @@ def default_layout(
             platform,
             config / "systemd" / "user" / SYSTEMD_UNIT_NAME,
             state,
-            default_runtime_dir(),
+            choose_runtime_dir(env).directory,
             None,
             os.getuid(),
             gloved_toml,
@@ -127,7 +127,7 @@ def default_layout(
         platform,
         base / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist",
         state,
-        default_runtime_dir(),
+        choose_runtime_dir(env).directory,
         base / "Library" / "Logs" / "gloved.log",
         os.getuid(),
         gloved_toml,

@@ -27,8 +27,8 @@ def register(app: typer.Typer) -> None:
             for check in report.checks:
                 need = "required" if check.required else "optional"
                 typer.echo(f"{_MARK[check.status]} {check.name} ({need}): {check.summary}")
-                if check.detail:
-                    typer.echo(f"       {check.detail}")
+                for line in check.detail.splitlines():
+                    typer.echo(f"       {line}")
                 if check.fix and check.status != "ok":
                     typer.echo(f"       fix: {check.fix}")
             verdict = "all required checks passed" if report.ok else "a required check FAILED"

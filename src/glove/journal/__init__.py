@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         generate_signing_key,
         load_signing_key,
         read_verifier_key_file,
+        read_witness_key_file,
     )
     from glove.journal._keys import SigningKey, VerifierKey, parse_signing_key, parse_verifier_key
     from glove.journal._limits import JournalKind, JournalLimits, OnFull
@@ -49,12 +50,13 @@ if TYPE_CHECKING:
         verify_consistency,
         verify_inclusion,
     )
-    from glove.journal._note import open_note, sign_note
+    from glove.journal._note import OpenedNote, add_cosignature, open_note, sign_note, verify_note
     from glove.journal._offline import consistency_offline, export_offline
     from glove.journal._receipts import MAX_RECEIPT_PAGE, Receipt, ReceiptPage
     from glove.journal._storage import FileStat, PosixStorage, Storage
     from glove.journal._tlog import TransparencyLog, open_transparency_log
     from glove.journal._verify import TailReport, VerifyReport, parse_checkpoint, repair, verify
+    from glove.journal._witness import Cosignature, WitnessKey, WitnessSigningKey, parse_witness_key
     from glove.journal._writer import JournalStatus, JournalWriter
     from glove.journal.errors import (
         BundleMalformed,
@@ -81,6 +83,7 @@ if TYPE_CHECKING:
         SigningKeyError,
         SigningKeyUnsafe,
         UnsupportedFormat,
+        UnverifiedSignature,
     )
 
 # Imported on first use (PEP 562) so that `glove.journal.cli`, loaded by `glove --help`,
@@ -98,6 +101,7 @@ _EXPORTS: dict[str, str] = {
     "BundleMalformed": "glove.journal.errors",
     "Checkpoint": "glove.journal._checkpoint",
     "ConsistencyEvidence": "glove.journal._bundle",
+    "Cosignature": "glove.journal._witness",
     "Entry": "glove.journal._entries",
     "EntryMismatch": "glove.journal.errors",
     "FileStat": "glove.journal._storage",
@@ -119,6 +123,7 @@ _EXPORTS: dict[str, str] = {
     "NotSealed": "glove.journal.errors",
     "NoteError": "glove.journal.errors",
     "OnFull": "glove.journal._limits",
+    "OpenedNote": "glove.journal._note",
     "PosixStorage": "glove.journal._storage",
     "ProofInvalid": "glove.journal.errors",
     "Receipt": "glove.journal._receipts",
@@ -139,9 +144,13 @@ _EXPORTS: dict[str, str] = {
     "TailReport": "glove.journal._verify",
     "TransparencyLog": "glove.journal._tlog",
     "UnsupportedFormat": "glove.journal.errors",
+    "UnverifiedSignature": "glove.journal.errors",
     "VerifiedReceipt": "glove.journal._bundle",
     "VerifierKey": "glove.journal._keys",
     "VerifyReport": "glove.journal._verify",
+    "WitnessKey": "glove.journal._witness",
+    "WitnessSigningKey": "glove.journal._witness",
+    "add_cosignature": "glove.journal._note",
     "consistency_offline": "glove.journal._offline",
     "decode_bundle": "glove.journal._bundle",
     "default_signing_key_path": "glove.journal._keyfile",
@@ -160,7 +169,9 @@ _EXPORTS: dict[str, str] = {
     "parse_receipt_payload": "glove.journal._bundle",
     "parse_signing_key": "glove.journal._keys",
     "parse_verifier_key": "glove.journal._keys",
+    "parse_witness_key": "glove.journal._witness",
     "read_verifier_key_file": "glove.journal._keyfile",
+    "read_witness_key_file": "glove.journal._keyfile",
     "repair": "glove.journal._verify",
     "sign_checkpoint": "glove.journal._checkpoint",
     "sign_note": "glove.journal._note",
@@ -168,6 +179,7 @@ _EXPORTS: dict[str, str] = {
     "verify_bundle": "glove.journal._bundle",
     "verify_consistency": "glove.journal._merkle",
     "verify_inclusion": "glove.journal._merkle",
+    "verify_note": "glove.journal._note",
 }
 
 
@@ -194,6 +206,7 @@ __all__ = [
     "BundleMalformed",
     "Checkpoint",
     "ConsistencyEvidence",
+    "Cosignature",
     "Entry",
     "EntryMismatch",
     "FileStat",
@@ -215,6 +228,7 @@ __all__ = [
     "NotSealed",
     "NoteError",
     "OnFull",
+    "OpenedNote",
     "PosixStorage",
     "ProofInvalid",
     "Receipt",
@@ -235,9 +249,13 @@ __all__ = [
     "TailReport",
     "TransparencyLog",
     "UnsupportedFormat",
+    "UnverifiedSignature",
     "VerifiedReceipt",
     "VerifierKey",
     "VerifyReport",
+    "WitnessKey",
+    "WitnessSigningKey",
+    "add_cosignature",
     "consistency_offline",
     "decode_bundle",
     "default_signing_key_path",
@@ -256,7 +274,9 @@ __all__ = [
     "parse_receipt_payload",
     "parse_signing_key",
     "parse_verifier_key",
+    "parse_witness_key",
     "read_verifier_key_file",
+    "read_witness_key_file",
     "repair",
     "sign_checkpoint",
     "sign_note",
@@ -264,4 +284,5 @@ __all__ = [
     "verify_bundle",
     "verify_consistency",
     "verify_inclusion",
+    "verify_note",
 ]

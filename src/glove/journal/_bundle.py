@@ -25,6 +25,7 @@ change without the bundle failing (an edit that keeps the meaning, such as ``1e5
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -38,6 +39,7 @@ from glove.journal._merkle import (
     verify_consistency,
     verify_inclusion,
 )
+from glove.journal._witness import WitnessKey
 from glove.journal.errors import (
     BundleMalformed,
     EntryMismatch,
@@ -225,18 +227,26 @@ def decode_bundle(data: bytes) -> ReceiptBundle:
     return bundle
 
 
-def verify_bundle(data: bytes | ReceiptBundle, verifier: VerifierKey) -> VerifiedReceipt:
+def verify_bundle(
+    data: bytes | ReceiptBundle, verifier: VerifierKey, *, witnesses: Sequence[WitnessKey] = ()
+) -> VerifiedReceipt:
     """Verify a bundle offline: the signature, the proofs and the entry must all hold.
+
+    The checkpoint must carry exactly the log's signature and one cosignature of each of
+    ``witnesses``: a line of any other key is refused, never ignored.
 
     Raises:
         BundleMalformed: not a well-formed canonical bundle.
-        NoteError: the checkpoint is malformed or of another origin.
-        SignatureInvalid: the checkpoint is not signed by ``verifier``'s key.
+        NoteError: the checkpoint is malformed, not canonical, or of another origin.
+        UnverifiedSignature: the checkpoint carries a signature line of no key given.
+        SignatureInvalid: the checkpoint is not signed by ``verifier``'s key, or a witness
+            named did not cosign it.
+        SigningKeyError: two of the keys given share a name and key hash.
         ProofInvalid: the tree size, the inclusion proof or the consistency proof fails.
         EntryMismatch: the entry is not the receipt shown, or not of the session named.
     """
     bundle = decode_bundle(data) if isinstance(data, bytes) else data
-    signed = open_checkpoint(bundle.checkpoint, verifier)
+    signed = open_checkpoint(bundle.checkpoint, verifier, witnesses=witnesses)
     if bundle.tree_size != signed.size:
         raise ProofInvalid(
             f"tree_size {bundle.tree_size} is not the checkpoint's size {signed.size}"

@@ -7,17 +7,20 @@ A checkpoint is a signed note whose text is::
     <base64 root hash>       the RFC 6962 / RFC 9162 Merkle tree hash at that size
     [extension lines]        optional, non-empty, opaque (Glove writes none)
 
-followed by the blank line and the signature lines of :mod:`glove.journal._note`.
+followed by the blank line and the signature lines of :mod:`glove.journal._note`: exactly the
+log's signature, then one cosignature per witness the verifier names, nothing else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from glove.journal._keys import SigningKey, VerifierKey, b64decode_canonical, b64encode
 from glove.journal._merkle import HASH_BYTES
-from glove.journal._note import check_note_text, open_note, sign_note
+from glove.journal._note import check_note_text, sign_note, verify_note
+from glove.journal._witness import Cosignature, WitnessKey
 from glove.journal.errors import NoteError
 
 MAX_TREE_SIZE: Final = 2**63 - 1
@@ -43,10 +46,12 @@ class Checkpoint:
 
 @dataclass(frozen=True, slots=True)
 class SignedCheckpoint:
-    """A checkpoint and the signed note that carries it."""
+    """A checkpoint and the signed note that carries it, with the witnesses' cosignatures
+    that were verified (none unless witnesses were named)."""
 
     checkpoint: Checkpoint
     note: str
+    cosignatures: tuple[Cosignature, ...] = ()
 
     @property
     def size(self) -> int:
@@ -104,21 +109,29 @@ def sign_checkpoint(checkpoint: Checkpoint, key: SigningKey) -> SignedCheckpoint
 
 
 def open_checkpoint(
-    data: str | bytes, verifier: VerifierKey, *, origin: str | None = None
+    data: str | bytes,
+    verifier: VerifierKey,
+    *,
+    origin: str | None = None,
+    witnesses: Sequence[WitnessKey] = (),
 ) -> SignedCheckpoint:
-    """Verify a signed checkpoint against ``verifier`` and parse it.
+    """Verify a signed checkpoint against ``verifier`` (and ``witnesses``) and parse it.
 
     ``origin`` defaults to the verifier's key name: a checkpoint of another log, even one
-    signed by the same key, is refused.
+    signed by the same key, is refused. The note must carry exactly the log's signature and
+    one cosignature of each witness named (see :func:`glove.journal._note.verify_note`).
 
     Raises:
         NoteError: the note or the checkpoint text is malformed, or the origin differs.
-        SignatureInvalid: the checkpoint is not signed by ``verifier``'s key.
+        UnverifiedSignature: a signature line is by no key given.
+        SignatureInvalid: the checkpoint is not signed by ``verifier``'s key, or a witness
+            named did not cosign it.
+        SigningKeyError: two of the keys given share a name and key hash.
     """
-    text = open_note(data, verifier)
-    checkpoint = parse_checkpoint_text(text)
+    opened = verify_note(data, verifier, witnesses=witnesses)
+    checkpoint = parse_checkpoint_text(opened.text)
     want = origin if origin is not None else verifier.name
     if checkpoint.origin != want:
         raise NoteError(f"checkpoint origin {checkpoint.origin!r} is not this log ({want!r})")
     note = data if isinstance(data, str) else data.decode("utf-8")
-    return SignedCheckpoint(checkpoint, note)
+    return SignedCheckpoint(checkpoint, note, opened.cosignatures)

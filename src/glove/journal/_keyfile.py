@@ -27,6 +27,7 @@ from glove.journal._keys import (
     parse_signing_key,
     parse_verifier_key,
 )
+from glove.journal._witness import WitnessKey, parse_witness_key
 from glove.journal.errors import SigningKeyError, SigningKeyUnsafe
 
 SIGNING_KEY_FILE_NAME: Final = "receipt-signing.key"
@@ -149,22 +150,41 @@ def generate_signing_key(
     return key, True
 
 
+def _read_public_key_file(path: Path, what: str) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_KEY_TEXT_BYTES + 1)
+    except OSError as exc:
+        raise SigningKeyError(f"cannot read {what} file {path}: {exc.strerror}") from exc
+    if len(data) > MAX_KEY_TEXT_BYTES:
+        raise SigningKeyError(f"{what} file {path} is larger than a key")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SigningKeyError(f"{what} file {path} is not UTF-8 text") from exc
+
+
 def read_verifier_key_file(path: Path) -> VerifierKey:
     """Read a public verifier key file (one line, as ``glove receipts public-key`` prints).
 
     Raises:
         SigningKeyError: unreadable, too large or malformed.
     """
+    text = _read_public_key_file(path, "public key")
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_KEY_TEXT_BYTES + 1)
-    except OSError as exc:
-        raise SigningKeyError(f"cannot read public key file {path}: {exc.strerror}") from exc
-    if len(data) > MAX_KEY_TEXT_BYTES:
-        raise SigningKeyError(f"public key file {path} is larger than a key")
-    try:
-        return parse_verifier_key(data.decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise SigningKeyError(f"public key file {path} is not UTF-8 text") from exc
+        return parse_verifier_key(text)
     except SigningKeyError as exc:
         raise SigningKeyError(f"public key file {path}: {exc}") from exc
+
+
+def read_witness_key_file(path: Path) -> WitnessKey:
+    """Read a witness's public key file (one C2SP vkey line of type 0x04).
+
+    Raises:
+        SigningKeyError: unreadable, too large or malformed, or not a witness's key.
+    """
+    text = _read_public_key_file(path, "witness key")
+    try:
+        return parse_witness_key(text)
+    except SigningKeyError as exc:
+        raise SigningKeyError(f"witness key file {path}: {exc}") from exc

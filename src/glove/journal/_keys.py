@@ -93,6 +93,8 @@ def _decode_key_data(data: str, expected: int) -> bytes:
     raw = b64decode_canonical(data, "key data", SigningKeyError)
     if len(raw) != 1 + expected:
         raise SigningKeyError(f"key data is {len(raw)} bytes, expected {1 + expected}")
+    if raw[0] == 0x04:  # C2SP tlog-cosignature: a witness's key, not a log's
+        raise SigningKeyError("key type 0x04 is a witness cosignature key: pass it as a witness")
     if raw[0] != ALG_ED25519:
         raise SigningKeyError(f"key algorithm {raw[0]:#04x} is not Ed25519 (0x01)")
     return raw[1:]
@@ -143,6 +145,19 @@ def _split_key(text: str, parts: int) -> list[str]:
     return fields
 
 
+def split_key_text(text: str) -> tuple[str, str, str]:
+    """Split a public key line ``NAME+HASH+DATA``, checking the name and the 8 hex digits.
+
+    Raises:
+        SigningKeyError: too long, not three fields, a bad name or a malformed hash.
+    """
+    name, hash_text, data = _split_key(text, 3)
+    check_key_name(name)
+    if not _HASH_RE.fullmatch(hash_text):
+        raise SigningKeyError("malformed key hash: expected 8 hex digits")
+    return name, hash_text, data
+
+
 def parse_verifier_key(text: str) -> VerifierKey:
     """Parse a verifier key line (surrounding whitespace is ignored).
 
@@ -152,10 +167,7 @@ def parse_verifier_key(text: str) -> VerifierKey:
     text = text.strip()
     if text.startswith(PRIVATE_PREFIX):
         raise SigningKeyError("that is a private signing key, not a public verifier key")
-    name, hash_text, data = _split_key(text, 3)
-    check_key_name(name)
-    if not _HASH_RE.fullmatch(hash_text):
-        raise SigningKeyError("malformed key hash: expected 8 hex digits")
+    name, hash_text, data = split_key_text(text)
     public_key = _decode_key_data(data, PUBLIC_KEY_BYTES)
     try:
         Ed25519PublicKey.from_public_bytes(public_key)

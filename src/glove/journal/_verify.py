@@ -14,7 +14,9 @@ and moves every later segment aside.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import Final
 
 import msgspec
 
@@ -61,20 +63,26 @@ class VerifyReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     checkpoint: str | None = None
 
 
+_CHECKPOINT_RE: Final = re.compile(r"(0|[1-9][0-9]{0,19}):([0-9a-f]{64})")
+
+
 def parse_checkpoint(text: str) -> tuple[int, bytes]:
-    """Parse ``SEQ:TAGHEX`` (as printed by ``Receipt.checkpoint``).
+    """Parse ``SEQ:TAGHEX`` exactly as ``Receipt.checkpoint`` prints it: the sequence in
+    ASCII decimal without leading zeros, a colon, the 32-byte tag in 64 lower-case hex digits.
+
+    Anything else (a sign, spaces, underscores, non-ASCII digits, upper-case or spaced hex)
+    is refused rather than read as the number it resembles.
 
     Raises:
         ValueError: not of that form.
     """
-    seq_text, _, tag_text = text.partition(":")
-    try:
-        seq, tag = int(seq_text), bytes.fromhex(tag_text)
-    except ValueError as exc:
-        raise ValueError(f"checkpoint {text!r} is not SEQ:TAGHEX") from exc
-    if seq < 0 or len(tag) != 32:
-        raise ValueError(f"checkpoint {text!r} is not SEQ:TAGHEX with a 32-byte tag")
-    return seq, tag
+    match = _CHECKPOINT_RE.fullmatch(text)
+    if match is None:
+        raise ValueError(
+            f"checkpoint {text[:100]!r} is not SEQ:TAGHEX (decimal without leading zeros, "
+            "a colon, 64 lower-case hex digits), as a receipt prints it"
+        )
+    return int(match[1]), bytes.fromhex(match[2])
 
 
 def verify(

@@ -99,7 +99,7 @@ def verify_cmd(
     try:
         _journal_dir(path)
         key = read_key_file(key_file)
-        point = parse_checkpoint(checkpoint) if checkpoint else None
+        point = parse_checkpoint(checkpoint) if checkpoint is not None else None
         report = verify(path, key, point)
     except (OSError, ValueError) as exc:
         _say("verify", exc)

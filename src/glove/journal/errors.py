@@ -19,6 +19,7 @@ Every class derives from :class:`JournalError`, itself a :class:`glove.errors.Gl
         │   └── SigningKeyUnsafe  a key file that is a symlink, not ours, or open to others
         ├── NoteError             a signed note or checkpoint is malformed
         ├── SignatureInvalid      no signature by the expected key verifies
+        │   └── UnverifiedSignature  a signature line of no key given (a claimed witness)
         ├── ProofInvalid          an inclusion or consistency proof does not hold
         ├── BundleMalformed       a bundle is not one (size, JSON, keys, types, encoding)
         ├── EntryMismatch         the bundle's entry and its receipt disagree
@@ -122,6 +123,12 @@ class NoteError(ReceiptError):
 
 class SignatureInvalid(ReceiptError):
     """No signature by the expected key verifies (or a known key's signature fails)."""
+
+
+class UnverifiedSignature(SignatureInvalid):
+    """A note carries a signature line that is not by any key the verifier was given (an
+    unknown key, a witness not named, a key of the same name with another hash): refused,
+    since the line would make the note look signed by someone who may never have signed it."""
 
 
 class ProofInvalid(ReceiptError):

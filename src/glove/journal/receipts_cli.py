@@ -8,7 +8,9 @@ exit codes:
 
 ==  ==========================================================================================
 0   verified
-1   a signature does not verify with the given public key
+1   a signature does not verify with the given public key, a witness named did not cosign,
+    or the checkpoint carries a signature line of a key not given (``--public-key``,
+    ``--witness``): a bundle verifies only with exactly the signatures it was exported with
 11  gloved refused the request, or the connection failed (``page``, ``ack``; the code is
     printed)
 69  no gloved is running (``page``, ``ack``), as for every ``glove session`` command
@@ -26,6 +28,7 @@ exit codes:
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 from collections.abc import Callable
@@ -35,7 +38,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 import typer
 
 if TYPE_CHECKING:
-    from glove.journal import SignedCheckpoint, VerifiedReceipt, VerifierKey
+    from glove.journal import SignedCheckpoint, VerifiedReceipt, VerifierKey, WitnessKey
 
 EXIT_OK: Final = 0
 EXIT_SIGNATURE: Final = 1
@@ -51,6 +54,7 @@ EXIT_DAEMON: Final = 11
 EXIT_UNAVAILABLE: Final = 69
 EXIT_BY_ERROR: Final = {
     "SignatureInvalid": EXIT_SIGNATURE,
+    "UnverifiedSignature": EXIT_SIGNATURE,
     "ProofInvalid": EXIT_PROOF,
     "EntryMismatch": EXIT_ENTRY,
     "BundleMalformed": EXIT_MALFORMED,
@@ -120,7 +124,9 @@ def page_cmd(
     limit: int = typer.Option(100, "--limit", help="At most this many (1-1000)."),
     as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
     runtime_dir: Path | None = typer.Option(
-        None, "--runtime-dir", help="gloved's runtime directory (default: $XDG_RUNTIME_DIR/glove)."
+        None,
+        "--runtime-dir",
+        help="gloved's runtime directory (default: the one `glove doctor` names).",
     ),
 ) -> None:
     """A page of terminal receipts from gloved, in order, with the acknowledged position."""
@@ -144,7 +150,9 @@ def page_cmd(
 def ack_cmd(
     seq: int = typer.Argument(..., help="The next unacknowledged receipt's sequence number."),
     runtime_dir: Path | None = typer.Option(
-        None, "--runtime-dir", help="gloved's runtime directory (default: $XDG_RUNTIME_DIR/glove)."
+        None,
+        "--runtime-dir",
+        help="gloved's runtime directory (default: the one `glove doctor` names).",
     ),
 ) -> None:
     """Acknowledge receipt SEQ (in order: exactly the next one)."""
@@ -184,15 +192,31 @@ def _read(path: Path, what: str) -> bytes:
     return data
 
 
-def _load_head(path: Path, verifier: VerifierKey) -> SignedCheckpoint:
-    """A signed checkpoint from a checkpoint file or a bundle, verified with ``verifier``."""
+_WITNESS_HELP: Final = (
+    "A witness's public key file (C2SP vkey, type 0x04) whose cosignature the checkpoint must "
+    "carry; repeat for each witness. Without it, a checkpoint with any cosignature is refused."
+)
+
+
+def _witnesses(paths: list[Path] | None) -> list[WitnessKey]:
+    from glove.journal import read_witness_key_file
+
+    return [read_witness_key_file(path) for path in paths or ()]
+
+
+def _load_head(
+    path: Path, verifier: VerifierKey, witnesses: list[WitnessKey] | None = None
+) -> SignedCheckpoint:
+    """A signed checkpoint from a checkpoint file or a bundle, verified with ``verifier``
+    and ``witnesses`` (exactly: no other signature line)."""
     from glove.journal import ReceiptError, open_checkpoint, verify_bundle
 
     data = _read(path, "file")
+    keys = witnesses or []
     try:
         if data.lstrip()[:1] == b"{":
-            return verify_bundle(data, verifier).checkpoint
-        return open_checkpoint(data, verifier)
+            return verify_bundle(data, verifier, witnesses=keys).checkpoint
+        return open_checkpoint(data, verifier, witnesses=keys)
     except ReceiptError as exc:
         raise _Failure(type(exc).__name__, f"{path}: {exc}") from exc
 
@@ -222,7 +246,7 @@ def public_key_cmd(
     typer.echo(signing.verifier.text)
 
 
-def export_cmd(
+def export_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     session_id: str = typer.Argument(..., help="The session whose final receipt to export."),
     output: Path = typer.Option(..., "-o", "--output", help="Where to write the bundle."),
     journal: Path | None = typer.Option(
@@ -236,13 +260,15 @@ def export_cmd(
         "--since",
         help="An older checkpoint or bundle the recipient holds: embed a consistency proof.",
     ),
+    witness: list[Path] | None = typer.Option(None, "--witness", help=_WITNESS_HELP + " (--since)"),
 ) -> None:
     """Export a self-contained bundle of a session's final receipt, offline."""
     from glove.journal import export_offline, load_signing_key
 
     def action() -> str:
         verifier = load_signing_key(key).verifier
-        old = _load_head(since, verifier).checkpoint if since is not None else None
+        witnesses = _witnesses(witness)
+        old = _load_head(since, verifier, witnesses).checkpoint if since is not None else None
         where = journal if journal is not None else default_receipts_journal()
         data = export_offline(where, session_id, verifier, since=old)
         _write_atomically(output, data)
@@ -265,6 +291,11 @@ def _report(verified: VerifiedReceipt) -> dict[str, Any]:
         "leaf_index": verified.leaf_index,
         "receipt": verified.receipt,
     }
+    if verified.checkpoint.cosignatures:
+        report["cosigned_by"] = [
+            {"witness": c.witness.name, "key_id": f"{c.witness.key_hash:08x}", "time": c.timestamp}
+            for c in verified.checkpoint.cosignatures
+        ]
     if verified.consistency_from is not None:
         report["consistent_with"] = {
             "tree_size": verified.consistency_from[0],
@@ -276,14 +307,20 @@ def _report(verified: VerifiedReceipt) -> dict[str, Any]:
 def verify_cmd(
     bundle: Path = typer.Argument(..., help="The bundle file."),
     public_key: Path = typer.Option(..., "--public-key", help="The log's verifier key file."),
+    witness: list[Path] | None = typer.Option(None, "--witness", help=_WITNESS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
-    """Verify a bundle offline: signature, inclusion proof and entry must all hold."""
+    """Verify a bundle offline: signature, inclusion proof and entry must all hold.
+
+    The checkpoint must carry exactly the log's signature and one cosignature of each
+    --witness: a signature line of any other key is refused (exit 1), never ignored.
+    """
     from glove.journal import read_verifier_key_file, verify_bundle
 
     def action() -> VerifiedReceipt:
         verifier = read_verifier_key_file(public_key)
-        return verify_bundle(_read(bundle, "bundle"), verifier)
+        witnesses = _witnesses(witness)
+        return verify_bundle(_read(bundle, "bundle"), verifier, witnesses=witnesses)
 
     report = _report(_run("verify", as_json, action))
     if as_json:
@@ -293,6 +330,12 @@ def verify_cmd(
         f"OK: the receipt of session {report['session_id']} is entry {report['leaf_index']} "
         f"of log {report['origin']} at tree size {report['tree_size']} (root {report['root']})"
     )
+    for cosigned in report.get("cosigned_by", ()):
+        when = datetime.datetime.fromtimestamp(cosigned["time"], datetime.UTC)
+        typer.echo(
+            f"  cosigned by witness {cosigned['witness']} ({cosigned['key_id']}) "
+            f"at {cosigned['time']} ({when:%Y-%m-%dT%H:%M:%SZ})"
+        )
     if "consistent_with" in report:
         old = report["consistent_with"]
         typer.echo(f"  and that tree extends the one of size {old['tree_size']} ({old['root']})")
@@ -300,12 +343,16 @@ def verify_cmd(
 
 
 def _consistency(
-    old_path: Path, new_path: Path, verifier: VerifierKey, journal: Path | None
+    old_path: Path,
+    new_path: Path,
+    verifier: VerifierKey,
+    journal: Path | None,
+    witnesses: list[WitnessKey],
 ) -> tuple[SignedCheckpoint, SignedCheckpoint, str]:
     from glove.journal import consistency_offline, decode_bundle, verify_consistency
 
-    old = _load_head(old_path, verifier)
-    new = _load_head(new_path, verifier)
+    old = _load_head(old_path, verifier, witnesses)
+    new = _load_head(new_path, verifier, witnesses)
     if new.size < old.size:
         raise _Failure(
             "ProofInvalid",
@@ -333,20 +380,22 @@ def _consistency(
     return old, new, f"a consistency proof from the journal {journal}"
 
 
-def consistency_cmd(
+def consistency_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     old: Path = typer.Argument(..., help="The older checkpoint file or bundle."),
     new: Path = typer.Argument(..., help="The newer checkpoint file or bundle."),
     public_key: Path = typer.Option(..., "--public-key", help="The log's verifier key file."),
     journal: Path | None = typer.Option(
         None, "--journal", help="A receipts journal to compute the proof from (the operator)."
     ),
+    witness: list[Path] | None = typer.Option(None, "--witness", help=_WITNESS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Prove that NEW's tree extends OLD's: same log, nothing removed or changed."""
     from glove.journal import read_verifier_key_file
 
     def action() -> tuple[SignedCheckpoint, SignedCheckpoint, str]:
-        return _consistency(old, new, read_verifier_key_file(public_key), journal)
+        verifier = read_verifier_key_file(public_key)
+        return _consistency(old, new, verifier, journal, _witnesses(witness))
 
     old_head, new_head, how = _run("consistency", as_json, action)
     if as_json:

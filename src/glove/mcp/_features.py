@@ -30,6 +30,7 @@ from glove.mcp.errors import (
     POLICY_DENIED,
     UPSTREAM_FAILED,
     UPSTREAM_TIMEOUT,
+    agent_message,
 )
 
 if TYPE_CHECKING:
@@ -276,14 +277,14 @@ class FeatureMediation:
                     **failure,
                     "decision": "upstream_error",
                     "method": method,
-                    "reason": str(exc)[:MAX_REASON_CHARS],
+                    "reason": agent_message(exc)[:MAX_REASON_CHARS],
                 }
             )
             if isinstance(code, int) and not timed_out:
-                raise Refusal(code, getattr(exc, "remote_message", str(exc))) from exc
+                raise Refusal(code, getattr(exc, "remote_message", agent_message(exc))) from exc
             if timed_out:
                 raise Refusal(UPSTREAM_TIMEOUT, f"upstream {upstream_id!r} timed out") from exc
-            raise Refusal(UPSTREAM_FAILED, str(exc)) from exc
+            raise Refusal(UPSTREAM_FAILED, agent_message(exc)) from exc
         except Refusal:
             raise
         except Exception as exc:

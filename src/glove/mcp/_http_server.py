@@ -69,6 +69,7 @@ from glove.mcp.errors import (
     UPSTREAM_FAILED,
     FramingError,
     HttpError,
+    agent_message,
 )
 
 _log = logging.getLogger(__name__)
@@ -387,7 +388,9 @@ class HttpFront(Actor):
         except GloveError as exc:
             _log.error("glove mcp: a session failed to start: %s", exc)
             frame = encode_error(
-                message.id, UPSTREAM_FAILED, f"the mediation failed to start: {exc}"[:512]
+                message.id,
+                UPSTREAM_FAILED,
+                f"the mediation failed to start: {agent_message(exc)}"[:512],
             )
             _respond(writer, 500, frame, [("Content-Type", "application/json")])
             return True

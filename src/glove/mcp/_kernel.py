@@ -43,6 +43,7 @@ from glove.mcp.errors import (
     INVALID_PARAMS,
     UPSTREAM_FAILED,
     UPSTREAM_TIMEOUT,
+    agent_message,
 )
 
 __all__ = [
@@ -247,15 +248,15 @@ class Mediator(FeatureMediation):
                     "request_id": _audit_id(request_id),
                     "tool": name,
                     "upstream": tool.upstream_id,
-                    "reason": str(exc)[:512],
+                    "reason": agent_message(exc)[:512],
                 }
             )
             if isinstance(code, int) and not timed_out:
                 # The upstream's own JSON-RPC error travels back as it was.
-                raise Refusal(code, getattr(exc, "remote_message", str(exc))) from exc
+                raise Refusal(code, getattr(exc, "remote_message", agent_message(exc))) from exc
             if timed_out:
                 raise Refusal(UPSTREAM_TIMEOUT, f"upstream {tool.upstream_id!r} timed out") from exc
-            raise Refusal(UPSTREAM_FAILED, str(exc)) from exc
+            raise Refusal(UPSTREAM_FAILED, agent_message(exc)) from exc
         except Refusal:
             raise
         except Exception as exc:

@@ -8,6 +8,12 @@ the actor later **adopts** the running process
 (:class:`~glove.mcp._upstream_stdio.AdoptedProcess`) instead of
 spawning one: Glove's own imports and set-up overlap the upstream's start-up.
 
+The audit log comes first: nothing is prestarted unless the log can be opened for
+appending as the audit actor will open it (its folder exists, the file if present is
+writable), so a configuration whose log cannot open starts no upstream at all. A prestarted
+server's output is not read before the mediation's audit log is open (it waits in the pipe,
+which blocks the server when full), so every line it prints is audited from the first byte.
+
 Ownership: :func:`prestart` returns the processes; whoever holds the dict owns them until an
 actor adopts one (it pops it). :func:`kill_all` ends what was never adopted. A program
 that cannot be started is simply not prestarted: the actor then tries, and reports the
@@ -21,13 +27,15 @@ import contextlib
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 from glove.mcp._config import McpConfig, UpstreamConfig, child_environment
 
 
 def prestart(config: McpConfig) -> dict[str, subprocess.Popen[bytes]]:
-    """Spawn every stdio upstream of ``config`` now; return them by upstream id."""
-    if not hasattr(os, "pidfd_open"):
+    """Spawn every stdio upstream of ``config`` now, if its audit log can be opened; return
+    them by upstream id."""
+    if not hasattr(os, "pidfd_open") or not audit_log_opens(config.audit):
         return {}
     started: dict[str, subprocess.Popen[bytes]] = {}
     parent = dict(os.environ)
@@ -39,6 +47,18 @@ def prestart(config: McpConfig) -> dict[str, subprocess.Popen[bytes]]:
         except OSError:
             continue  # the actor will try again and say why
     return started
+
+
+def audit_log_opens(path: str) -> bool:
+    """Whether the audit log at ``path`` can be opened for appending (nothing is created)."""
+    log = Path(path)
+    try:
+        if log.is_symlink() or log.exists():
+            os.close(os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC))
+            return True
+        return log.parent.is_dir() and os.access(log.parent, os.W_OK | os.X_OK)
+    except OSError:
+        return False
 
 
 def spawn(upstream: UpstreamConfig, parent: dict[str, str]) -> subprocess.Popen[bytes]:

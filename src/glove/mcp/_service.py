@@ -9,7 +9,11 @@ Traffic that starts at an upstream goes through :class:`_Events`: list changes r
 catalog and reach every agent; log messages and resource updates reach the agents when
 the policy lets them; server-to-client requests are decided, audited and relayed to the
 agent whose request is in flight to that upstream (or the first agent that supports
-them); a dropped non-JSON stdout line is audited.
+them); what an upstream's actor drops (non-JSON lines, messages nobody takes) and its
+failure are appended to the audit log through :meth:`_Events.record`, which works from
+the first byte: the audit log is the tree's first child, so it is open before any
+upstream actor starts, and the records carry the run id and policy digest the mediator
+will use (both fixed before anything starts).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import socket
 import stat
@@ -26,15 +31,24 @@ from typing import Any, Final
 
 import msgspec
 
-from glove.actors import Actor, ActorDead, Busy, ChildSpec, DeadlineExceeded, Supervisor
+from glove.actors import (
+    Actor,
+    ActorDead,
+    Busy,
+    ChildFailed,
+    ChildSpec,
+    DeadlineExceeded,
+    Supervisor,
+)
 from glove.mcp._catalog import Catalog
 from glove.mcp._config import McpConfig
-from glove.mcp._contracts import Refusal
+from glove.mcp._contracts import Refusal, arguments_digest
 from glove.mcp._endpoint import AgentEndpoint, Notify, ToolsChanged
 from glove.mcp._features import client_capabilities as declared_capabilities
-from glove.mcp._kernel import ExposedTool, Mediator
+from glove.mcp._kernel import RUN_ID_BYTES, ExposedTool, Mediator
 from glove.mcp._messages import ToolInfo
 from glove.mcp._session import AgentSession
+from glove.mcp._text import printable
 from glove.mcp._upstream import CallTool, Forward, UpstreamActor
 from glove.mcp.errors import METHOD_NOT_FOUND, McpError, UpstreamError
 
@@ -43,10 +57,10 @@ _log = logging.getLogger(__name__)
 STARTUP_MARGIN_S: Final = 5.0
 READ_LIMIT_BYTES: Final = 256 * 1024
 STOP_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-#: Dropped stdout lines of one upstream audited one by one; after that one in every
-#: :data:`DROPPED_LINES_SAMPLE` is (with the running count), so a flood cannot flood the log.
-MAX_AUDITED_DROPPED_LINES: Final = 100
-DROPPED_LINES_SAMPLE: Final = 1000
+#: The notifications an upstream may send that reach the agents (when the policy lets them).
+RELAYED_NOTIFICATIONS: Final = frozenset(
+    {"notifications/message", "notifications/resources/updated"}
+)
 LIST_CHANGED_METHODS: Final = {
     "tools": "notifications/tools/list_changed",
     "prompts": "notifications/prompts/list_changed",
@@ -192,6 +206,12 @@ class Mediation:
         failure = self.supervisor.exit_reason
         if failure is None or isinstance(failure, asyncio.CancelledError):
             return None
+        # The child's own error, not the supervisor's escalation of it (whose message is
+        # its repr): an upstream's error then shows its stderr lines as they are written.
+        if isinstance(failure, ChildFailed):
+            while isinstance(failure, ChildFailed) and failure.cause is not None:
+                failure = failure.cause
+            return failure
         return failure.__cause__ or failure
 
 
@@ -207,10 +227,13 @@ def _definition_factory() -> Callable[[ToolInfo], Any]:
 class _Events:
     """The mediation's side of every upstream's own traffic (see the module docstring)."""
 
-    def __init__(self, mediation: Mediation, catalog: Catalog) -> None:
+    def __init__(
+        self, mediation: Mediation, catalog: Catalog, run_id: str, policy_digest: str
+    ) -> None:
         self._mediation = mediation
         self._catalog = catalog
-        self._dropped: dict[str, int] = {}
+        self._run_id = run_id
+        self._policy_digest = policy_digest
 
     def _node(self, upstream_id: str) -> UpstreamActor | None:
         node = self._mediation.supervisor.child(f"mcp-{upstream_id}")
@@ -232,26 +255,43 @@ class _Events:
             )
         self._mediation.notify_agents(LIST_CHANGED_METHODS[kind])
 
-    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> None:
+    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> str | None:
+        if method not in RELAYED_NOTIFICATIONS:
+            # Anything else from a server (its own cancellations, ...) stays here.
+            return "a notification Glove does not relay"
         mediator = self._mediation.mediator
         if mediator is None:
-            return
+            return "it came before the mediation was ready"
         if method == "notifications/message":
             shown = mediator.exposed_log(upstream_id, params)
-        elif method == "notifications/resources/updated":
-            shown = mediator.exposed_update(upstream_id, params)
+            if shown is None:
+                return "a log message the policy keeps from the agents (logging not allowed)"
         else:
-            return  # anything else from a server (its own cancellations, ...) stays here
-        if shown is None:
-            return
+            shown = mediator.exposed_update(upstream_id, params)
+            if shown is None:
+                return "an update of a resource the agents may not read"
         for session in list(self._mediation.sessions):
             session.notify(method, shown, related=session.related_for(upstream_id))
+        return None
 
     async def server_request(
         self, upstream_id: str, method: str, params: dict[str, Any] | None
     ) -> Any:
         mediator = self._mediation.mediator
         if mediator is None:
+            # Asked during the upstreams' start-up (server-filesystem asks for roots right
+            # after its handshake): refused, and audited like any refusal.
+            await self.record(
+                upstream_id,
+                {
+                    "kind": "mcp.server_request",
+                    "method": printable(method, 64),
+                    "upstream": upstream_id,
+                    "params_sha256": arguments_digest(params or {}),
+                    "decision": "deny",
+                    "reason": "it came before the mediation was ready",
+                },
+            )
             raise Refusal(METHOD_NOT_FOUND, "Glove relays no server-to-client requests yet")
         capability = await mediator.decide_server_request(upstream_id, method, params)
         session = self._mediation.relay_target(upstream_id, capability)
@@ -259,29 +299,24 @@ class _Events:
             raise Refusal(METHOD_NOT_FOUND, f"no connected agent supports {capability}")
         return await session.request(method, params, related=session.related_for(upstream_id))
 
-    def garbage(self, upstream_id: str, excerpt: bytes) -> None:
-        count = self._dropped.get(upstream_id, 0) + 1
-        self._dropped[upstream_id] = count
-        node = self._node(upstream_id)
-        mediator = self._mediation.mediator
-        if node is None or mediator is None:
-            return
-        if count > MAX_AUDITED_DROPPED_LINES and count % DROPPED_LINES_SAMPLE:
-            return
-        record: dict[str, object] = {
-            "kind": "mcp.upstream_output",
-            "decision": "dropped",
-            "upstream": upstream_id,
-            "reason": 'a line on the server\'s stdout was not JSON (stdout = "lenient")',
-            "excerpt": excerpt.decode("utf-8", "replace"),
-            "dropped_so_far": count,
-        }
-        node.spawn_task(_record_quietly(mediator, record), name="audit-dropped-line")
+    async def record(self, upstream_id: str, record: dict[str, object]) -> None:
+        """Append ``record`` to the mediation's audit log, durably (with this run's id and
+        the policy's digest, as the mediator's own records).
 
+        Raises:
+            AuditError: the log could not record it (``AuditUnavailable`` when it is gone).
+        """
+        from glove.audit import AuditError, AuditUnavailable
 
-async def _record_quietly(mediator: Mediator, record: dict[str, object]) -> None:
-    with contextlib.suppress(Refusal):
-        await mediator.record(record)
+        record.setdefault("run", self._run_id)
+        record.setdefault("policy", self._policy_digest)
+        try:
+            audit = self._mediation.supervisor.child("audit")
+            await audit.append(record)  # type: ignore[union-attr]
+        except AuditError:
+            raise
+        except (KeyError, ActorDead, Busy, DeadlineExceeded, RecursionError) as exc:
+            raise AuditUnavailable(f"the audit log is unavailable: {exc!r}") from exc
 
 
 def _load_policy(config: McpConfig) -> Any:
@@ -304,7 +339,7 @@ class KernelActor(Actor):
         config: McpConfig,
         policy: Any,
         catalog: Catalog,
-        run_id: str | None = None,
+        run_id: str,
     ) -> None:
         super().__init__("kernel", mailbox_size=1)
         self._mediation = mediation
@@ -418,7 +453,8 @@ def build_mediation(
     :class:`glove.audit.AuditLog`); tests inject failing storage through it.
     ``client_capabilities``, when the agent's are known before the upstreams start (an HTTP
     session), narrows what Glove declares upstream to what that agent supports. ``run_id``
-    names the run in audit records. ``prestarted`` holds upstream processes already started.
+    names the run in audit records (default: a fresh one). ``prestarted`` holds upstream
+    processes already started.
 
     Raises:
         PolicyFileError: the policy file is invalid.
@@ -426,6 +462,7 @@ def build_mediation(
     from glove.audit import AuditLog
 
     policy = _load_policy(config)
+    run = run_id or secrets.token_hex(RUN_ID_BYTES)
 
     def shared_log(path: str) -> AuditLog:
         # Shared: two runs with one configuration take turns on its log (their records say
@@ -453,12 +490,10 @@ def build_mediation(
             )
         )
     # The factories run when the supervisor starts, after `mediation` below exists.
-    specs.append(
-        ChildSpec("kernel", lambda: KernelActor(mediation, config, policy, catalog, run_id))
-    )
+    specs.append(ChildSpec("kernel", lambda: KernelActor(mediation, config, policy, catalog, run)))
     supervisor = Supervisor("mcp", specs, strategy="one_for_all", intensity=0)
     mediation = Mediation(supervisor)
-    events = _Events(mediation, catalog)
+    events = _Events(mediation, catalog, run, policy.digest)
     return mediation
 
 

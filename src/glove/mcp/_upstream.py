@@ -15,10 +15,20 @@ the server is answered here.
 Failure is never a hang: an oversized frame, end of file, the process exiting, or a frame
 that is JSON but not JSON-RPC fails every pending call at once with
 :class:`~glove.mcp.errors.UpstreamTransportError` and crashes the actor, so its supervisor
-applies the session's rules. A line that is not JSON at all is dropped and reported
-(``stdout = "lenient"``, the default) or fatal too (``"strict"``). A caller that gives up
-(its deadline passed, or the agent cancelled) cancels the reply future; the actor then
-sends ``notifications/cancelled`` upstream and drops the late reply when it comes.
+applies the session's rules. A line that is not JSON at all is dropped (``stdout =
+"lenient"``, the default) or fatal too (``"strict"``). A caller that gives up (its deadline
+passed, or the agent cancelled) cancels the reply future; the actor then sends
+``notifications/cancelled`` upstream and drops the late reply when it comes.
+
+Nothing the server sends is dropped unaudited (:mod:`._upstream_audit`): a dropped line or
+message gets its record through :meth:`UpstreamEvents.record` **before the transport reads
+on** (the reader awaits it, so records keep the order of the lines, and a flood is slowed to
+the log's pace rather than buffered), and when the actor stops it writes the final counts
+and, if it failed, its failure with the last lines of the server's stderr. The audit log is
+the mediation's first child, so it is open before the server's first byte is read. Record
+writes are shielded from the reader's cancellation and awaited in ``on_stop``: a record
+is never abandoned half-way by a crash. A drop that cannot be recorded crashes the actor
+(fail closed).
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import msgspec
 
 from glove.actors import Actor, Deferred
 from glove.mcp._config import UpstreamConfig
+from glove.mcp._contracts import arguments_digest
 from glove.mcp._framing import (
     decode_message,
     encode_error,
@@ -50,9 +61,24 @@ from glove.mcp._messages import (
     Response,
     ToolInfo,
 )
+from glove.mcp._text import printable
+from glove.mcp._upstream_audit import (
+    EXCERPT_BYTES,
+    MESSAGE_KIND,
+    OUTPUT_KIND,
+    DropCounter,
+    Record,
+    excerpt_of,
+    failure_record,
+    final_record,
+    line_record,
+    message_record,
+    stderr_lines,
+)
 from glove.mcp.errors import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
+    OVERLOADED,
     PARSE_ERROR,
     FramingError,
     UpstreamCallFailed,
@@ -71,9 +97,15 @@ MAX_LISTED_ITEMS: Final = 4096
 MAX_PENDING_CALLS: Final = 256
 #: Server-to-client requests of one upstream being relayed at once; more are refused.
 MAX_SERVER_REQUESTS: Final = 16
+#: Cancelled request ids remembered, so a late reply to one is not reported as a stray.
+MAX_CANCELLED_REMEMBERED: Final = 1024
 #: Longest excerpt of a dropped non-JSON stdout line that is reported, in bytes.
-GARBAGE_EXCERPT_BYTES: Final = 160
+GARBAGE_EXCERPT_BYTES: Final = EXCERPT_BYTES
 PROBE_TIMEOUT_S: Final = 3.0
+#: How long ``on_stop`` waits for the last audit records (final counts, the failure).
+STOP_AUDIT_S: Final = 3.0
+STDOUT_DROP_REASON: Final = 'a line on the server\'s stdout was not JSON (stdout = "lenient")'
+HTTP_DROP_REASON: Final = "a message on the server's HTTP stream was not JSON"
 
 MODERN_VERSION: Final = "2026-07-28"
 LEGACY_VERSIONS: Final = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
@@ -83,6 +115,7 @@ META_CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
 META_CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 CLIENT_INFO: Final = {"name": "glove", "version": "0.1.0"}
 LISTEN_FILTER: Final = {"toolsListChanged": True}
+LISTEN_ACKNOWLEDGED: Final = "notifications/subscriptions/acknowledged"
 #: list_changed notification -> the kind the actor re-lists.
 LIST_CHANGED: Final = {
     "notifications/tools/list_changed": "tools",
@@ -92,6 +125,12 @@ LIST_CHANGED: Final = {
 
 ProgressSink = Callable[[dict[str, Any]], None]
 ToolsChanged = Callable[[str], None]
+#: Hands the actor one frame; an awaitable result must be awaited before the next frame
+#: is read (an audit record the frame needs, or the refusal it gets).
+Deliver = Callable[[bytes], Awaitable[None] | None]
+#: Hands the actor what a transport itself dropped (an SSE event that is not a message)
+#: with the reason; the result is awaited like :data:`Deliver`'s.
+Discard = Callable[[bytes, str], Awaitable[None] | None]
 
 
 class UpstreamEvents(Protocol):
@@ -100,8 +139,9 @@ class UpstreamEvents(Protocol):
     def list_changed(self, upstream_id: str, kind: str) -> None:
         """``kind`` (tools, prompts, resources) was re-listed after a list_changed."""
 
-    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> None:
-        """A notification the actor does not handle itself (log messages, resource updates)."""
+    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> str | None:
+        """A notification the actor does not handle itself (log messages, resource updates);
+        return why it was dropped, or ``None`` when it went on to the agents."""
 
     def server_request(
         self, upstream_id: str, method: str, params: dict[str, Any] | None
@@ -110,8 +150,11 @@ class UpstreamEvents(Protocol):
         carrying ``code`` and ``message`` (or any other) an error answer."""
         ...
 
-    def garbage(self, upstream_id: str, excerpt: bytes) -> None:
-        """A line on stdout that was not JSON was dropped (``stdout = "lenient"``)."""
+    def record(self, upstream_id: str, record: dict[str, object]) -> Awaitable[None]:
+        """Append an audit record about this upstream's own traffic (a dropped line or
+        message, its failure); the awaitable is done once the record is durable, and raises
+        the audit log's error (:class:`glove.audit.AuditError`) when it cannot be."""
+        ...
 
 
 class Transport(Protocol):
@@ -121,9 +164,7 @@ class Transport(Protocol):
     protocol_version: str | None
 
     async def open(
-        self,
-        deliver: Callable[[bytes], None],
-        spawn: Callable[[Any, str], object],
+        self, deliver: Deliver, spawn: Callable[[Any, str], object], discard: Discard
     ) -> None: ...
     def send(self, frame: bytes, *, expects_reply: bool = False) -> None: ...
     async def close(self) -> None: ...
@@ -249,8 +290,11 @@ class UpstreamActor(Actor):
         self.prompts: list[dict[str, Any]] = []
         self.resources: list[dict[str, Any]] = []
         self.templates: list[dict[str, Any]] = []
-        #: Non-JSON stdout lines dropped so far (``stdout = "lenient"``).
-        self.dropped_lines = 0
+        #: Non-JSON lines and unwanted messages dropped so far, and what was recorded.
+        self._lines = DropCounter()
+        self._messages = DropCounter()
+        #: Audit records being written (shielded from the reader; awaited in on_stop).
+        self._writes: set[asyncio.Future[None]] = set()
         self._on_tools_changed = on_tools_changed
         self._events = events
         self._client_capabilities = dict(client_capabilities or {})
@@ -260,6 +304,9 @@ class UpstreamActor(Actor):
         self._next_id = 0
         self._failure: UpstreamError | None = None
         self._relisting: set[str] = set()
+        self._probe_unanswered = False
+        #: Ids of requests Glove cancelled, oldest first (a late reply to one is expected).
+        self._cancelled: dict[int, None] = {}
         self._serving = 0
 
     # -- life ---------------------------------------------------------------------------------
@@ -271,19 +318,33 @@ class UpstreamActor(Actor):
             UpstreamTransportError: the server cannot be reached or died during startup.
             UpstreamProtocolError: the handshake or a list was malformed.
         """
-        await self._transport.open(self._on_frame_safely, self._spawn)
+        await self._transport.open(self._on_frame_safely, self._spawn, self._discarded)
         try:
             async with asyncio.timeout(self.config.startup_timeout_s):
                 await self._handshake()
                 await self._list_everything()
         except TimeoutError as exc:
-            raise UpstreamTransportError(
-                self.upstream_id,
-                f"no handshake and tool list within {self.config.startup_timeout_s} s",
-            ) from exc
+            why = f"no handshake and tool list within {self.config.startup_timeout_s} s"
+            if self._lines.count:
+                why += f" (it wrote {self._lines.count} lines that are not JSON: see the audit log)"
+            raise UpstreamTransportError(self.upstream_id, why) from exc
+
+    @property
+    def dropped_lines(self) -> int:
+        """Non-JSON lines dropped so far (``stdout = "lenient"``)."""
+        return self._lines.count
+
+    @property
+    def dropped_messages(self) -> int:
+        """JSON-RPC messages from the server dropped so far (see :mod:`._upstream_audit`)."""
+        return self._messages.count
 
     def _spawn(self, coro: Any, name: str) -> object:
-        return self.spawn_task(self._failing(coro), name=name)
+        task = self.spawn_task(self._failing(coro), name=name)
+        # A task cancelled before its first step (teardown right after a send) never runs
+        # ``coro``: close it, or Python warns on stderr that it was never awaited.
+        task.add_done_callback(lambda _: coro.close())
+        return task
 
     async def _failing(self, coro: Any) -> None:
         try:
@@ -294,9 +355,42 @@ class UpstreamActor(Actor):
             raise
 
     async def on_stop(self) -> None:
-        """Fail what is pending, then close the transport (stdin EOF, SIGTERM, SIGKILL)."""
+        """Fail what is pending, write the last audit records (final counts; the failure with
+        the server's last stderr lines), then close the transport (stdin EOF, SIGTERM,
+        SIGKILL)."""
         self._fail_all(self._failure or UpstreamTransportError(self.upstream_id, "stopped"))
+        try:
+            async with asyncio.timeout(STOP_AUDIT_S):
+                await self._audit_the_end()
+        except Exception as exc:  # noqa: BLE001 - teardown goes on; the log says why
+            _log.error(
+                "upstream %r: its last audit records were not written: %r", self.upstream_id, exc
+            )
         await self._transport.close()
+
+    async def _audit_the_end(self) -> None:
+        if self._writes:
+            await asyncio.gather(*self._writes, return_exceptions=True)
+        for kind, counter in ((OUTPUT_KIND, self._lines), (MESSAGE_KIND, self._messages)):
+            count = counter.final()
+            if count is not None:
+                await self._record_now(final_record(kind, self.upstream_id, counter, count))
+        reason = self.exit_reason
+        if reason is None or isinstance(reason, asyncio.CancelledError):
+            return
+        lines = stderr_lines(self.stderr_tail)
+        if isinstance(reason, UpstreamError):
+            # What the operator reads (Glove's stderr, the session's error) shows the server's
+            # own last words; the agents were told only the summary (agent_message).
+            reason.add_stderr(lines)
+            text = reason.summary
+        else:
+            text = f"{type(reason).__name__}: {reason}"
+        await self._record_now(failure_record(self.upstream_id, text, lines))
+
+    async def _record_now(self, record: Record) -> None:
+        if self._events is not None:
+            await self._events.record(self.upstream_id, record)
 
     def force_kill(self) -> None:
         """Kill the server at once (its process group, for a stdio server)."""
@@ -385,7 +479,11 @@ class UpstreamActor(Actor):
     def _settled(self, request_id: int, future: asyncio.Future[Any]) -> None:
         pending = self._pending.pop(request_id, None)
         if pending is not None and future.cancelled() and self._failure is None:
-            # The caller gave up: tell the server, and forget the id so a late reply drops.
+            # The caller gave up: tell the server, and forget the id so a late reply drops
+            # (quietly: MCP lets a server answer a cancelled request, and says to ignore it).
+            self._cancelled[request_id] = None
+            if len(self._cancelled) > MAX_CANCELLED_REMEMBERED:
+                del self._cancelled[next(iter(self._cancelled))]
             self._write(
                 encode_notification(
                     "notifications/cancelled",
@@ -407,14 +505,25 @@ class UpstreamActor(Actor):
             return
         if self.config.era == MODERN_VERSION:
             raise UpstreamProtocolError(self.upstream_id, "the server does not speak 2026-07-28")
-        raw = await self._call(
-            "initialize",
-            {
-                "protocolVersion": LATEST_LEGACY_VERSION,
-                "capabilities": self._client_capabilities,
-                "clientInfo": CLIENT_INFO,
-            },
-        )
+        try:
+            raw = await self._call(
+                "initialize",
+                {
+                    "protocolVersion": LATEST_LEGACY_VERSION,
+                    "capabilities": self._client_capabilities,
+                    "clientInfo": CLIENT_INFO,
+                },
+            )
+        except UpstreamCallFailed:
+            # A modern-only server refuses initialize. If the probe only went unanswered,
+            # the server may just have been slow to start (the probe is sent at spawn: the
+            # SDK fixture took 3.6-4.6 s to answer on a loaded 2-core machine): ask again,
+            # bounded only by the start-up deadline.
+            if self.config.era == "auto" and self._probe_unanswered:
+                self._probe_unanswered = False
+                if await self._probe_modern(None):
+                    return
+            raise
         try:
             result = msgspec.json.decode(raw, type=InitializeResult)
         except msgspec.DecodeError as exc:
@@ -429,16 +538,18 @@ class UpstreamActor(Actor):
         self.capabilities = result.capabilities
         self._write(encode_notification("notifications/initialized"))
 
-    async def _probe_modern(self) -> bool:
+    async def _probe_modern(self, limit_s: float | None = PROBE_TIMEOUT_S) -> bool:
         future = self._request("server/discover", {})
         try:
-            async with asyncio.timeout(PROBE_TIMEOUT_S):
+            async with asyncio.timeout(limit_s):
                 raw = await future
         except UpstreamTransportError:
             raise
-        except (UpstreamError, TimeoutError):
-            # Any error or silence means "not modern": the spec forbids keying the
-            # fallback to one error code.
+        except TimeoutError:
+            self._probe_unanswered = True  # silence means "not modern", for now
+            return False
+        except UpstreamError:
+            # Any error means "not modern": the spec forbids keying the fallback to one code.
             return False
         try:
             result = msgspec.json.decode(raw, type=DiscoverResult)
@@ -532,57 +643,120 @@ class UpstreamActor(Actor):
 
     # -- reading ------------------------------------------------------------------------------
 
-    def _on_frame_safely(self, frame: bytes) -> None:
+    def _on_frame_safely(self, frame: bytes) -> Awaitable[None] | None:
         try:
-            self._on_frame(frame)
+            return self._on_frame(frame)
         except UpstreamError as exc:
             self._failure = exc
             self._fail_all(exc)
             self.crash(exc)
+            return None
 
-    def _on_frame(self, frame: bytes) -> None:
+    def _on_frame(self, frame: bytes) -> Awaitable[None] | None:
         try:
             message = decode_message(frame)
         except FramingError as exc:
             if exc.code == PARSE_ERROR and self.config.stdout == "lenient":
-                # Not JSON at all: a stray print, a banner. Dropped and reported; a frame
+                # Not JSON at all: a stray print, a banner. Dropped and audited; a frame
                 # that is JSON but not JSON-RPC stays fatal (the peer is confused).
-                self.dropped_lines += 1
-                if self._events is not None:
-                    self._events.garbage(self.upstream_id, frame[:GARBAGE_EXCERPT_BYTES])
-                return
+                http = self.config.url is not None
+                return self._discarded(frame, HTTP_DROP_REASON if http else STDOUT_DROP_REASON)
             raise UpstreamTransportError(self.upstream_id, f"wrote garbage: {exc}") from exc
         if isinstance(message, Response | ErrorResponse):
-            if not isinstance(message.id, int):
-                return  # not an id Glove issued: a late or stray reply, dropped
-            pending = self._pending.get(message.id)
-            if pending is None or pending.future.done():
-                return
-            if isinstance(message, Response):
-                pending.future.set_result(message.result)
-            else:
-                pending.future.set_exception(
-                    UpstreamCallFailed(self.upstream_id, message.error.code, message.error.message)
-                )
-        elif isinstance(message, Notification):
-            self._on_notification(message)
-        else:
-            self._on_server_request(message)
+            return self._on_reply(message)
+        if isinstance(message, Notification):
+            return self._on_notification(message)
+        return self._on_server_request(message)
 
-    def _on_server_request(self, request: Request) -> None:
+    def _on_reply(self, message: Response | ErrorResponse) -> Awaitable[None] | None:
+        if not isinstance(message.id, int):
+            return self._dropped(None, f"a reply to id {message.id!r}, which Glove never issued")
+        pending = self._pending.get(message.id)
+        if pending is None or pending.future.done():
+            if message.id in self._cancelled:
+                del self._cancelled[message.id]
+                return None  # the late reply to a request Glove cancelled: expected
+            return self._dropped(
+                None,
+                f"a reply to request {message.id}, which nothing waits for "
+                "(never sent, or answered already)",
+            )
+        if isinstance(message, Response):
+            pending.future.set_result(message.result)
+        else:
+            pending.future.set_exception(
+                UpstreamCallFailed(self.upstream_id, message.error.code, message.error.message)
+            )
+        return None
+
+    # -- what is dropped, audited ---------------------------------------------------------------
+
+    def _discarded(self, data: bytes, reason: str) -> Awaitable[None] | None:
+        """A line (or HTTP message) that is not a frame was dropped: count it, maybe record it."""
+        excerpt = excerpt_of(data)
+        if not self._lines.drop(excerpt):
+            return None
+        return self._audit(line_record(self.upstream_id, excerpt, self._lines.count, reason))
+
+    def _dropped(self, method: str | None, reason: str) -> Awaitable[None] | None:
+        """A JSON-RPC message was dropped: count it, maybe record it."""
+        if not self._messages.drop():
+            return None
+        return self._audit(message_record(self.upstream_id, method, self._messages.count, reason))
+
+    def _audit(self, record: Record) -> Awaitable[None] | None:
+        if self._events is None:
+            return None
+        # Not a spawn_task: teardown would cancel it and abandon the record half-way. The
+        # caller awaits a shield of it; on_stop awaits whatever is still being written.
+        write = asyncio.ensure_future(self._events.record(self.upstream_id, record))
+        self._writes.add(write)
+        write.add_done_callback(self._written)
+        return asyncio.shield(write)
+
+    def _written(self, write: asyncio.Future[None]) -> None:
+        self._writes.discard(write)
+        if write.cancelled():
+            return
+        failure = write.exception()
+        if failure is not None:
+            # A drop that cannot be recorded ends the session: the log's promise is that
+            # every one has its record (fail closed).
+            self.crash(failure)
+
+    def _on_server_request(self, request: Request) -> Awaitable[None] | None:
         if request.method == "ping":
             self._write(encode_result(request.id, {}))
-            return
-        if self._events is None or self._serving >= MAX_SERVER_REQUESTS:
-            # Nothing to relay to (or too much at once): refused, never forwarded blindly.
+            return None
+        if self._events is None:
+            # Nothing to relay to (a bare actor, as `glove mcp tools` starts): refused.
             self._write(
                 encode_error(
                     request.id, METHOD_NOT_FOUND, "Glove relays no server-to-client requests"
                 )
             )
-            return
+            return None
+        if self._serving >= MAX_SERVER_REQUESTS:
+            why = f"more than {MAX_SERVER_REQUESTS} server-to-client requests at once"
+            return self._refuse(request, why)
         self._serving += 1
         self.spawn_task(self._serve(request), name="server-request")
+        return None
+
+    async def _refuse(self, request: Request, why: str) -> None:
+        """Audit a refused server-to-client request, then answer it (audit before refusing)."""
+        record: Record = {
+            "kind": "mcp.server_request",
+            "method": printable(request.method, 64),
+            "upstream": self.upstream_id,
+            "params_sha256": arguments_digest(request.params or {}),
+            "decision": "deny",
+            "reason": why,
+        }
+        write = self._audit(record)
+        if write is not None:
+            await write
+        self._write(encode_error(request.id, OVERLOADED, why))
 
     async def _serve(self, request: Request) -> None:
         assert self._events is not None
@@ -603,22 +777,35 @@ class UpstreamActor(Actor):
             self._serving -= 1
         self._write(frame)
 
-    def _on_notification(self, message: Notification) -> None:
+    def _on_notification(self, message: Notification) -> Awaitable[None] | None:
         params = message.params or {}
-        if message.method == "notifications/progress":
-            token = params.get("progressToken")
-            pending = self._pending.get(token) if isinstance(token, int) else None
-            if pending is not None and pending.progress is not None:
-                pending.progress({**params, "progressToken": pending.progress_token})
-            return
-        kind = LIST_CHANGED.get(message.method)
+        method = message.method
+        if method == "notifications/progress":
+            return self._on_progress(params)
+        if method == LISTEN_ACKNOWLEDGED:
+            return None  # the server took Glove's own subscriptions/listen: nothing to pass on
+        kind = LIST_CHANGED.get(method)
         if kind is not None:
-            if kind not in self._relisting and self.era is not None:
+            if self.era is None:
+                return self._dropped(method, "before the handshake (the lists are read after it)")
+            if kind not in self._relisting:
                 self._relisting.add(kind)
                 self.spawn_task(self._relist(kind), name=f"relist-{kind}")
-            return
-        if self._events is not None:
-            self._events.notification(self.upstream_id, message.method, params)
+            return None
+        if self._events is None:
+            return None
+        why = self._events.notification(self.upstream_id, method, params)
+        return None if why is None else self._dropped(method, why)
+
+    def _on_progress(self, params: dict[str, Any]) -> Awaitable[None] | None:
+        token = params.get("progressToken")
+        pending = self._pending.get(token) if isinstance(token, int) else None
+        if pending is None or pending.progress is None:
+            return self._dropped(
+                "notifications/progress", "progress for no request in flight that asked for it"
+            )
+        pending.progress({**params, "progressToken": pending.progress_token})
+        return None
 
     def _fail_all(self, exc: UpstreamError) -> None:
         pending, self._pending = self._pending, {}

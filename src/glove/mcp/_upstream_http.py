@@ -3,7 +3,9 @@
 Each JSON-RPC message Glove sends is one POST to the URL. A request's answer comes back
 as one JSON body or as an SSE stream carrying the server's progress, log messages and
 server-to-client requests before the answer; every message on it is delivered to the
-actor like a line from a stdio server. Notifications and answers to the server's requests
+actor like a line from a stdio server (and, like one, may make the reader wait for its
+audit record). An SSE event of another type than ``message`` that carries data is handed
+to the actor as dropped, so it is audited too. Notifications and answers to the server's requests
 get 202. After the handshake a GET stream is opened for server-initiated messages (a 405
 is fine: not every server offers one), and ``close`` ends the session with DELETE.
 
@@ -25,7 +27,7 @@ import contextlib
 import ipaddress
 import os
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -54,7 +56,8 @@ DEFAULT_RESUME_WAIT_S: Final = 0.5
 MAX_RESUME_WAIT_S: Final = 10.0
 USER_AGENT: Final = "glove-mcp"
 
-Deliver = Callable[[bytes], None]
+Deliver = Callable[[bytes], Awaitable[None] | None]
+Discard = Callable[[bytes, str], Awaitable[None] | None]
 Spawn = Callable[[Any, str], object]
 
 
@@ -94,13 +97,14 @@ class HttpTransport:
         self._headers: dict[str, str] = {}
         self._idle: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
         self._deliver: Deliver | None = None
+        self._discard: Discard | None = None
         self._spawn: Spawn | None = None
         self._ssl: ssl.SSLContext | None = None
         self._get_started = False
 
     # -- the transport contract ---------------------------------------------------------------
 
-    async def open(self, deliver: Deliver, spawn: Spawn) -> None:
+    async def open(self, deliver: Deliver, spawn: Spawn, discard: Discard) -> None:
         """Read the configured headers; connections are made on the first request.
 
         Raises:
@@ -118,6 +122,7 @@ class HttpTransport:
         if self._tls:
             self._ssl = ssl.create_default_context()
         self._deliver = deliver
+        self._discard = discard
         self._spawn = spawn
 
     def send(self, frame: bytes, *, expects_reply: bool = False) -> None:
@@ -220,7 +225,7 @@ class HttpTransport:
                 await self._skip_body(reader, head, rest)
                 self._reuse(reader, writer, head)
                 if expects_reply:
-                    self._fail_request(body, f"HTTP {head.status} {head.reason}")
+                    await self._fail_request(body, f"HTTP {head.status} {head.reason}")
                 return
             answered, last_id, retry_ms = await self._read_body(
                 reader, head, rest, self._request_id(body) if expects_reply else None
@@ -254,7 +259,7 @@ class HttpTransport:
                 return
             last_id = newer or last_id
             retry_ms = retry if retry is not None else retry_ms
-        self._fail_request(body, "the server closed the stream and never answered")
+        await self._fail_request(body, "the server closed the stream and never answered")
 
     def _request_id(self, body: bytes) -> int | str | None:
         try:
@@ -285,10 +290,12 @@ class HttpTransport:
         else:
             self._idle.append((reader, writer))
 
-    def _fail_request(self, body: bytes, why: str) -> None:
+    async def _fail_request(self, body: bytes, why: str) -> None:
         request_id = self._request_id(body)
         if request_id is not None and self._deliver is not None:
-            self._deliver(encode_error(request_id, UPSTREAM_FAILED, why).rstrip(b"\n"))
+            pending = self._deliver(encode_error(request_id, UPSTREAM_FAILED, why).rstrip(b"\n"))
+            if pending is not None:
+                await pending
 
     # -- responses ----------------------------------------------------------------------------
 
@@ -308,7 +315,7 @@ class HttpTransport:
     ) -> AsyncIterator[bytes]:
         """Yield the body's bytes as they arrive (length-delimited, chunked or to EOF)."""
         length = body_length(head.headers, 1 << 62)
-        if head.status in (202, 204) or length == 0:
+        if head.status in (202, 204) or (length == 0 and head.header("content-length")):
             return
         if length is not None and head.header("content-length") is not None:
             got = rest[:length]
@@ -331,7 +338,9 @@ class HttpTransport:
                 data, _ = decoder.feed(chunk)
                 yield data
             return
-        yield rest  # neither: the body runs to the end of the connection
+        # Neither header: the body runs to the end of the connection (RFC 9112 section 6.3),
+        # as a plain HTTP/1.1 server streams SSE; body_length's 0 only means "no length".
+        yield rest
         while chunk := await reader.read(READ_CHUNK_BYTES):
             yield chunk
 
@@ -345,8 +354,9 @@ class HttpTransport:
         """Deliver every message of the body; return whether the answer to ``request_id``
         was among them, the last SSE event id and the server's retry hint."""
         content_type = (head.header("content-type") or "").lower()
-        deliver = self._deliver
+        deliver, discard = self._deliver, self._discard
         assert deliver is not None
+        assert discard is not None
         if content_type.startswith("text/event-stream"):
             parser = SseParser()
             answered = False
@@ -356,19 +366,26 @@ class HttpTransport:
                 for event in parser.feed(data):
                     last_id = event.id or last_id
                     retry = event.retry if event.retry is not None else retry
-                    if event.event != "message" or not event.data.strip():
-                        continue
+                    if not event.data.strip():
+                        continue  # a priming event, a keep-alive: nothing was said
                     self._check_size(len(event.data))
                     message = event.data.encode()
-                    answered = answered or self._answers(message, request_id)
-                    deliver(message)
+                    if event.event != "message":
+                        pending = discard(message, f"an SSE event of type {event.event!r}")
+                    else:
+                        answered = answered or self._answers(message, request_id)
+                        pending = deliver(message)
+                    if pending is not None:
+                        await pending
             return answered, last_id, retry
         body = bytearray()
         async for data in self._chunks(reader, head, rest):
             body += data
             self._check_size(len(body))
         if body.strip():
-            deliver(bytes(body))
+            pending = deliver(bytes(body))
+            if pending is not None:
+                await pending
         return True, None, None
 
     @staticmethod

@@ -1,11 +1,14 @@
 """The stdio transport of an upstream: a host subprocess speaking newline-delimited JSON-RPC.
 
 The process is started with a scrubbed environment, in its own process group. Its stdout
-is cut into bounded frames (:class:`~glove.mcp._framing.LineSplitter`); its stderr is
-drained into a bounded tail so a server that floods it never stalls. End of file, an
-oversized frame, or the process exiting is a transport failure
+is cut into bounded frames (:class:`~glove.mcp._framing.LineSplitter`), each handed to
+the actor before the next is read (the actor may make the reader wait for an audit
+record); its stderr is drained into a bounded tail so a server that floods it never
+stalls. End of file, an oversized frame, or the process exiting is a transport failure
 (:class:`~glove.mcp.errors.UpstreamTransportError`), raised out of the reading task so
-the owning actor crashes.
+the owning actor crashes. At end of file the reader first waits (boundedly) for the
+process to exit and its stderr to end, so the failure names the exit status and the actor
+reports the server's last stderr lines whole.
 
 What a non-JSON line on stdout means is the actor's call (``stdout = "lenient"`` drops
 it, ``"strict"`` fails): this module only delivers lines.
@@ -19,7 +22,7 @@ import os
 import signal
 import subprocess
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Final
 
 from glove.mcp._config import UpstreamConfig, child_environment
@@ -29,9 +32,12 @@ from glove.mcp.errors import UpstreamTransportError
 READ_CHUNK_BYTES: Final = 256 * 1024
 STDERR_TAIL_BYTES: Final = 8 * 1024
 STOP_GRACE_S: Final = 2.0
+#: After end of file on stdout: how long to wait for the exit, then for stderr's end.
+EXIT_SETTLE_S: Final = 2.0
 
 Spawn = Callable[[Coroutine[Any, Any, None], str], object]
-Deliver = Callable[[bytes], None]
+Deliver = Callable[[bytes], Awaitable[None] | None]
+Discard = Callable[[bytes, str], Awaitable[None] | None]
 
 
 class StdioTransport:
@@ -52,11 +58,13 @@ class StdioTransport:
         self._proc: asyncio.subprocess.Process | AdoptedProcess | None = None
         self._stderr_tail: deque[bytes] = deque()
         self._stderr_bytes = 0
+        self._stderr_ended = asyncio.Event()
         self.session_id: str | None = None
         self.protocol_version: str | None = None
 
-    async def open(self, deliver: Deliver, spawn: Spawn) -> None:
-        """Start the process and its readers (owned by ``spawn``'s actor).
+    async def open(self, deliver: Deliver, spawn: Spawn, discard: Discard) -> None:
+        """Start the process and its readers (owned by ``spawn``'s actor); every stdout
+        line goes to ``deliver`` (``discard`` is unused: a line's meaning is the actor's).
 
         Raises:
             UpstreamTransportError: the program cannot be started.
@@ -154,17 +162,39 @@ class StdioTransport:
         while True:
             chunk = await proc.stdout.read(READ_CHUNK_BYTES)
             if not chunk:
-                code = await proc.wait()
-                raise UpstreamTransportError(
-                    self.upstream_id, f"closed its stdout (exit status {code})"
-                )
+                status = await self._settle()
+                raise UpstreamTransportError(self.upstream_id, f"closed its stdout ({status})")
             for frame in splitter.feed(chunk):
                 if frame is OVERSIZED:
                     raise UpstreamTransportError(
                         self.upstream_id, f"wrote a frame over {self._max_frame_bytes} bytes"
                     )
                 assert isinstance(frame, bytes)
-                deliver(frame)
+                pending = deliver(frame)
+                if pending is not None:
+                    await pending
+
+    async def _settle(self) -> str:
+        """After end of file on stdout: wait a moment for the exit and the end of stderr (a
+        server that closed stdout but runs on, or a child holding stderr, costs at most
+        twice :data:`EXIT_SETTLE_S`); say how the process ended."""
+        proc = self._proc
+        assert proc is not None
+        try:
+            async with asyncio.timeout(EXIT_SETTLE_S):
+                code = await proc.wait()
+        except TimeoutError:
+            return "still running"
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(EXIT_SETTLE_S):
+                await self._stderr_ended.wait()
+        if code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            return f"killed by {name}"
+        return f"exit status {code}"
 
     async def _drain_stderr(self) -> None:
         proc = self._proc
@@ -177,6 +207,7 @@ class StdioTransport:
             self._stderr_bytes += len(self._stderr_tail[-1])
             while self._stderr_bytes > STDERR_TAIL_BYTES and len(self._stderr_tail) > 1:
                 self._stderr_bytes -= len(self._stderr_tail.popleft())
+        self._stderr_ended.set()
 
 
 class AdoptedProcess:

@@ -25,6 +25,7 @@ agent sees each as a JSON-RPC error with one of the codes below.
 from __future__ import annotations
 
 from glove.errors import GloveError
+from glove.mcp._text import printable
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -39,6 +40,8 @@ UPSTREAM_FAILED = -33002
 UPSTREAM_TIMEOUT = -33003
 AUDIT_FAILED = -33004
 OVERLOADED = -33005
+#: Longest message of an upstream error, in characters (its stderr lines come on top).
+MAX_MESSAGE_CHARS = 1024
 
 
 class McpError(GloveError):
@@ -98,11 +101,33 @@ class ToolNameError(McpError):
 
 
 class UpstreamError(McpError):
-    """An upstream server failed a call; ``upstream`` is its configured id."""
+    """An upstream server failed a call; ``upstream`` is its configured id.
 
-    def __init__(self, upstream: str, message: str) -> None:
-        super().__init__(f"upstream {upstream!r}: {message}")
+    ``summary`` is the error without the upstream's own words; ``stderr`` holds the last
+    lines the server wrote on its stderr (neutralised, bounded), when it wrote any. ``str()``
+    (what the operator reads) shows both; an agent is told only the summary
+    (:func:`agent_message`): a server's stderr may name host paths or secrets.
+    """
+
+    def __init__(self, upstream: str, message: str, *, stderr: tuple[str, ...] = ()) -> None:
         self.upstream = upstream
+        # The message may quote the server (a key of its JSON, its error text): neutralised,
+        # so it cannot drive the operator's terminal.
+        self.summary = f"upstream {upstream!r}: {printable(message, MAX_MESSAGE_CHARS)}"
+        self.stderr = stderr
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        if not self.stderr:
+            return self.summary
+        shown = "\n".join(f"  | {line}" for line in self.stderr)
+        return f"{self.summary}; the last lines of its stderr:\n{shown}"
+
+    def add_stderr(self, lines: tuple[str, ...]) -> None:
+        """Attach the server's last stderr lines, unless some are attached already."""
+        if lines and not self.stderr:
+            self.stderr = lines
+            self.args = (self._text(),)
 
 
 class UpstreamTransportError(UpstreamError):
@@ -120,3 +145,9 @@ class UpstreamCallFailed(UpstreamError):
 
 class UpstreamProtocolError(UpstreamError):
     """The upstream answered with something the protocol forbids (bad handshake, bad result)."""
+
+
+def agent_message(exc: BaseException) -> str:
+    """What an agent may be told of ``exc``: an upstream's error without its stderr lines
+    (those are the operator's: they go to Glove's stderr and the audit log only)."""
+    return exc.summary if isinstance(exc, UpstreamError) else str(exc)

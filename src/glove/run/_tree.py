@@ -97,5 +97,8 @@ def session_result(
     return SandboxResult(
         outcome="mediation_failed",
         exit_code=EXIT_HOST_PART_FAILED,
-        error=f"{what} failed ({failure!r}); {whom} was stopped",
+        # A Glove error says itself (an upstream's names its last stderr lines); anything
+        # else is a bug, named by its type.
+        error=f"{what} failed ({failure if isinstance(failure, GloveError) else repr(failure)}); "
+        f"{whom} was stopped",
     )

@@ -30,7 +30,7 @@ MAX_PLAN_FILE_BYTES: Final = 1024 * 1024
 
 T = TypeVar("T")
 
-_RUNTIME_HELP = "gloved's runtime directory (default: $XDG_RUNTIME_DIR/glove)."
+_RUNTIME_HELP = "gloved's runtime directory (default: the one `glove doctor` names)."
 
 
 def _fail(verb: str, message: str, code: int) -> NoReturn:
