@@ -144,9 +144,6 @@ class Person:
         config.write_text(
             'policy = "allow-all"\naudit = "audit.log"\n[upstreams.echo]\n'
             f'command = ["{self.python}", "{server}", "echo"]\ninherit_env = ["PATH", "HOME"]\n'
-            # legacy: the era probe of "auto" sometimes makes this SDK server refuse the
-            # initialize that follows (-32022), which is not what these tests are about
-            'era = "legacy"\n'
         )
         if self.who == "unpriv" and os.getuid() == 0:
             for path in (cfg, server, config):
