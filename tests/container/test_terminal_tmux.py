@@ -53,8 +53,16 @@ def at_terminal(request: pytest.FixtureRequest, unpriv: Unpriv, tmux: Tmux) -> I
 
 
 def _command(someone: Person, verb: str, flags: list[str], *argv: str) -> str:
-    """``glove VERB FLAGS -- ARGV`` (``run`` with its small mediator configuration)."""
-    extra = ["--config", str(someone.run_config())] if verb == "run" else []
+    """``glove VERB FLAGS -- ARGV``: ``run`` with its small mediator configuration,
+    ``proxy`` is ``glove exec --network proxy`` (the egress helper is the sandbox's command,
+    the session tree its launcher)."""
+    extra: list[str] = []
+    if verb == "run":
+        extra = ["--config", str(someone.run_config())]
+    elif verb == "proxy":
+        verb = "exec"
+        audit = str(someone.base / "egress-audit.log")
+        extra = ["--network", "proxy", "--allow", "127.0.0.1:9", "--audit", audit]
     return someone.glove(verb, *extra, *flags, "--", *argv)
 
 
@@ -74,7 +82,7 @@ def _marker() -> str:
 # -- what the command prints ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize("verb", ["exec", "run"])
+@pytest.mark.parametrize("verb", ["exec", "run", "proxy"])
 @pytest.mark.parametrize("mode", ["pipes", "pty"])
 def test_output_neither_writes_the_clipboard_nor_types_answers_into_the_input(
     at_terminal: Person, tmux: Tmux, verb: str, mode: str
@@ -135,7 +143,7 @@ def _job(marker: str) -> tuple[str, ...]:
     return ("/bin/sh", "-c", script, "sh", marker)
 
 
-@pytest.mark.parametrize("verb", ["exec", "run"])
+@pytest.mark.parametrize("verb", ["exec", "run", "proxy"])
 @pytest.mark.parametrize("mode", ["pipes", "pty"])
 def test_ctrl_c_stops_a_shell_and_its_children_with_130(
     at_terminal: Person, tmux: Tmux, verb: str, mode: str
@@ -171,7 +179,7 @@ def test_ctrl_backslash_quits_the_job_with_131(at_terminal: Person, tmux: Tmux) 
     assert (result["outcome"], result["signal"]) == ("signaled", 3), result
 
 
-@pytest.mark.parametrize("verb", ["exec", "run"])
+@pytest.mark.parametrize("verb", ["exec", "run", "proxy"])
 def test_ctrl_z_stops_the_whole_tree_and_fg_resumes_it(
     at_terminal: Person, tmux: Tmux, verb: str
 ) -> None:
