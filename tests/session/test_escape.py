@@ -305,3 +305,19 @@ def test_text_mode_counts_what_it_shows_inert() -> None:
     out = flt.feed(b"\x1b[1mB\x1b[6n\x07\x1b]0;t\x07") + flt.close()
     assert out == b"\x1b[1mB^[[6n^G^[]0;t^G"
     assert flt.dropped == 4
+
+
+FAST_ALPHABET = "\x1b[]?<=>()0123456789;:mHJKhlqurscnt$ #B78M\x07\\\x05\x9b\u2500ab\n"
+
+
+@pytest.mark.parametrize("mode", ["text", "pty"])
+@given(text=st.text(alphabet=st.sampled_from(FAST_ALPHABET), max_size=400))
+@settings(max_examples=400)
+def test_the_fast_paths_decide_as_the_state_machine_does(mode: str, text: str) -> None:
+    """Fed whole (the runs and whole-sequence fast paths take what they can) or one
+    character at a time (only the state machine runs), the output and the count agree."""
+    whole = EscapeFilter(mode)  # type: ignore[arg-type]
+    expected = whole.feed(text) + whole.close()
+    slow = EscapeFilter(mode)  # type: ignore[arg-type]
+    assert "".join(slow.feed(char) for char in text) + slow.close() == expected
+    assert slow.dropped == whole.dropped

@@ -78,6 +78,32 @@ _PTY_INTERESTING: Final = re.compile("[\x05\x1b\x80-\x9f\udc80-\udc9f]")
 _STRING_STOP: Final = re.compile("[\x00-\x1f\x7f-\x9f\udc80-\udc9f]")
 _PARAMS: Final = re.compile(r"[0-9;:]*")
 _CSI_SHAPE: Final = re.compile(r"([<=>?]?)([0-9;:]*)([ -/]*)")
+#: A whole CSI at a position (parameters, then intermediates, then the final): the fast
+#: path; anything else (cut by a read, unusual order) goes through the state machine,
+#: which decides the same.
+_CSI_AT: Final = re.compile(r"\x1b\[([0-?]{0,64})([ -/]{0,64})([@-~])")
+#: A whole OSC at a position, its payload free of controls (the ``pty`` fast path).
+_OSC_AT: Final = re.compile(
+    "\x1b\\]([^\x00-\x1f\x7f-\x9f\udc80-\udc9f]{0,4096})(\x07|\x1b\\\\)"
+)
+#: Fast paths: a run of text and of the commonest sequences each mode lets through as they
+#: are, matched in one step. Each is a subset of what the rules above allow (the tests feed
+#: every input whole and one character at a time, where only the state machine runs, and
+#: compare); whatever the run does not take goes through the state machine.
+_TEXT_RUN: Final = re.compile(
+    "(?:[^\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f]+"
+    r"|\x1b\[(?=[0-9;:]{0,64}[mA-HKSTfdLMPX@])(?:[0-9]{1,4}(?![0-9])|[;:])*[mA-HKSTfdLMPX@]"
+    r"|\x1b\[[0-2]?J"
+    ")+"
+)
+_PTY_RUN: Final = re.compile(
+    "(?:[^\x05\x1b\x80-\x9f\udc80-\udc9f]+"
+    r"|\x1b\[[0-9;:]{0,64}[@A-Z`abd-hj-mo-suvz{|}~]"  # all finals but c i n t w x y
+    r"|\x1b\[\?[0-9;:]{0,63}[hlrsJK]"
+    r"|\x1b\[[<=>][0-9;:]{0,63}[mu]"
+    r"|\x1b[78=>M]|\x1b[()][0AB]"
+    ")+"
+)
 _OSC_NUMBER: Final = re.compile(r"[0-9]{1,5}")
 _ESC: Final = "\x1b"
 _BEL: Final = "\x07"
@@ -194,6 +220,11 @@ class EscapeFilter:
         n = len(text)
         while i < n:
             if self._state == _GROUND:
+                run = _TEXT_RUN.match(text, i)
+                if run is not None:
+                    out.append(run.group())
+                    i = run.end()
+                    continue
                 match = _INTERESTING.search(text, i)
                 if match is None:
                     out.append(text[i:])
@@ -201,11 +232,16 @@ class EscapeFilter:
                 out.append(text[i : match.start()])
                 char = match.group()
                 i = match.end()
-                if char == _ESC:
-                    self._state = _ESCAPE
-                else:
+                if char != _ESC:
                     out.append(caret(char))
                     self.dropped += 1
+                    continue
+                csi = _CSI_AT.match(text, match.start())
+                if csi is not None and csi.end() - match.start() - 3 <= MAX_CSI_CHARS:
+                    self._text_csi(csi.group(1) + csi.group(2), csi.group(3), out)
+                    i = csi.end()
+                else:
+                    self._state = _ESCAPE
             elif self._state == _ESCAPE:
                 if text[i] == "[":
                     self._state = _CSI
@@ -219,16 +255,18 @@ class EscapeFilter:
                 i = self._csi(text, i, out)
         return "".join(out)
 
+    def _text_csi(self, body: str, final: str, out: list[str]) -> None:
+        if _allowed_csi(body, final):
+            out.append(f"\x1b[{body}{final}")
+        else:
+            out.append(f"^[[{body}{final}")
+            self.dropped += 1
+
     def _csi(self, text: str, i: int, out: list[str]) -> int:
         char = text[i]
         code = ord(char)
         if 0x40 <= code <= 0x7E:  # the final byte
-            body = "".join(self._pending)
-            if _allowed_csi(body, char):
-                out.append(f"\x1b[{body}{char}")
-            else:
-                out.append(f"^[[{body}{char}")
-                self.dropped += 1
+            self._text_csi("".join(self._pending), char, out)
             self._pending = []
             self._state = _GROUND
             return i + 1
@@ -245,12 +283,20 @@ class EscapeFilter:
     # -- pty mode -----------------------------------------------------------------------------
 
     def _feed_pty(self, text: str) -> str:
+        if self._state == _GROUND and text.isascii() and "\x1b" not in text:
+            if "\x05" not in text:
+                return text  # plain ASCII (the commonest read): nothing to look at
         out: list[str] = []
         i = 0
         n = len(text)
         while i < n:
             state = self._state
             if state == _GROUND:
+                run = _PTY_RUN.match(text, i)
+                if run is not None:
+                    out.append(run.group())
+                    i = run.end()
+                    continue
                 match = _PTY_INTERESTING.search(text, i)
                 if match is None:
                     out.append(text[i:])
@@ -258,7 +304,7 @@ class EscapeFilter:
                 out.append(text[i : match.start()])
                 i = match.end()
                 if match.group() == _ESC:
-                    self._state = _ESCAPE
+                    i = self._pty_whole(text, match.start(), out)
                 else:
                     self.dropped += 1  # ENQ (the answerback) or a C1 control
             elif state == _ESCAPE:
@@ -272,6 +318,26 @@ class EscapeFilter:
             else:
                 i = self._string_escape(text[i], i, out)
         return "".join(out)
+
+    def _pty_whole(self, text: str, at: int, out: list[str]) -> int:
+        """At an ESC: take a whole CSI or OSC in one step when the text holds it, else
+        enter the escape state. Returns where to go on."""
+        csi = _CSI_AT.match(text, at)
+        if csi is not None and csi.end() - at - 3 <= MAX_CSI_CHARS:
+            if pty_csi_allowed(csi.group(1) + csi.group(2), csi.group(3)):
+                out.append(csi.group())
+            else:
+                self.dropped += 1
+            return csi.end()
+        osc = _OSC_AT.match(text, at)
+        if osc is not None and len(osc.group(1)) <= MAX_STRING_CHARS:
+            if pty_osc_allowed(osc.group(1)):
+                out.append(osc.group())
+            else:
+                self.dropped += 1
+            return osc.end()
+        self._state = _ESCAPE
+        return at + 1
 
     def _drop(self, state: int = _GROUND) -> None:
         """Forget a sequence in progress (never written) and count it."""
