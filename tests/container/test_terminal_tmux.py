@@ -89,7 +89,7 @@ def test_output_neither_writes_the_clipboard_nor_types_answers_into_the_input(
 ) -> None:
     """A command that writes OSC 52 and sends DA, CPR, XTVERSION and a colour query: the
     pane's clipboard stays empty, the line the command reads is exactly what the person
-    typed, and --json-status counts what the filter withheld."""
+    typed, and the exit summary and --json-status count what the filter withheld."""
     flags = ["--json-status", _status(at_terminal), *(["--pty"] if mode == "pty" else [])]
     tmux.type(_command(at_terminal, verb, flags, "/bin/sh", "-c", QUERIES) + RC)
     tmux.until(lambda s: "READY" in s)
@@ -97,6 +97,7 @@ def test_output_neither_writes_the_clipboard_nor_types_answers_into_the_input(
     screen = tmux.until(lambda s: "RC=" in s)
     assert "GOT<typed-by-me>" in screen, screen
     assert "RC=0" in screen, screen
+    assert "terminal sequence(s) withheld from your terminal" in screen, screen
     assert not any(CLIPBOARD in buffer for buffer in tmux.buffers())
     assert int(_read_status(at_terminal)["terminal_sequences_dropped"]) >= 6  # type: ignore[call-overload]
 

@@ -345,6 +345,7 @@ def run_agent(opts: SandboxOptions, config_path: str) -> int:
         denied_calls=run.denied,
         first_denied=run.first_denied,
         egress=egress.summary() if egress is not None else None,
+        withheld=run.terminal_dropped,
     )
     extra: dict[str, object] = {DROPPED_KEY: run.terminal_dropped}
     if egress is not None:

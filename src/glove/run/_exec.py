@@ -41,7 +41,7 @@ from glove.run._prepare import (
     profile_for,
 )
 from glove.run._report import exit_summary, notes_before, render_description
-from glove.run._terminal import dropped, terminal_filters
+from glove.run._terminal import dropped, terminal_filters, withheld
 
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
@@ -113,10 +113,12 @@ def report_result(
     denied_calls: int = 0,
     first_denied: str | None = None,
     egress: str | None = None,
+    withheld: int = 0,
 ) -> None:
     """The error line of a failed setup, and the exit summary (or, quiet, a limit's line).
 
-    ``egress`` is the proxy's own summary line (``EgressStats.summary()``), if any.
+    ``egress`` is the proxy's own summary line (``EgressStats.summary()``), if any;
+    ``withheld`` what the terminal filter kept from the terminal.
     """
     if result.outcome in ("setup_error", "exec_error", "mediation_failed") and result.error:
         say(prog, result.error)
@@ -124,7 +126,7 @@ def report_result(
         if result.outcome == "limit" and result.error:
             say(prog, result.error)
         return
-    summary = exit_summary(result, denied_calls, first_denied, egress)
+    summary = exit_summary(result, denied_calls, first_denied, egress, withheld)
     if summary is not None:
         say(prog, summary)
 
@@ -189,7 +191,7 @@ def exec_command(opts: SandboxOptions) -> int:
         )
     except (SandboxError, GloveError) as exc:  # GloveError: the agent adapters' errors
         result = setup_failure(str(exc))
-    report_result(prog, result, quiet=opts.quiet)
+    report_result(prog, result, quiet=opts.quiet, withheld=withheld(filters))
     write_status(prog, status_fd, result, dropped(filters))
     return result.exit_code
 
@@ -255,7 +257,7 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
         if parts is not None:
             parts.close()
             shutil.rmtree(parts.guest.bind_dir, ignore_errors=True)
-    report_result(prog, result, quiet=opts.quiet, egress=summary)
+    report_result(prog, result, quiet=opts.quiet, egress=summary, withheld=withheld(filters))
     extra = {**dropped(filters), **({"egress": egress} if egress is not None else {})}
     write_status(prog, status_fd, result, extra)
     return result.exit_code

@@ -37,9 +37,14 @@ def terminal_filters(*, pty: bool, raw: bool) -> dict[int, TerminalFilter]:
     return {fd: TerminalFilter(mode) for fd in terminals}
 
 
+def withheld(filters: Mapping[int, TerminalFilter]) -> int:
+    """What ``filters`` kept from the terminal (0 without any)."""
+    return sum(flt.dropped for flt in filters.values())
+
+
 def dropped(filters: Mapping[int, TerminalFilter]) -> dict[str, object]:
     """The ``--json-status`` member: what ``filters`` withheld (0 without any)."""
-    return {DROPPED_KEY: sum(flt.dropped for flt in filters.values())}
+    return {DROPPED_KEY: withheld(filters)}
 
 
 def _is_terminal(fd: int) -> bool:

@@ -83,9 +83,7 @@ _CSI_SHAPE: Final = re.compile(r"([<=>?]?)([0-9;:]*)([ -/]*)")
 #: which decides the same.
 _CSI_AT: Final = re.compile(r"\x1b\[([0-?]{0,64})([ -/]{0,64})([@-~])")
 #: A whole OSC at a position, its payload free of controls (the ``pty`` fast path).
-_OSC_AT: Final = re.compile(
-    "\x1b\\]([^\x00-\x1f\x7f-\x9f\udc80-\udc9f]{0,4096})(\x07|\x1b\\\\)"
-)
+_OSC_AT: Final = re.compile("\x1b\\]([^\x00-\x1f\x7f-\x9f\udc80-\udc9f]{0,4096})(\x07|\x1b\\\\)")
 #: Fast paths: a run of text and of the commonest sequences each mode lets through as they
 #: are, matched in one step. Each is a subset of what the rules above allow (the tests feed
 #: every input whole and one character at a time, where only the state machine runs, and
@@ -283,30 +281,16 @@ class EscapeFilter:
     # -- pty mode -----------------------------------------------------------------------------
 
     def _feed_pty(self, text: str) -> str:
-        if self._state == _GROUND and text.isascii() and "\x1b" not in text:
-            if "\x05" not in text:
-                return text  # plain ASCII (the commonest read): nothing to look at
+        plain = text.isascii() and "\x1b" not in text and "\x05" not in text
+        if self._state == _GROUND and plain:
+            return text  # plain ASCII (the commonest read): nothing to look at
         out: list[str] = []
         i = 0
         n = len(text)
         while i < n:
             state = self._state
             if state == _GROUND:
-                run = _PTY_RUN.match(text, i)
-                if run is not None:
-                    out.append(run.group())
-                    i = run.end()
-                    continue
-                match = _PTY_INTERESTING.search(text, i)
-                if match is None:
-                    out.append(text[i:])
-                    break
-                out.append(text[i : match.start()])
-                i = match.end()
-                if match.group() == _ESC:
-                    i = self._pty_whole(text, match.start(), out)
-                else:
-                    self.dropped += 1  # ENQ (the answerback) or a C1 control
+                i = self._pty_ground(text, i, out)
             elif state == _ESCAPE:
                 i = self._pty_escape(text[i], i, out)
             elif state == _CSI:
@@ -318,6 +302,22 @@ class EscapeFilter:
             else:
                 i = self._string_escape(text[i], i, out)
         return "".join(out)
+
+    def _pty_ground(self, text: str, i: int, out: list[str]) -> int:
+        """Text and whole sequences as far as they go, then one ESC, ENQ or C1 control."""
+        run = _PTY_RUN.match(text, i)
+        if run is not None:
+            out.append(run.group())
+            return run.end()
+        match = _PTY_INTERESTING.search(text, i)
+        if match is None:
+            out.append(text[i:])
+            return len(text)
+        out.append(text[i : match.start()])
+        if match.group() == _ESC:
+            return self._pty_whole(text, match.start(), out)
+        self.dropped += 1  # ENQ (the answerback) or a C1 control
+        return match.end()
 
     def _pty_whole(self, text: str, at: int, out: list[str]) -> int:
         """At an ESC: take a whole CSI or OSC in one step when the text holds it, else
