@@ -43,7 +43,7 @@ def states():
     return found
 
 async def until(what, check):
-    for _ in range(1200):
+    for _ in range(800):
         now = states()
         if check(now):
             return now
@@ -67,11 +67,11 @@ async def main():
         box.send_signal(signal.SIGTSTP)
         box.send_signal(signal.SIGCONT)
     box.send_signal(signal.SIGUSR1)  # handled only once the init passed on all of the above
-    for _ in range(1200):
+    for _ in range(800):
         if b"trapped-usr1" in seen:
             break
         await asyncio.sleep(0.05)
-    steps.append("trapped" if b"trapped-usr1" in seen else "never trapped")
+    steps.append("trapped" if b"trapped-usr1" in seen else f"never trapped: {states()}")
     await until("all running after the pairs", lambda s: "T" not in s.values())
     for _ in range(50):  # ... and here it ends stopped
         box.send_signal(signal.SIGCONT)
@@ -90,6 +90,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.timeout(RUN_TIMEOUT_S + 30)
 @pytest.mark.parametrize("who", WHO)
 def test_the_init_stops_continues_and_interrupts_the_whole_job_in_order(
     unpriv: Unpriv, who: str
