@@ -189,7 +189,9 @@ class SandboxProcess:
         self.pty_master = -1
 
     def send_signal(self, signum: int) -> None:
-        """Send ``signum`` to the sandbox init (it forwards TERM, INT, HUP, QUIT, USR1/2)."""
+        """Send ``signum`` to the sandbox init, which passes TERM, USR1 and USR2 on to the
+        command, INT, QUIT and HUP to its process group, TSTP (as SIGSTOP) and CONT to the
+        whole tree, and ignores the rest."""
         with contextlib.suppress(ProcessLookupError, OSError):
             signal.pidfd_send_signal(self.pidfd, signum)
 
@@ -494,14 +496,13 @@ def _run_command(ctx: LaunchContext) -> None:
     for fd in {*ctx.stdio, *ctx.spec.pass_fds.values()}:
         with contextlib.suppress(OSError):
             os.close(fd)
-    if failure:
+    if failure or command is None:
         with contextlib.suppress(OSError):
             os.write(status, failure)  # already an encoded message (exec or setup)
         if command is not None:
             _reap_until(command, ctx.launcher_pidfd, signals, lambda _signum: None)
         return
     _report(status, Started())
-    assert command is not None  # no failure: it runs
     target = command
     wait_status = _reap_until(
         command, ctx.launcher_pidfd, signals, lambda signum: _pass_on(target, signum)
