@@ -4,6 +4,7 @@ the sandbox's processes seen from the host's ``/proc``."""
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -133,17 +134,18 @@ class Person:
         argv = [self.python, "-m", "glove", verb, *profile, *args]
         return self.prefix() + shlex.join(argv)
 
-    def run_config(self) -> Path:
+    def run_config(self, upstream: list[str] | None = None) -> Path:
         """A ``glove run`` configuration with one small stdio upstream (the SDK echo
-        server), readable by this user."""
+        server, or ``upstream``), readable by this user."""
         cfg = self.base / "cfg"
         cfg.mkdir(exist_ok=True)
         server = cfg / "sdk_server.py"
         shutil.copy(SDK_SERVER, server)
         config = cfg / "glove.toml"
+        command = upstream or [self.python, str(server), "echo"]
         config.write_text(
             'policy = "allow-all"\naudit = "audit.log"\n[upstreams.echo]\n'
-            f'command = ["{self.python}", "{server}", "echo"]\ninherit_env = ["PATH", "HOME"]\n'
+            f'command = {json.dumps(command)}\ninherit_env = ["PATH", "HOME"]\n'
         )
         if self.who == "unpriv" and os.getuid() == 0:
             for path in (cfg, server, config):

@@ -120,12 +120,12 @@ def test_pty_output_keeps_the_tuis_own_sequences(at_terminal: Person, tmux: Tmux
         r'printf "\033]2;agent-title\007\033[?1049h\033[1;32mIN-%s\033[0m\n" ALT; read x; '
         r'printf "\033[?1049l"'
     )
-    tmux.type(_command(at_terminal, "exec", ["--pty"], "/bin/sh", "-c", tui))
+    tmux.type(_command(at_terminal, "exec", ["--pty"], "/bin/sh", "-c", tui) + RC)
     tmux.until(lambda s: "IN-ALT" in s)
     assert tmux.show("#{alternate_on}") == "1"
     assert tmux.show("#{pane_title}") == "agent-title"
     tmux.type("")
-    tmux.until(lambda s: "IN-ALT" not in s)  # the TUI left its alternate screen
+    tmux.until(lambda s: "RC=0" in s)  # it left its alternate screen and glove is done
     tmux("select-pane", "-t", tmux.target, "-T", "person")
     tmux.type(_command(at_terminal, "exec", [], "/bin/sh", "-c", tui))
     screen = tmux.until(lambda s: "IN-ALT" in s)
@@ -217,3 +217,22 @@ def test_closing_the_terminal_hangs_up_the_job(at_terminal: Person, tmux: Tmux) 
     until_processes(marker, lambda _seen: status.exists() and status.stat().st_size > 0, "done")
     result = _read_status(at_terminal)
     assert (result["signal"], result["exit_code"]) == (1, 129), result
+
+
+def test_ctrl_c_while_run_waits_for_an_upstream_leaves_at_once(
+    at_terminal: Person, tmux: Tmux
+) -> None:
+    """An upstream that never answers keeps glove run starting; Ctrl-C then ends it at
+    once with 130, stops the upstream, and runs nothing (no traceback either)."""
+    marker = _marker()
+    config = at_terminal.run_config(["/bin/sleep", marker])
+    line = at_terminal.glove("run", "--config", str(config), "--", "/bin/echo", "RAN")
+    tmux.type(line + RC)
+    until_processes(marker, lambda seen: len(seen) == 1, "the upstream started")
+    tmux.keys("C-c")
+    screen = tmux.until(lambda s: "RC=" in s)
+    assert "RC=130" in screen, screen
+    assert "RAN\n" not in screen
+    assert "Traceback" not in screen
+    assert "internal error" not in screen
+    until_processes(marker, lambda seen: not seen, "the upstream gone")

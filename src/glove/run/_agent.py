@@ -60,7 +60,7 @@ from glove.run._prepare import (
 )
 from glove.run._proxied import all_started
 from glove.run._terminal import DROPPED_KEY, terminal_filters
-from glove.run._tree import forward_signals, session_result
+from glove.run._tree import SignalRelay, session_result
 from glove.session import SANDBOX_CHILD, SandboxActor, run_session, session_tree
 from glove.session._wiring import GuestParts, SessionWiring
 
@@ -241,7 +241,7 @@ async def _session(
     """One session tree: the mediation, the agent channel, [egress,] then the sandbox."""
     loop = asyncio.get_running_loop()
     private = await asyncio.to_thread(prepare_guest_dir, relay=network.mode != "proxy")
-    installed: list[int] = []
+    relay: SignalRelay | None = None
     wiring: SessionWiring | None = None
     filters: dict[int, TerminalFilter] = {}
     run_id = secrets.token_hex(RUN_ID_BYTES)
@@ -272,18 +272,25 @@ async def _session(
         )
 
         terminal = RawTerminal(0 if spec.pty else None)
+        relay = SignalRelay(loop, terminal)
+        relay.install()  # before the upstreams start: a Ctrl-C then is the agent's too
 
         def started(tree: Supervisor) -> None:
-            installed.extend(forward_signals(loop, tree, terminal))
+            if relay is not None:
+                relay.attach(tree)
             if wiring is not None:
                 wiring.started(tree)
 
         with terminal:
             outcome = await run_session(tree, on_started=started)
         await writer.flush()
+    except asyncio.CancelledError:
+        if relay is not None:
+            relay.reraise()  # a Ctrl-C before the agent ran: exit 130
+        raise
     finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+        if relay is not None:
+            relay.remove()
         if wiring is not None:
             wiring.close()
         with contextlib.suppress(OSError):

@@ -28,7 +28,7 @@ from glove.container import SandboxResult, SandboxSpec
 from glove.container.linux._async_run import FdWriter
 from glove.container.linux._pty import RawTerminal
 from glove.egress import EgressProxy, EgressStats
-from glove.run._tree import forward_signals, session_result
+from glove.run._tree import SignalRelay, session_result
 from glove.session import SANDBOX_CHILD, SandboxActor, run_session, session_tree
 
 if TYPE_CHECKING:
@@ -103,23 +103,25 @@ async def run_proxied(
             ),
         ),
     )
-    installed: list[int] = []
     closer: asyncio.Task[None] | None = None
-
     terminal = RawTerminal(0 if spec.pty else None)
+    relay = SignalRelay(loop, terminal)
 
     def started(tree: Supervisor) -> None:
         nonlocal closer
         closer = loop.create_task(close_once_launched(tree, parts.guest_end))
-        installed.extend(forward_signals(loop, tree, terminal))
+        relay.attach(tree)
 
+    relay.install()
     try:
         with terminal:
             outcome = await run_session(tree, on_started=started)
         await writer.flush()
+    except asyncio.CancelledError:
+        relay.reraise()  # a Ctrl-C before the command ran: exit 130
+        raise
     finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+        relay.remove()
         for task in (ready, closer):
             if task is not None:
                 task.cancel()
