@@ -108,7 +108,8 @@ def main() -> None:
         filtered = _on_terminal([*glove, *flags, *seq])
         raw = _on_terminal([*glove, *flags, "--raw", *seq])
         name = "--pty" if flags else "pipes"
-        print(f"   {name:6} filtered {filtered:6.2f}  --raw {raw:6.2f}  ratio {filtered / raw:4.2f}")
+        ratio = filtered / raw
+        print(f"   {name:6} filtered {filtered:6.2f}  --raw {raw:6.2f}  ratio {ratio:4.2f}")
 
 
 if __name__ == "__main__":

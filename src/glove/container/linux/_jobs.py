@@ -6,7 +6,7 @@ not (its init, the fork path's reaper and its command each start a session of th
 so the terminal reaches the launcher alone and the launcher passes each signal on to the
 sandbox's init exactly once (:data:`HOST_SIGNALS`). The init gives INT, QUIT and HUP to the
 command's process group, TERM, USR1 and USR2 to the command, TSTP (as SIGSTOP) and CONT to
-the whole tree (``_launch._pass_on``), and reports how the command ended, so the launcher
+the whole tree (``_reaper.pass_on``), and reports how the command ended, so the launcher
 exits 128+N as the command did.
 
 For TSTP the launcher then stops itself as a default TSTP would (:func:`suspend`), so the

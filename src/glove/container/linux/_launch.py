@@ -39,7 +39,6 @@ import socket
 import termios
 import threading
 import time
-from collections.abc import Callable
 from typing import Final, NoReturn
 
 import msgspec
@@ -89,6 +88,7 @@ from glove.container.linux._mounts import (
     used_bytes,
 )
 from glove.container.linux._pty import DEFAULT_WINSIZE, open_own_terminal
+from glove.container.linux._reaper import FORWARDED_SIGNALS, catch_signals, pass_on, reap_until
 from glove.container.linux._retained import (
     check_images_outside,
     close_retained,
@@ -98,21 +98,6 @@ from glove.container.linux._seccomp import seccomp_program
 
 #: Environment variable that forces the fork + unshare + fork launch path.
 LAUNCH_MODE_ENV: Final = "GLOVE_SANDBOX_LAUNCH"
-#: Signals the init passes on (everything else it ignores, as pid 1 does); see
-#: :func:`_pass_on` for where each goes.
-FORWARDED_SIGNALS: Final = (
-    signal.SIGTERM,
-    signal.SIGINT,
-    signal.SIGHUP,
-    signal.SIGQUIT,
-    signal.SIGUSR1,
-    signal.SIGUSR2,
-    signal.SIGTSTP,
-    signal.SIGCONT,
-)
-#: ... of which these go to the command's whole process group, as a terminal sends them
-#: to its foreground job (a shell waiting for a child would otherwise defer INT forever).
-GROUP_SIGNALS: Final = frozenset({signal.SIGINT, signal.SIGQUIT, signal.SIGHUP})
 #: Highest fd number closed explicitly before exec.
 MAX_FD: Final = 1 << 20
 #: oom_score_adj given to the command so the OOM killer prefers it over the init.
@@ -383,41 +368,6 @@ def _dup_above_targets(fd: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _STAGING_FD_MIN)
 
 
-def _catch_signals() -> int:
-    """Block the forwarded signals (and SIGCHLD) and return a signalfd that reads them.
-
-    Not handlers: a handler can be interrupted by the next signal before it records its
-    own (CPython's writes its wakeup byte last), so a CONT sent before a TSTP could be
-    seen after it and leave the tree stopped (measured: 1 run in 30 of fifty pairs).
-    Blocked, a stop and a continue cancel each other while pending (the kernel keeps the
-    later), so what the reap loop reads ends as the sender's last word. A blocked signal
-    is queued even for the init (never discarded as ignored), and one that arrives before
-    the command exists waits. The command starts with an empty mask (both spawn paths).
-
-    Raises:
-        OSError: no signalfd (the init reports a setup failure).
-    """
-    caught = (*FORWARDED_SIGNALS, signal.SIGCHLD)
-    signal.pthread_sigmask(signal.SIG_BLOCK, caught)
-    return sc.signalfd(caught)
-
-
-def _pass_on(command: int, signum: int) -> None:
-    """The init's relay: INT, QUIT and HUP to the command's process group (the command is
-    its session and group leader), TSTP as SIGSTOP and CONT to every process of the pid
-    namespace but the init (``kill(-1)``: the tree, whatever groups it made; its groups are
-    orphaned, so a default TSTP would be discarded), the others to the command itself."""
-    with contextlib.suppress(OSError):
-        if signum in GROUP_SIGNALS:
-            os.killpg(command, signum)
-        elif signum == signal.SIGTSTP:
-            os.kill(-1, signal.SIGSTOP)
-        elif signum == signal.SIGCONT:
-            os.kill(-1, signal.SIGCONT)
-        else:
-            os.kill(command, signum)
-
-
 def _keep_only_needed_fds(ctx: LaunchContext) -> None:
     """Close every fd the init inherited from the launcher except the ones it still needs."""
     kept = {ctx.status_write, ctx.launcher_pidfd, *ctx.stdio, *ctx.spec.pass_fds.values()}
@@ -484,7 +434,7 @@ def _run_command(ctx: LaunchContext) -> None:
     exits, and report how it started and ended."""
     status = ctx.status_write
     command: int | None
-    signals = _catch_signals()
+    signals = catch_signals()
     # posix_spawn makes the init apply the rlimits to itself first; an address-space
     # limit below the init's own size (a fork of a large launcher: gloved's threads and
     # arenas) would then fail the spawn's stack mapping (ENOMEM) and any later
@@ -500,12 +450,12 @@ def _run_command(ctx: LaunchContext) -> None:
         with contextlib.suppress(OSError):
             os.write(status, failure)  # already an encoded message (exec or setup)
         if command is not None:
-            _reap_until(command, ctx.launcher_pidfd, signals, lambda _signum: None)
+            reap_until(command, ctx.launcher_pidfd, signals, lambda _signum: None)
         return
     _report(status, Started())
     target = command
-    wait_status = _reap_until(
-        command, ctx.launcher_pidfd, signals, lambda signum: _pass_on(target, signum)
+    wait_status = reap_until(
+        command, ctx.launcher_pidfd, signals, lambda signum: pass_on(target, signum)
     )
     if os.WIFSIGNALED(wait_status):
         _report(status, Signaled(os.WTERMSIG(wait_status)))
@@ -570,31 +520,6 @@ def _write_id_maps(pid: int) -> None:
     _write_file(f"/proc/{pid}/gid_map", f"{gid} {gid} 1\n")
 
 
-def _reap_until(child: int, launcher_pidfd: int, signals: int, relay: Callable[[int], None]) -> int:
-    """Reap children (orphans included) until ``child`` exits; return its wait status.
-
-    ``signals`` is :func:`_catch_signals`'s signalfd: each forwarded signal read from it
-    goes to ``relay``, in the order read. Exits at once, taking the whole pid namespace
-    with it, if the launcher process is gone.
-    """
-    while True:
-        while True:
-            try:
-                pid, wait_status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                pid = 0
-            if pid == 0:
-                break
-            if pid == child:
-                return wait_status
-        ready, _, _ = select.select([signals, launcher_pidfd], [], [])
-        if launcher_pidfd in ready:
-            os._exit(EXIT_SETUP_FAILED)  # nobody supervises us any more: end the sandbox
-        for signum in sc.read_signals(signals):
-            if signum in FORWARDED_SIGNALS:
-                relay(signum)
-
-
 def _with_reaper(plans: dict[str, LimitPlan]) -> dict[str, LimitPlan]:
     """``plans`` with room for the fork path's reaper in the pids limit."""
     pids = plans.get("pids")
@@ -635,14 +560,14 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
             # otherwise stay open as long as the sandbox lives, so the command would never
             # see EOF on its stdin and the launcher never on the init's channels.
             _close_all_except({ctx.launcher_pidfd})
-            signals = _catch_signals()  # TERM, INT, TSTP... reach the init, in order
+            signals = catch_signals()  # TERM, INT, TSTP... reach the init, in order
             # (the init was forked before: it blocks its own once its command is ready)
 
             def relay(signum: int) -> None:
                 with contextlib.suppress(OSError):
                     os.kill(init, signum)
 
-            status = _reap_until(init, ctx.launcher_pidfd, signals, relay)
+            status = reap_until(init, ctx.launcher_pidfd, signals, relay)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
             _report(ctx.status_write, SetupFailed(f"{type(exc).__name__}: {exc}"))
