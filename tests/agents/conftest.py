@@ -160,12 +160,16 @@ class AgentBox:
 
 
 def _layout(
-    tmp_path_factory: pytest.TempPathFactory, owner: Unpriv | None, stage: Path | None = None
+    tmp_path_factory: pytest.TempPathFactory,
+    owner: Unpriv | None,
+    stage: Path | None = None,
+    under: str = "/var/tmp",
 ) -> AgentBox:
     agents_installed()
     root = Path(tmp_path_factory.mktemp("agents", numbered=True))
-    base = Path("/var/tmp") / f"glove-agents-{os.getpid()}-{root.name}"
+    base = Path(under) / f"glove-agents-{os.getpid()}-{root.name}"
     base.mkdir(parents=True)
+    base.chmod(0o755)
     workspace = base / "ws"
     workspace.mkdir()
     cfg = base / "cfg"
@@ -220,7 +224,7 @@ def _staged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture
 def box(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentBox]:
-    """A fresh layout under /var/tmp (a workspace under /tmp would appear at /workspace)."""
+    """A fresh layout under /var/tmp (see :func:`each_tmp_box` for one under /tmp)."""
     layout = _layout(tmp_path_factory, None)
     try:
         yield layout
@@ -239,6 +243,22 @@ def each_box(
         owner = request.getfixturevalue("unpriv")
         stage = request.getfixturevalue("_staged")
     layout = _layout(tmp_path_factory, owner, stage)
+    try:
+        yield layout
+    finally:
+        shutil.rmtree(layout.root, ignore_errors=True)
+
+
+@pytest.fixture(params=["caller", "unprivileged"])
+def each_tmp_box(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[AgentBox]:
+    """:func:`each_box` with the whole layout (workspace, agent home, fake install) under
+    /tmp, where the sandbox shows each at its own path inside its private /tmp (both read
+    the staged agents: a checkout's ``node_modules`` may be a link, never followed)."""
+    owner = request.getfixturevalue("unpriv") if request.param == "unprivileged" else None
+    stage = request.getfixturevalue("_staged")
+    layout = _layout(tmp_path_factory, owner, stage, under="/tmp")
     try:
         yield layout
     finally:

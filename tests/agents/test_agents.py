@@ -42,6 +42,25 @@ def test_the_agent_starts_contained(box: AgentBox, agent: str, version: str) -> 
     assert home.stat().st_mode & 0o777 == 0o700
 
 
+def test_an_agent_install_and_home_under_tmp_work_at_their_own_paths(
+    each_tmp_box: AgentBox,
+) -> None:
+    """``--agent-install`` of an install under /tmp, with the workspace and the agent's home
+    under /tmp too, runs the real agent (each bound at its own path inside the private /tmp),
+    as this user and as an unprivileged one."""
+    box = each_tmp_box
+    install, binds = box.fake_install("claude")
+    done = box.glove(
+        "exec", "-q", "--agent", "claude", "--agent-install", str(install), *binds,
+        "--json-status", str(box.root / "status.json"), "--", "--version",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "(Claude Code)" in done.stdout
+    assert str(box.root).startswith("/tmp/")
+    assert (box.xdg / "glove" / "agents" / "claude").is_dir()
+    assert _status(box)["violation"] is None
+
+
 def test_claude_mcp_list_shows_the_glove_server_connected(box: AgentBox) -> None:
     """Under ``glove run --agent claude``, ``claude mcp list`` finds the server and connects."""
     done = box.glove("run", "-q", "--config", str(box.config), "--agent", "claude",

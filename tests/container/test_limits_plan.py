@@ -17,6 +17,7 @@ from glove.container import (
     parse_size,
     plan_limits,
 )
+from glove.container._spec import normalize_inside, sandbox_owned
 
 ROOT_V1 = HostLimitSupport(
     cgroup_v1_memory=True, cgroup_v1_pids=True, cgroup_v1_cpuacct=True, cgroup_v1_cpu=True
@@ -136,7 +137,8 @@ def test_out_of_range_limits_are_rejected(kwargs: dict[str, float]) -> None:
         {"source": "/x", "target": "/"},
         {"source": "/x", "target": "/proc/x"},
         {"source": "/x", "target": "/dev"},
-        {"source": "/x", "target": "/tmp/a"},
+        {"source": "/x", "target": "/tmp"},
+        {"source": "/x", "target": "//tmp/."},
         {"source": "/x", "target": "//proc"},
         {"source": "/x", "target": "/a/../dev/x"},
     ],
@@ -145,6 +147,33 @@ def test_bad_binds_are_rejected(bind: dict[str, str]) -> None:
     """Relative sources and targets on sandbox-owned paths are refused."""
     with pytest.raises(SpecError):
         Bind(**bind)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("inside", "owned"),
+    [
+        ("/", "/"),
+        ("/tmp", "/tmp"),
+        ("//tmp/", "/tmp"),
+        ("/tmp/x", None),
+        ("/tmp/x/../../tmp/y", None),
+        ("/tmp/..", "/"),
+        ("/proc", "/proc"),
+        ("/proc/1", "/proc"),
+        ("/dev", "/dev"),
+        ("/dev/shm/x", "/dev"),
+        ("/devx", None),
+        ("/tmpx", None),
+        ("/run/x", None),
+        ("/var/tmp/x", None),
+    ],
+)
+def test_what_the_sandbox_owns(inside: str, owned: str | None) -> None:
+    """Only the root, /tmp itself and the trees under /proc and /dev are the sandbox's own:
+    a path below /tmp is shown at its own path (a bind target there is accepted)."""
+    assert sandbox_owned(inside) == owned
+    if owned is None:
+        assert Bind(source="/x", target=inside).destination == normalize_inside(inside)
 
 
 def test_spec_validation() -> None:

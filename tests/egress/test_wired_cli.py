@@ -131,7 +131,7 @@ def test_no_audit_log_means_nothing_runs(tmp_path: Path) -> None:
     (tmp_path / "ws").mkdir()
     done = _glove(
         "exec", "--allow", "x.org", "--audit", str(tmp_path / "missing" / "audit.log"),
-        "--", "touch", "/workspace/ran",  # the workspace (under /tmp) appears at /workspace
+        "--", "touch", str(marker),  # the workspace (under /tmp) is at its own path
         cwd=tmp_path / "ws",
     )  # fmt: skip
     assert done.returncode == EXIT_SETUP, done

@@ -28,3 +28,19 @@ def test_the_bind_names_the_pinned_directory_and_a_swap_is_refused(tmp_path: Pat
             registry.resolve("work", made.generation)
     finally:
         registry.close()
+
+
+def test_an_exposure_target_may_be_below_tmp_never_the_sandboxs_own(tmp_path: Path) -> None:
+    """A target below /tmp is accepted (shown inside the private /tmp); /tmp itself, /proc
+    and /dev, which the sandbox builds, are refused naming --target."""
+    shared = tmp_path / "work"
+    shared.mkdir()
+    registry = ExposureRegistry(tmp_path / "exposures.json")
+    registry.load()
+    try:
+        assert registry.create("work", str(shared), target="/tmp/work").target == "/tmp/work"
+        for target in ("/tmp", "/proc/work", "/dev/work", "/"):
+            with pytest.raises(ExposureError, match="choose another --target"):
+                registry.create("other", str(shared), target=target)
+    finally:
+        registry.close()

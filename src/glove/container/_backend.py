@@ -13,17 +13,22 @@ import sys
 
 from glove.container._description import SandboxDescription
 from glove.container._result import SandboxResult
+from glove.container._socket_gate import GateSupport
 from glove.container._spec import SandboxSpec
 from glove.container.errors import UnsupportedPlatform
 
 if sys.platform == "linux":
-    from glove.container.linux._async import AsyncSandbox
-    from glove.container.linux._async_run import run_async
-    from glove.container.linux._cgroups import probe_host_limits
-    from glove.container.linux._describe import describe
-    from glove.container.linux._launch import SandboxProcess, launch
-    from glove.container.linux._supervise import run
-    from glove.container.linux._syscalls import create_file_no_symlinks
+    from glove.container.linux import (
+        AsyncSandbox,
+        SandboxProcess,
+        create_file_no_symlinks,
+        describe,
+        launch,
+        probe_host_limits,
+        probe_unix_gate,
+        run,
+        run_async,
+    )
 else:
     from glove.container.macos import (
         SandboxProcess,
@@ -57,6 +62,10 @@ else:
             run, spec, stdin=stdin if stdin is not None else 0, stdout=stdout, stderr=stderr
         )
 
+    def probe_unix_gate() -> GateSupport:
+        """No Unix socket gate off Linux (the Seatbelt profile is its own perimeter)."""
+        return GateSupport(None, f"the Unix socket gate is Linux's, not {sys.platform}'s", 0)
+
     def describe(spec: SandboxSpec) -> SandboxDescription:
         """``--dry-run`` describes the Linux sandbox only.
 
@@ -77,6 +86,7 @@ __all__ = [
     "describe",
     "launch",
     "probe_host_limits",
+    "probe_unix_gate",
     "run",
     "run_async",
 ]

@@ -32,12 +32,12 @@ from glove.container._limits import (
 from glove.container._spec import (
     DEFAULT_HOSTNAME,
     DEFAULT_WORKSPACE_TARGET,
-    RESERVED_TARGETS,
     Bind,
     NetworkMode,
     Protected,
     SandboxSpec,
     normalize_inside,
+    sandbox_owned,
 )
 from glove.container._use import expand_use
 from glove.container.errors import ProfileError, SpecError
@@ -60,8 +60,10 @@ CpusValue = float | str
 class WorkspaceSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``[workspace]``: which host directory becomes the workspace, and where it appears.
 
-    ``target`` unset means the same path inside as on the host (a workspace under a path
-    the sandbox owns, such as ``/tmp``, then appears at ``/workspace``).
+    ``target`` unset means the same path inside as on the host (``/tmp/x`` included: it is
+    shown inside the sandbox's private /tmp); a workspace that is a path the sandbox owns
+    (``/tmp`` itself, anything under ``/proc`` or ``/dev``, the root) appears at
+    ``/workspace``.
     """
 
     enabled: bool = True
@@ -297,15 +299,14 @@ def _profile_limits(section: LimitsSection) -> dict[str, float | int]:
 def workspace_target(profile: Profile, workspace: str) -> str:
     """Where ``workspace`` appears inside: the profile's target, else the same path.
 
-    A host path the sandbox reserves for itself (``/tmp/...``, ``/proc``, ``/dev``) or the
-    root itself cannot appear at the same path, so it appears at ``/workspace``.
+    A path below ``/tmp`` keeps its path (inside the sandbox's private /tmp). A path the
+    sandbox owns (``/tmp`` itself, ``/proc``, ``/dev``) or the root cannot appear at the same
+    path, so it appears at ``/workspace``.
     """
     if profile.workspace.target is not None:
         return profile.workspace.target
     inside = normalize_inside(workspace)
-    if inside == "/" or any(
-        inside == reserved or inside.startswith(reserved + "/") for reserved in RESERVED_TARGETS
-    ):
+    if sandbox_owned(inside) is not None:
         return DEFAULT_WORKSPACE_TARGET
     return inside
 

@@ -14,8 +14,13 @@ from glove.container.errors import SpecError
 DEFAULT_WORKSPACE_TARGET: Final = "/workspace"
 #: The hostname the sandbox's UTS namespace gets.
 DEFAULT_HOSTNAME: Final = "glove"
-#: Targets the sandbox builds itself; a bind may not land on or under them.
-RESERVED_TARGETS: Final = ("/proc", "/dev", "/tmp")  # noqa: S108 - paths inside the sandbox
+#: Trees the sandbox builds itself (a fresh procfs with its knobs masked, a minimal /dev with
+#: its own devpts): nothing from the host may land on or under them.
+BUILT_TARGETS: Final = ("/proc", "/dev")
+#: The sandbox's private /tmp (a directory of its size-limited root tmpfs, never the host's):
+#: a host path below it is shown at its own path, mounted into that private /tmp (as
+#: ``bwrap --tmpfs /tmp --bind /tmp/x /tmp/x`` does); /tmp itself is never replaced.
+PRIVATE_TMP: Final = "/tmp"  # noqa: S108 - a path inside the sandbox
 #: Size of the root tmpfs (the writable scratch) when no disk limit is given.
 DEFAULT_SCRATCH_BYTES: Final = 1024 * 1024 * 1024
 #: Highest fd number a passed fd may take inside (fds stay small and countable).
@@ -29,6 +34,22 @@ NetworkMode = Literal["none", "proxy"]
 def normalize_inside(path: str) -> str:
     """Normalize an absolute sandbox path, collapsing the leading ``//`` POSIX keeps."""
     return "/" + posixpath.normpath(path).lstrip("/")
+
+
+def sandbox_owned(inside: str) -> str | None:
+    """The part of the sandbox's own tree that the path ``inside`` would cover, or None.
+
+    ``/proc`` or ``/dev`` for a path on or under them (the sandbox builds those trees),
+    ``/tmp`` for the private /tmp itself, ``/`` for the root. A path *below* /tmp is not
+    the sandbox's: it is shown at its own path inside the private /tmp.
+    """
+    inside = normalize_inside(inside)
+    if inside in ("/", PRIVATE_TMP):
+        return inside
+    for built in BUILT_TARGETS:
+        if inside == built or inside.startswith(built + "/"):
+            return built
+    return None
 
 
 class Bind(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -66,16 +87,21 @@ class Bind(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             if not path.startswith("/") or "\0" in path:
                 raise SpecError(f"bind {what} must be an absolute path: {path!r}")
         target = self.destination
-        if target == "/":
+        owned = sandbox_owned(target)
+        if owned == "/":
             raise SpecError("a bind cannot replace the sandbox root")
-        for reserved in RESERVED_TARGETS:
-            if target == reserved or target.startswith(reserved + "/"):
-                suggestion = "/mnt/" + (posixpath.basename(target) or "data")
-                raise SpecError(
-                    f"bind target {target!r} is inside the sandbox-owned {reserved} (the "
-                    f"sandbox makes its own {reserved}); show it at another path, e.g. "
-                    f"--bind {self.source}:{suggestion}"
-                )
+        if owned is not None:
+            suggestion = "/mnt/" + (posixpath.basename(target) or "data")
+            where = (
+                f"would replace the sandbox's private {owned} (a path below it is shown at "
+                "its own path)"
+                if owned == PRIVATE_TMP
+                else f"is inside the sandbox-owned {owned} (the sandbox makes its own {owned})"
+            )
+            raise SpecError(
+                f"bind target {target!r} {where}; show it at another path, e.g. "
+                f"--bind {self.source}:{suggestion}"
+            )
 
     @property
     def destination(self) -> str:
@@ -204,11 +230,14 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         target = normalize_inside(self.workspace_target)
         if not self.workspace_target.startswith("/") or target == "/":
             raise SpecError(f"bad workspace target: {self.workspace_target!r}")
-        for reserved in RESERVED_TARGETS:
-            if target == reserved or target.startswith(reserved + "/"):
-                raise SpecError(
-                    f"workspace target {target!r} is inside the sandbox-owned {reserved}"
-                )
+        owned = sandbox_owned(target)
+        if owned is not None:
+            where = "is" if owned == target else "is inside"
+            raise SpecError(
+                f"workspace target {target!r} {where} the sandbox-owned {owned}; set the "
+                f"profile's [workspace] target to another path (default "
+                f"{DEFAULT_WORKSPACE_TARGET})"
+            )
         if self.cwd is not None and not self.cwd.startswith("/"):
             raise SpecError(f"cwd must be an absolute path inside: {self.cwd!r}")
         for key, value in self.env.items():

@@ -4,7 +4,8 @@ The init (pid 1 of the sandbox) tells the launcher what happened over a pipe, on
 line per message, in this order::
 
     unshared                  (fork path only: the namespaces exist)
-    ready                     the root is built, privileges dropped, seccomp loaded
+    ready SETUP_CPU_S         the root is built, privileges dropped, seccomp loaded; the
+                              CPU time the init spent on that inside the sandbox's groups
     started | exec ERRNO [DETAIL] | setup MESSAGE
     exit CODE | signal SIGNUM
     usage USER_S SYSTEM_S MAXRSS_BYTES
@@ -20,6 +21,7 @@ supervisor of ``glove exec`` and the asyncio one of ``gloved`` both read it this
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 import msgspec
@@ -35,7 +37,14 @@ class Unshared(msgspec.Struct, frozen=True, tag="unshared"):
 
 
 class Ready(msgspec.Struct, frozen=True, tag="ready"):
-    """The root is built, privileges are dropped, seccomp is loaded."""
+    """The root is built, privileges are dropped, seccomp is loaded.
+
+    ``setup_cpu_s`` is the CPU time the init used for that since it was placed in the
+    sandbox's cgroups (user plus system): Glove's work, not the command's, so the CPU-time
+    watchdog does not count it against ``--cpu-time``.
+    """
+
+    setup_cpu_s: float = 0.0
 
 
 class Started(msgspec.Struct, frozen=True, tag="started"):
@@ -113,8 +122,10 @@ def _clean(text: str) -> str:
 
 def encode(message: StatusMessage) -> bytes:
     """One message as its line (newline included; free text has its newlines removed)."""
-    if isinstance(message, Unshared | Ready | Started):
+    if isinstance(message, Unshared | Started):
         line = type(message).__struct_config__.tag
+    elif isinstance(message, Ready):
+        line = f"ready {message.setup_cpu_s:.6f}"
     elif isinstance(message, ExecFailed):
         line = f"exec {message.errno}" + (f" {_clean(message.detail)}" if message.detail else "")
     elif isinstance(message, SetupFailed):
@@ -142,6 +153,16 @@ def _int(text: str, line: str) -> int:
         raise StatusLineError(f"not a number in status line {line!r}") from None
 
 
+def _seconds(text: str, line: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise StatusLineError(f"not a number in status line {line!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise StatusLineError(f"not a duration in status line {line!r}")
+    return value
+
+
 def decode_line(raw: bytes) -> StatusMessage:  # noqa: PLR0911 - one return per message kind
     """Decode one line (without its newline).
 
@@ -152,8 +173,8 @@ def decode_line(raw: bytes) -> StatusMessage:  # noqa: PLR0911 - one return per 
     word, _, rest = line.partition(" ")
     if not rest and word == "unshared":
         return Unshared()
-    if not rest and word == "ready":
-        return Ready()
+    if word == "ready":
+        return Ready(_seconds(rest, line)) if rest else Ready()
     if not rest and word == "started":
         return Started()
     if word == "setup":

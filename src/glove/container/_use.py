@@ -2,11 +2,12 @@
 
 A virtualenv is not relocatable (its scripts' shebangs and ``bin/python`` name absolute
 paths) and a Node.js or other tool install finds its files by absolute path too, so the
-directory is bound **read-only at the same path** and its ``bin/`` (or ``.bin/`` of a
-``node_modules``) goes first on ``PATH``. A virtualenv also needs the interpreter it was
-made from: ``pyvenv.cfg``'s ``home`` names that interpreter's ``bin/``, whose prefix is
-bound at the path the venv's symlinks use (from its resolved location, since bind sources
-never pass a symlink). ``VIRTUAL_ENV`` is set as ``activate`` would.
+directory is bound **read-only at the same path** (under ``/tmp`` too, inside the sandbox's
+private /tmp; never under ``/proc`` or ``/dev``, which the sandbox builds) and its ``bin/``
+(or ``.bin/`` of a ``node_modules``) goes first on ``PATH``. A virtualenv also needs the
+interpreter it was made from: ``pyvenv.cfg``'s ``home`` names that interpreter's ``bin/``,
+whose prefix is bound at the path the venv's symlinks use (from its resolved location,
+since bind sources never pass a symlink). ``VIRTUAL_ENV`` is set as ``activate`` would.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from glove.container._spec import Bind, normalize_inside
+from glove.container._spec import Bind, normalize_inside, sandbox_owned
 from glove.container.errors import SpecError
 
 #: Largest ``pyvenv.cfg`` read.
@@ -62,6 +63,12 @@ def expand_use(raw: str, cwd: str) -> UseExpansion:
     directory = Path(os.path.normpath(Path(cwd, raw)))
     if not directory.is_dir():
         raise SpecError(f"--use {raw}: {directory} is not a directory")
+    owned = sandbox_owned(str(directory))
+    if owned is not None:
+        raise SpecError(
+            f"--use {raw}: {directory} is shown at its own path, which is the sandbox's own "
+            f"{owned}; use a directory elsewhere (a path below /tmp works)"
+        )
     real = os.path.realpath(directory)
     binds = [Bind(source=real, target=str(directory), mode="ro")]
     env: dict[str, str] = {}

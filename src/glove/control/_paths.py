@@ -2,23 +2,22 @@
 
 The runtime directory holds ``gloved.sock`` (0600), ``bootstrap-secret`` (0600, rewritten at
 every start) and ``gloved.lock``; it is a 0700 directory owned by the invoking user. Every
-client and ``gloved`` pick it by the same rule (:func:`choose_runtime_dir`), first usable of:
-
-1. ``$XDG_RUNTIME_DIR/glove``, when ``XDG_RUNTIME_DIR`` is an absolute path that does not
-   exist yet or is a directory (not a symlink) of ours that group and others cannot write;
-2. ``/run/user/<uid>/glove``, when systemd-logind's directory of ours exists by that rule;
-3. ``$XDG_STATE_HOME/glove/run`` (``~/.local/state/glove/run``): inside the user's own 0700
-   state directory, so no other user can create or replace it.
-
-A shared directory (``/tmp``) is never a candidate: another user could create the name first
-and keep ``gloved`` from starting (issue 20, item 5). A directory that exists with another
-owner, a group/other permission bit, or as a symlink is refused, never "fixed".
+client and ``gloved`` pick it by the same rule, :func:`glove.config.choose_runtime_dir` (its
+docstring has the rule; never a shared directory such as ``/tmp``). A directory that exists
+with another owner, a group/other permission bit, or as a symlink is refused, never "fixed".
 
 A Unix socket's path is at most :data:`MAX_SOCKET_PATH_BYTES` (``sun_path`` is 108 bytes with
 its NUL on Linux, 104 on macOS). Where ``gloved.sock``'s path is longer, both ends use
 ``/proc/self/fd/<n>/gloved.sock`` through an ``O_PATH`` descriptor of the directory
 (:func:`socket_address`), as Podman's conmon does; without ``/proc`` (macOS) ``gloved`` refuses
 to start and says to set a shorter ``XDG_RUNTIME_DIR``.
+
+The lock is an ``flock`` on ``gloved.lock``, which holds the holder's pid. A ``flock`` belongs
+to the open file description, so a child that inherited the descriptor (a fork that has not
+yet closed it) holds it even after the gloved that took it was killed. :func:`acquire_lock`
+therefore tells the two apart: a live recorded holder is refused at once; a lock whose
+recorded holder is gone is waited for (:data:`LOCK_STALE_GRACE_S`, the holders named in one
+log line) and refused, naming the processes that still hold it, if they do not let go.
 """
 
 from __future__ import annotations
@@ -26,14 +25,17 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import stat
 import sys
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
+from glove.config import choose_runtime_dir
 from glove.control.errors import DaemonAlreadyRunning, SocketPathTooLong, UnsafeRuntimeDir
 
 SOCKET_NAME: Final = "gloved.sock"
@@ -41,15 +43,18 @@ LOCK_NAME: Final = "gloved.lock"
 SECRET_NAME: Final = "bootstrap-secret"  # noqa: S105 - a file name, not a secret
 DIR_MODE: Final = 0o700
 SOCKET_MODE: Final = 0o600
-RUNTIME_DIR_NAME: Final = "glove"
-STATE_RUNTIME_NAME: Final = "run"
-"""The fallback runtime directory's name inside the state directory (``.../glove/run``)."""
-RUN_USER: Final = Path("/run/user")
 MAX_SOCKET_PATH_BYTES: Final = 103 if sys.platform == "darwin" else 107
 """Longest socket path ``bind``/``connect`` take, in bytes (``sun_path`` less its NUL)."""
 PROC_FD: Final = Path("/proc/self/fd")
 
-RuntimeSource = Literal["XDG_RUNTIME_DIR", "/run/user", "state"]
+#: How long a start waits for the descendants of a gone gloved to let go of its lock.
+LOCK_STALE_GRACE_S: Final = 5.0
+#: How often it tries the lock again meanwhile.
+LOCK_RETRY_S: Final = 0.05
+#: Bytes of a holder's command line shown in a message.
+MAX_SHOWN_CMDLINE: Final = 80
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,80 +77,6 @@ class RuntimePaths:
     def lock(self) -> Path:
         """The single-instance lock file."""
         return self.directory / LOCK_NAME
-
-
-@dataclass(frozen=True, slots=True)
-class RuntimeDirChoice:
-    """Which runtime directory this user's clients and gloved use, and why."""
-
-    directory: Path
-    source: RuntimeSource
-    reason: str
-    passed_over: tuple[str, ...] = ()
-    """Why each earlier candidate was not used, in order."""
-
-
-def glove_state_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_STATE_HOME/glove`` (``$HOME/.local/state/glove`` when it is unset or relative)."""
-    env = os.environ if environ is None else environ
-    value = env.get("XDG_STATE_HOME", "")
-    if value.startswith("/"):  # the XDG spec: a relative value is ignored
-        return Path(value) / "glove"
-    home = env.get("HOME") or str(Path.home())
-    return Path(home) / ".local" / "state" / "glove"
-
-
-def _unusable_base(path: Path, *, missing_ok: bool) -> str | None:  # noqa: PLR0911 - one per refusal
-    """Why ``path`` cannot hold the runtime directory, or None if it can."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return None if missing_ok else f"{path} does not exist"
-    except OSError as exc:
-        return f"{path} cannot be examined ({exc.strerror})"
-    if stat.S_ISLNK(info.st_mode):
-        return f"{path} is a symlink"
-    if not stat.S_ISDIR(info.st_mode):
-        return f"{path} is not a directory"
-    if info.st_uid != os.getuid():
-        return f"{path} is owned by uid {info.st_uid}, not by uid {os.getuid()}"
-    if stat.S_IMODE(info.st_mode) & 0o022:
-        return f"{path} has mode {stat.S_IMODE(info.st_mode):04o}: group or others can write it"
-    return None
-
-
-def choose_runtime_dir(environ: Mapping[str, str] | None = None) -> RuntimeDirChoice:
-    """The runtime directory for this user (not created), by the rule of the module
-    docstring, with the reason for the choice and for each candidate passed over."""
-    env = os.environ if environ is None else environ
-    passed: list[str] = []
-    xdg = env.get("XDG_RUNTIME_DIR", "")
-    if not xdg:
-        passed.append("XDG_RUNTIME_DIR is not set")
-    elif not xdg.startswith("/"):
-        passed.append(f"XDG_RUNTIME_DIR={xdg!r} is not an absolute path")
-    elif (why := _unusable_base(Path(xdg), missing_ok=True)) is not None:
-        passed.append(f"XDG_RUNTIME_DIR: {why}")
-    else:
-        return RuntimeDirChoice(
-            Path(xdg) / RUNTIME_DIR_NAME, "XDG_RUNTIME_DIR", "XDG_RUNTIME_DIR is set", ()
-        )
-    run_user = RUN_USER / str(os.getuid())
-    why = _unusable_base(run_user, missing_ok=False)
-    if why is None:
-        return RuntimeDirChoice(
-            run_user / RUNTIME_DIR_NAME,
-            "/run/user",
-            "systemd-logind's directory of this user exists",
-            tuple(passed),
-        )
-    passed.append(why)
-    return RuntimeDirChoice(
-        glove_state_dir(env) / STATE_RUNTIME_NAME,
-        "state",
-        "no per-user runtime directory: a private one under this user's state directory",
-        tuple(passed),
-    )
 
 
 def default_runtime_dir() -> Path:
@@ -251,21 +182,109 @@ def prepare_runtime_dir(directory: Path | None = None) -> RuntimePaths:
     return RuntimePaths(path)
 
 
-def acquire_lock(paths: RuntimePaths) -> int:
+def acquire_lock(paths: RuntimePaths, *, stale_grace_s: float = LOCK_STALE_GRACE_S) -> int:
     """Take the single-instance lock; return its fd (held for the daemon's life).
 
+    A lock whose recorded holder is alive is refused at once. One whose recorded holder is
+    gone (or a zombie) is held by a process that inherited its descriptor: the start waits up
+    to ``stale_grace_s`` for it, saying so once in the log.
+
     Raises:
-        DaemonAlreadyRunning: another instance holds it.
+        DaemonAlreadyRunning: another instance holds it, or the holders of a gone one's
+            lock did not let go in time (the message names them).
     """
     fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        _lock_or_wait(fd, paths, stale_grace_s)
+    except BaseException:
         os.close(fd)
-        raise DaemonAlreadyRunning(
-            f"another gloved (pid {holder}) holds {paths.lock}; stop it first"
-        ) from None
+        raise
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def _lock_or_wait(fd: int, paths: RuntimePaths, grace_s: float) -> None:
+    deadline: float | None = None
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass
+        else:
+            return
+        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        recorded = int(text) if text.isdecimal() else None
+        holders = _holders(fd)
+        # The recorded holder is running and (as far as we can see) holds it: a live gloved.
+        # A running recorded pid that does not hold it was reused by another process.
+        if recorded is not None and _running(recorded) and (recorded in holders or not holders):
+            raise DaemonAlreadyRunning(
+                f"another gloved (pid {recorded}) holds {paths.lock}; stop it first"
+            )
+        who = f"gloved (pid {recorded})" if recorded is not None else "the gloved that took it"
+        if deadline is None:
+            deadline = time.monotonic() + grace_s
+            _log.warning(
+                "%s is gone but its lock %s is still held by %s: waiting up to %.0f s",
+                who,
+                paths.lock,
+                _describe(holders),
+                grace_s,
+            )
+        elif time.monotonic() >= deadline:
+            raise DaemonAlreadyRunning(
+                f"{who} is gone but its lock {paths.lock} is still held by {_describe(holders)} "
+                "(a process that inherited its descriptor); stop it first"
+            )
+        time.sleep(LOCK_RETRY_S)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie holds no lock)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # it exists; we may not look at it
+    # "pid (comm) S ...": the state follows the last ')' (comm may contain one).
+    state = stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3]
+    return state not in (b"Z", b"X")
+
+
+def _holders(fd: int) -> list[int]:
+    """Pids of the processes (this user can see) with the lock file open, but us."""
+    target = os.fstat(fd)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdecimal() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            for link in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    held = link.stat()
+                    if (held.st_dev, held.st_ino) == (target.st_dev, target.st_ino):
+                        found.append(int(entry.name))
+                        break
+    return sorted(found)
+
+
+def _describe(pids: list[int]) -> str:
+    """``pid 12 (python -m ...), pid 13 (...)``, or what to say when none can be seen."""
+    if not pids:
+        return "processes this user cannot see"
+    shown = []
+    for pid in pids:
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            raw = b""
+        # One line whatever the holder's argv holds (newlines, escapes: it is another
+        # process's text, printed to the operator).
+        text = raw.decode(errors="replace")
+        cmdline = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+        if len(cmdline) > MAX_SHOWN_CMDLINE:
+            cmdline = cmdline[: MAX_SHOWN_CMDLINE - 3] + "..."
+        shown.append(f"pid {pid} ({cmdline})" if cmdline else f"pid {pid}")
+    return ", ".join(shown)

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
         sign_checkpoint,
     )
     from glove.journal._codec import MAX_PAYLOAD_BYTES, MAX_RECORD_BYTES, RecordKind
-    from glove.journal._entries import Entry
+    from glove.journal._entries import Entry, iter_entries, read_entry_at
     from glove.journal._handle import APPEND_TIMEOUT_S, CLOSE_TIMEOUT_S, Journal, open_journal
     from glove.journal._keyfile import (
         default_signing_key_path,
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         read_witness_key_file,
     )
     from glove.journal._keys import SigningKey, VerifierKey, parse_signing_key, parse_verifier_key
+    from glove.journal._layout import LOCK_NAME
     from glove.journal._limits import JournalKind, JournalLimits, OnFull
     from glove.journal._merkle import (
         EMPTY_ROOT,
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from glove.journal._note import OpenedNote, add_cosignature, open_note, sign_note, verify_note
     from glove.journal._offline import consistency_offline, export_offline
     from glove.journal._receipts import MAX_RECEIPT_PAGE, Receipt, ReceiptPage
-    from glove.journal._storage import FileStat, PosixStorage, Storage
+    from glove.journal._storage import FILE_MODE, FileStat, LockHeld, PosixStorage, Storage
     from glove.journal._tlog import TransparencyLog, open_transparency_log
     from glove.journal._verify import TailReport, VerifyReport, parse_checkpoint, repair, verify
     from glove.journal._witness import Cosignature, WitnessKey, WitnessSigningKey, parse_witness_key
@@ -86,9 +87,14 @@ if TYPE_CHECKING:
         UnverifiedSignature,
     )
 
-# Imported on first use (PEP 562) so that `glove.journal.cli`, loaded by `glove --help`,
+# Imported on first use (PEP 562) so that `glove.cli._journal`, loaded by `glove --help`,
 # does not pull in the writer, the actor runtime and msgspec.
 _EXPORTS: dict[str, str] = {
+    "FILE_MODE": "glove.journal._storage",
+    "LockHeld": "glove.journal._storage",
+    "LOCK_NAME": "glove.journal._layout",
+    "iter_entries": "glove.journal._entries",
+    "read_entry_at": "glove.journal._entries",
     "APPEND_TIMEOUT_S": "glove.journal._handle",
     "BUNDLE_FORMAT": "glove.journal._bundle",
     "CLOSE_TIMEOUT_S": "glove.journal._handle",
@@ -198,7 +204,9 @@ __all__ = [
     "BUNDLE_FORMAT",
     "CLOSE_TIMEOUT_S",
     "EMPTY_ROOT",
+    "FILE_MODE",
     "KEY_MIN_BYTES",
+    "LOCK_NAME",
     "MAX_BUNDLE_BYTES",
     "MAX_PAYLOAD_BYTES",
     "MAX_RECEIPT_PAGE",
@@ -224,6 +232,7 @@ __all__ = [
     "JournalTampered",
     "JournalTruncated",
     "JournalWriter",
+    "LockHeld",
     "LogMismatch",
     "NotSealed",
     "NoteError",
@@ -262,6 +271,7 @@ __all__ = [
     "encode_bundle",
     "export_offline",
     "generate_signing_key",
+    "iter_entries",
     "leaf_hash",
     "load_signing_key",
     "node_hash",
@@ -275,6 +285,7 @@ __all__ = [
     "parse_signing_key",
     "parse_verifier_key",
     "parse_witness_key",
+    "read_entry_at",
     "read_verifier_key_file",
     "read_witness_key_file",
     "repair",

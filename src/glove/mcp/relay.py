@@ -47,8 +47,12 @@ FORWARDED_SIGNALS = (
 )
 #: ... of which these go to the agent's process group, as the init gives them to ours.
 GROUP_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
-EXIT_USAGE = 125
-EXIT_CANNOT_RUN = 127
+# Exit codes: glove.exits's values (a standard-library script run by the sandbox's own Python
+# cannot import it; tests/test_exits.py holds them equal). A relay started wrongly means the
+# sandbox was set up wrongly: nothing ran (125).
+EXIT_SETUP_FAILED = 125
+EXIT_USAGE = EXIT_SETUP_FAILED  # the former name
+EXIT_CANNOT_RUN = 127  # glove.exits.EXIT_NOT_FOUND: the agent could not be started at all
 SIGNAL_EXIT_BASE = 128
 
 
@@ -253,7 +257,7 @@ def main() -> int:
         return relay(fd, command)
     except UsageError as exc:
         sys.stderr.write(f"glove-relay: {exc}\n")
-        return EXIT_USAGE
+        return EXIT_SETUP_FAILED
     except CannotRun as exc:
         sys.stderr.write(f"glove-relay: {exc}\n")
         return EXIT_CANNOT_RUN

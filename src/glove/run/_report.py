@@ -14,9 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from glove.container import SandboxDescription, SandboxResult, SandboxSpec
-from glove.container._limits import LimitPlan
-from glove.container._spec import RESERVED_TARGETS, normalize_inside
+from glove.container import (
+    LimitPlan,
+    SandboxDescription,
+    SandboxResult,
+    SandboxSpec,
+    sandbox_owned,
+)
 
 #: Distinct denied syscalls named in the summary line (the rest are counted).
 SUMMARY_SYSCALLS: Final = 6
@@ -56,10 +60,7 @@ def format_limit(name: str, value: float) -> str:
 
 def _shown_elsewhere(workspace: str) -> bool:
     """Whether the same-path default could not apply (the path is the sandbox's own)."""
-    inside = normalize_inside(workspace)
-    return inside == "/" or any(
-        inside == reserved or inside.startswith(reserved + "/") for reserved in RESERVED_TARGETS
-    )
+    return sandbox_owned(workspace) is not None
 
 
 def notes_before(spec: SandboxSpec, plans: Mapping[str, LimitPlan]) -> list[str]:

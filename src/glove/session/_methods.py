@@ -22,8 +22,7 @@ from msgspec import Meta
 
 from glove.control import CallContext, MethodError, MethodRegistry
 from glove.journal.errors import JournalError, ReceiptAckError, ReceiptError
-from glove.plan import PlanError
-from glove.plan._model import IDENTIFIER_PATTERN
+from glove.plan import IDENTIFIER_PATTERN, PlanError
 from glove.session._registry import MAX_LIST_PAGE, SessionRegistry, SessionView
 from glove.session.errors import (
     ExposureError,
@@ -324,7 +323,7 @@ class SessionMethods:
         if not Path(params.path).is_absolute():
             raise MethodError("exposure_error", f"the path must be absolute, not {params.path!r}")
         try:
-            made = self._live().expose(params.alias, params.path, params.mode, params.target)
+            made = await self._live().expose(params.alias, params.path, params.mode, params.target)
         except ExposureError as exc:
             raise MethodError("exposure_error", str(exc)) from exc
         return ExposureView(**made, path=params.path)

@@ -284,6 +284,10 @@ class SandboxCgroups:
                 v2 site the planner relied on is gone.
         """
         self.plans = plans
+        #: CPU time the init spent building the sandbox in these groups (its ``ready``
+        #: report): Glove's work, left out of the ``cpu_time`` budget.
+        self.setup_cpu_s = 0.0
+        self.setup_reported = False
         name = group_name()
         v2 = v2 if v2 is not None else probe_v2()
         need = frozenset(
@@ -370,18 +374,23 @@ class SandboxCgroups:
             mechanism == MECH_CGROUP_V1_CPU_CFS and self.v1 is not None and self.v1.cpu_throttled()
         )
 
+    def command_cpu_seconds(self) -> float:
+        """CPU time the tree used apart from the init's own setup (what ``cpu_time`` caps)."""
+        return max(0.0, self.cpu_seconds() - self.setup_cpu_s)
+
     def reached(self) -> str | None:
         """The first limit whose cgroup says it was reached (the supervisor then kills the
         tree): ``memory`` after an OOM kill, ``pids`` after a refused fork, ``cpu_time`` once
-        the tree's CPU time is at the limit; None while none is. The CPU rate (``cpus``) is
-        never reached: it throttles the tree, which goes on."""
+        the tree's CPU time (less the init's setup, :attr:`setup_cpu_s`) is at the limit;
+        None while none is. The CPU rate (``cpus``) is never reached: it throttles the
+        tree, which goes on."""
         if self.memory_oom_killed():
             return "memory"
         if self.pids_hit():
             return "pids"
         cpu = self.plans.get("cpu_time")
         cpu_watched = cpu is not None and cpu.mechanism in CGROUP_CPU_WATCHDOGS
-        if cpu_watched and cpu is not None and self.cpu_seconds() >= cpu.value:
+        if cpu_watched and cpu is not None and self.command_cpu_seconds() >= cpu.value:
             return "cpu_time"
         return None
 

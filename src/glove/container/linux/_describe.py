@@ -28,6 +28,7 @@ from glove.container.linux._mounts import (
     shown_sources,
 )
 from glove.container.linux._seccomp import DENIED_SYSCALLS
+from glove.container.linux._unix_gate import probe_unix_gate
 
 #: Socket families the filter lets through.
 ALLOWED_SOCKET_FAMILIES: Final = (
@@ -51,7 +52,16 @@ def describe(spec: SandboxSpec) -> SandboxDescription:
     sources = open_sources(spec)
     check_protected(shown_sources(spec, sources), spec.protected)
     size = spec.limits.disk if spec.limits.disk is not None else DEFAULT_SCRATCH_BYTES
-    mounts = [MountPlan("/", "tmpfs", "ro", note=f"{size} bytes; /tmp and /dev/shm share it")]
+    mounts = [
+        MountPlan("/", "tmpfs", "ro", note=f"{size} bytes; /tmp and /dev/shm share it"),
+        MountPlan(
+            "/tmp",
+            "tmpfs",
+            "rw",
+            note="private: the root tmpfs (disk limit), none of the host's /tmp; binds "
+            "below it come after",
+        ),
+    ]
     for source in sources:
         if source.kind == "symlink":
             mounts.append(MountPlan(source.target, "symlink", "ro", note=f"-> {source.link}"))
@@ -62,7 +72,6 @@ def describe(spec: SandboxSpec) -> SandboxDescription:
         MountPlan("/proc", "proc", "rw", note="own pid namespace; kernel knobs read-only"),
         MountPlan("/dev", "tmpfs", "ro", note="only " + ", ".join(DEVICE_NODES)),
         MountPlan("/dev/pts", "devpts", "rw", note="a new instance"),
-        MountPlan("/tmp", "tmpfs", "rw", note="the root tmpfs (disk limit)"),
         MountPlan("/dev/shm", "tmpfs", "rw", note="the root tmpfs (disk limit)"),
     ]
     shown = {source.source for source in sources}
@@ -89,10 +98,22 @@ def describe(spec: SandboxSpec) -> SandboxDescription:
                 "clone with any namespace flag: EPERM",
                 "clone3: ENOSYS (libc falls back to clone)",
                 "raw IP sockets: EPERM",
+                "datagram Unix sockets: EPERM",
+                _connect_in_words(),
                 "creating setuid/setgid files: EPERM",
                 "a foreign-architecture syscall: the process is killed",
             ],
         ),
         pass_fds=dict(spec.pass_fds),
         protected=[item.path for item in spec.protected],
+    )
+
+
+def _connect_in_words() -> str:
+    gate = probe_unix_gate()
+    if gate.mechanism is None:
+        return f"connect: not gated ({gate.reason})"
+    return (
+        f"connect: performed by the launcher ({gate.mechanism}); a Unix socket outside "
+        "the sandbox's own /tmp and /dev/shm: EACCES"
     )

@@ -13,9 +13,14 @@ Process shape::
 The init stays as a minimal reaper so the command is never pid 1 (a pid-1 command would be
 immune to its own ``kill -9 $$``) and reports the command's fate on the status pipe. When
 the init exits the kernel kills everything left in the pid namespace; when the launcher dies
-the init exits too: before release it sees EOF on the go pipe, after it watches a pidfd of
-the launcher *process* (``PR_SET_PDEATHSIG`` would fire when the launching *thread* exits,
-which kills sandboxes launched from a worker thread that ends before they do).
+the init exits too: it watches a pidfd of the launcher *process*, before release (beside
+the go pipe) and after (``PR_SET_PDEATHSIG`` would fire when the launching *thread* exits,
+which kills sandboxes launched from a worker thread that ends before they do). EOF on the go
+pipe alone cannot say the launcher died: a fork copies every descriptor, so each child holds
+its own copy of the pipe's write end (closed first thing) and, in a multi-threaded launcher,
+the copies of concurrent launches' pipes too. Until it has closed them, a child holds every
+descriptor of the launcher (gloved's lock and journals, its listening socket), so a child
+that outlived a killed launcher would keep the next one from starting.
 
 ``clone3`` runs through ``ctypes.PyDLL`` with the GIL held and the interpreter's fork hooks
 (one clone instead of two, for the single-threaded ``glove exec``). Where clone3 is unavailable
@@ -51,7 +56,6 @@ from glove.container._limits import (
     plan_limits,
 )
 from glove.container._protect import check_protected
-from glove.container._result import EXIT_SETUP_FAILED
 from glove.container._spec import MAX_PASSED_FD, SandboxSpec
 from glove.container._status import (
     MAX_STATUS_LINE_BYTES,
@@ -70,7 +74,7 @@ from glove.container._status import (
 )
 from glove.container._status import decode_line as decode_status_line
 from glove.container._status import encode as encode_status
-from glove.container.errors import SandboxSetupError
+from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._cgroups import (
     SandboxCgroups,
@@ -79,7 +83,7 @@ from glove.container.linux._cgroups import (
 )
 from glove.container.linux._mounts import (
     OpenedSource,
-    build_root,
+    build_rootfs,
     forbid_nested_user_namespaces,
     harden_proc,
     open_sources,
@@ -95,6 +99,8 @@ from glove.container.linux._retained import (
     prepare_retained,
 )
 from glove.container.linux._seccomp import seccomp_program
+from glove.container.linux._unix_gate import is_unix_datagram, probe_unix_gate
+from glove.exits import EXIT_NOT_FOUND, EXIT_SETUP_FAILED
 
 #: Environment variable that forces the fork + unshare + fork launch path.
 LAUNCH_MODE_ENV: Final = "GLOVE_SANDBOX_LAUNCH"
@@ -122,11 +128,14 @@ class LaunchContext(msgspec.Struct, frozen=True):
     seccomp_bpf: bytes
     last_cap: int
     go_read: int
+    go_write: int
     status_write: int
     launcher_pidfd: int
     retained: tuple[tuple[str, int], ...] = ()
     notify_channel: int = -1
     seccomp_notify_bpf: bytes | None = None
+    #: The notifying filter gates connect(): without its listener the gate would be open.
+    unix_gate: bool = False
     pty_channel: int = -1
     terminal_size: tuple[int, int] = DEFAULT_WINSIZE
 
@@ -165,6 +174,9 @@ class SandboxProcess:
         self.reaped_status: int | None = None
         #: Launcher end of the socket the init sends its seccomp listener over (-1: none).
         self.notify_channel = -1
+        #: Whether the sandbox's filter sends every connect() to that listener (the Unix
+        #: socket gate, ``_unix_gate``): the supervisor must perform them.
+        self.unix_gate = False
         #: The RLIMIT_NPROC the sandbox's user namespace runs under when the pids mechanism
         #: is ``rlimit-nproc-userns`` (the limit, one more on the fork path for its reaper,
         #: which is inside the count), else None: the supervisors count the tree against it.
@@ -299,7 +311,7 @@ def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:
         _report(exec_write, ExecFailed(exc.errno or errno.ENOENT))
     except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
         _report(exec_write, ExecFailed(errno.EINVAL, str(exc)))
-    os._exit(127)
+    os._exit(EXIT_NOT_FOUND)
 
 
 def _fork_command(ctx: LaunchContext) -> tuple[int, bytes]:
@@ -383,7 +395,11 @@ def _install_seccomp(ctx: LaunchContext) -> None:
 
     The notifying variant needs a listener that the launcher services; if the kernel will
     not create one, the plain EPERM variant is loaded instead (denials still hold, they are
-    just not itemized).
+    just not itemized), unless the variant carries the Unix socket gate: then the setup
+    fails, because the plain variant lets connect() through.
+
+    Raises:
+        OSError: the gate's listener could not be made.
     """
     channel = ctx.notify_channel
     if channel < 0 or ctx.seccomp_notify_bpf is None:
@@ -392,6 +408,8 @@ def _install_seccomp(ctx: LaunchContext) -> None:
     try:
         listener = sc.load_seccomp_listener(ctx.seccomp_notify_bpf)
     except OSError:
+        if ctx.unix_gate:
+            raise
         sc.load_seccomp_bpf(ctx.seccomp_bpf)
         os.close(channel)
         return
@@ -463,6 +481,23 @@ def _run_command(ctx: LaunchContext) -> None:
         _report(status, Exited(os.waitstatus_to_exitcode(wait_status)))
 
 
+def _await_go(ctx: LaunchContext) -> bool:
+    """In a child of the launcher: wait for its go byte; False if it died first.
+
+    The child's copy of the go pipe's write end is closed at once (the launcher's own is
+    the only one that may release it), and the launcher's pidfd is watched beside the pipe:
+    a killed launcher never leaves a child waiting here (holding its descriptors) for ever.
+    """
+    with contextlib.suppress(OSError):
+        os.close(ctx.go_write)
+    while True:
+        ready, _, _ = select.select([ctx.go_read, ctx.launcher_pidfd], [], [])
+        if ctx.go_read in ready:  # first: a launcher that wrote "G" then died still released us
+            return os.read(ctx.go_read, 1) == GO_BYTE
+        if ctx.launcher_pidfd in ready:
+            return False
+
+
 def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
     """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
     status = ctx.status_write
@@ -473,10 +508,11 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         # launcher alone, which passes it on once (never twice, never past the relay).
         with contextlib.suppress(OSError):
             os.setsid()
-        if handshake and os.read(ctx.go_read, 1) != GO_BYTE:
+        if handshake and not _await_go(ctx):
             os._exit(EXIT_SETUP_FAILED)
+        placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
         os.close(ctx.go_read)
-        build_root(ctx.spec, ctx.sources, ctx.retained)
+        build_rootfs(ctx.spec, ctx.sources, ctx.retained)
         if ctx.spec.pty:
             ctx = _own_terminal(ctx)
         forbid_nested_user_namespaces()
@@ -486,13 +522,19 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         sc.set_own_cmdline(INIT_TITLE)
         sc.drop_all_capabilities(ctx.last_cap)
         _install_seccomp(ctx)
-        _report(status, Ready())
+        _report(status, Ready(setup_cpu_s=round(max(0.0, _own_cpu_s() - placed_cpu_s), 6)))
         _run_command(ctx)
         _report_usage(ctx)
     except BaseException as exc:  # noqa: BLE001 - the init must never unwind
         _report(status, SetupFailed(f"{type(exc).__name__}: {exc}{_where(exc)}"))
         os._exit(EXIT_SETUP_FAILED)
     os._exit(0)
+
+
+def _own_cpu_s() -> float:
+    """CPU time (user plus system) this process has used so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _where(exc: BaseException) -> str:
@@ -541,7 +583,7 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
                 os.setsid()  # out of the operator's foreground group, as the init (above)
             sc.unshare(sc.SANDBOX_NAMESPACES)
             _report(ctx.status_write, Unshared())
-            if os.read(ctx.go_read, 1) != GO_BYTE:
+            if not _await_go(ctx):
                 os._exit(EXIT_SETUP_FAILED)
             reaper = os.pidfd_open(os.getpid())
             init = os.fork()
@@ -626,7 +668,10 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
 
     With ``report_violations`` every seccomp denial is sent to the launcher, which must
     service ``SandboxProcess.notify_channel`` (``run`` does): until answered, the denied call
-    blocks. Without it denials are plain EPERM from the kernel.
+    blocks. Where this host has the Unix socket gate (``probe_unix_gate``), every
+    ``connect`` is sent too, and must be performed by a :class:`ConnectGate`
+    (``SandboxProcess.unix_gate``). Without it denials are plain EPERM from the kernel and
+    ``connect`` is not gated.
 
     ``stdio`` gives the descriptors the command receives as 0, 1 and 2; ``spec.pass_fds``
     adds more. The caller keeps its own copies of all of them and must close them itself.
@@ -639,7 +684,14 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     """
     plans = plan_limits(spec.limits, probe_host_limits(), spec.accept_weaker)
     bpf = seccomp_program()
-    notify_bpf = seccomp_program(notify=True) if report_violations else None
+    gate = report_violations and probe_unix_gate().mechanism is not None
+    notify_bpf = seccomp_program(notify=True, gate=gate) if report_violations else None
+    for target, fd in spec.pass_fds.items():
+        if is_unix_datagram(fd):
+            raise SpecError(
+                f"descriptor {target} is a datagram Unix socket: each send could name any "
+                "host socket by path; pass a stream or seqpacket socket"
+            )
     sources = open_sources(spec)
     check_protected(shown_sources(spec, sources), spec.protected)
     writable = [b.source for b in spec.binds if b.mode == "rw"]
@@ -676,9 +728,11 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         stdio=stdio,
         seccomp_bpf=bpf,
         seccomp_notify_bpf=notify_bpf,
+        unix_gate=gate,
         notify_channel=child_channel.fileno() if child_channel is not None else -1,
         last_cap=sc.cap_last_cap(),
         go_read=go_read,
+        go_write=go_write,
         status_write=status_write,
         launcher_pidfd=launcher_pidfd,
         pty_channel=pty_child.fileno() if pty_child is not None else -1,
@@ -743,6 +797,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         process.nproc_limit = int(nproc.value)
     if parent_channel is not None:
         process.notify_channel = parent_channel.detach()
+        process.unix_gate = gate
     if pty_parent is not None:
         with pty_parent:
             process.pty_master = _receive_terminal(pty_parent)

@@ -3,13 +3,14 @@
 Two halves. :func:`open_sources` runs in the launcher: every bind source is opened as an
 ``O_PATH`` descriptor with ``openat2(RESOLVE_NO_SYMLINKS)``, so a path that contains a
 symlink (or was swapped for one) fails instead of widening the view; a source whose last
-component *is* a symlink is recorded as a symlink to recreate. :func:`build_root` runs in
+component *is* a symlink is recorded as a symlink to recreate. :func:`build_rootfs` runs in
 the sandbox's init, in its fresh user and mount namespaces: it mounts a size-limited tmpfs,
 creates every mount point by walking descriptors (never following a link, so no target can
 point outside the new root), bind-mounts each source *from its descriptor*, checks that the
 mounted inode is the one that was opened, applies read-only/nosuid/nodev recursively with
 ``mount_setattr(AT_RECURSIVE)`` (submounts included), adds ``/proc``, a minimal ``/dev`` and
-``/tmp``, then ``pivot_root``s and detaches the old root.
+a private ``/tmp`` (made first, so a host path below it is shown at its own path on top of
+it), then ``pivot_root``s and detaches the old root.
 """
 
 # Raw paths and dir fds inside a fresh mount namespace (pathlib adds nothing); /tmp here is
@@ -489,7 +490,7 @@ def _attach_detached(root_fd: int, target: str, mount_fd: int) -> None:
         os.close(parent_fd)
 
 
-def build_root(
+def build_rootfs(
     spec: SandboxSpec, sources: list[OpenedSource], detached: tuple[tuple[str, int], ...] = ()
 ) -> None:
     """Assemble the sandbox root and pivot into it (runs in the sandbox's init).
@@ -517,6 +518,12 @@ def build_root(
     for name in ("proc", "dev", "tmp"):
         os.mkdir(f"{root}/{name}", 0o755)
     os.chmod(f"{root}/tmp", STICKY_WORLD_MODE)
+    # The private /tmp becomes its own mount (a bind of the root tmpfs's directory: same
+    # tmpfs, same size limit) before any bind lands below it, so that it stays writable once
+    # / is read-only and a host path shown under it (a checkout in /tmp/x, at its own path)
+    # is a mount on top of it, in a parent directory made on the tmpfs. Made later, a
+    # non-recursive bind would hide those mounts; nothing else of the host's /tmp is shown.
+    sc.mount(f"{root}/tmp", f"{root}/tmp", None, sc.MS_BIND)
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for source, origin in zip(sources, origins, strict=True):
@@ -531,9 +538,8 @@ def build_root(
                 os.close(origin)
     sc.mount("proc", f"{root}/proc", "proc", sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC)
     _make_dev(root)
-    # /tmp and /dev/shm stay writable (sharing the root tmpfs and its size) once / is ro.
-    for scratch in ("tmp", "dev/shm"):
-        sc.mount(f"{root}/{scratch}", f"{root}/{scratch}", None, sc.MS_BIND)
+    # /dev/shm stays writable (sharing the root tmpfs and its size) once / is ro, like /tmp.
+    sc.mount(f"{root}/dev/shm", f"{root}/dev/shm", None, sc.MS_BIND)
     os.chdir(root)
     sc.pivot_root(".", ".")
     sc.umount2(".", sc.MNT_DETACH)

@@ -16,8 +16,8 @@ import signal
 from collections.abc import Callable
 from typing import Final
 
-from glove.container._result import EXIT_SETUP_FAILED
 from glove.container.linux import _syscalls as sc
+from glove.exits import EXIT_SETUP_FAILED
 
 #: Signals the init passes on (everything else it ignores, as pid 1 does); see
 #: :func:`pass_on` for where each goes.

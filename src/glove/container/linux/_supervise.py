@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from glove.container._observe import DenialTable, OomWatch, OutputCap
-from glove.container._result import EXIT_SETUP_FAILED, Durations, SandboxResult
+from glove.container._result import Durations, SandboxResult
 from glove.container._spec import SandboxSpec
 from glove.container._status import StatusDecoder, StatusLineError, StatusMessage
 from glove.container._verdict import Observed, decide
@@ -38,6 +38,7 @@ from glove.container.linux._events import (
     Wiring,
     adopt_terminal,
     answer_denial,
+    note_status,
     nproc_reached,
     read_output,
     receive_listener,
@@ -46,6 +47,8 @@ from glove.container.linux._events import (
 from glove.container.linux._jobs import HOST_SIGNALS, suspend
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._pty import DEFAULT_WINSIZE, RawTerminal, get_winsize, host_terminal
+from glove.container.linux._unix_gate import ConnectGate
+from glove.exits import EXIT_SETUP_FAILED
 
 #: How often the CPU watchdog samples the group's usage.
 CPU_POLL_INTERVAL_S: Final = 0.05
@@ -100,6 +103,7 @@ class _Supervisor:
         self.observed = Observed()
         self.cancel_fd: int | None = None
         self.listener: int | None = None
+        self.gate: ConnectGate | None = None
         self.selector = selectors.DefaultSelector()
         self.sinks: dict[int, int] = {}
         self.oom_stream: int | None = None
@@ -130,18 +134,19 @@ class _Supervisor:
             self.observed.kill_reason = reason
         process.kill()
 
-    def _read_status(self, fd: int) -> bool:
+    def _read_status(self, fd: int, process: SandboxProcess) -> bool:
         try:
             chunk = os.read(fd, 4096)
         except BlockingIOError:
             return True
         if not chunk:
-            self._take_status(self.status.close())
+            self._take_status(self.status.close(), process)
             return False
-        self._take_status(self.status.feed(chunk))
+        self._take_status(self.status.feed(chunk), process)
         return True
 
-    def _take_status(self, messages: list[StatusMessage]) -> None:
+    def _take_status(self, messages: list[StatusMessage], process: SandboxProcess) -> None:
+        note_status(process, messages)
         self.observed.messages.extend(messages)
 
     def _pump(self, fd: int, process: SandboxProcess) -> bool:
@@ -292,12 +297,18 @@ class _Supervisor:
 
     def _answer_denials(self, listener: int) -> None:
         try:
-            denial = answer_denial(listener)
+            denial = answer_denial(listener, self.gate)
         except ListenerGone:
             self.selector.unregister(listener)
             return
         if denial is not None:
             self.denied.record(*denial)
+        self._record_refused_connects()
+
+    def _record_refused_connects(self) -> None:
+        if self.gate is not None:
+            for args in self.gate.take_refused():
+                self.denied.record("connect", args)
 
     def _check_watchdogs(self, process: SandboxProcess, deadline: float | None) -> None:
         now = time.monotonic()
@@ -314,6 +325,8 @@ class _Supervisor:
     ) -> None:
         """Run the loop until the init has exited and output is drained."""
         sel = self.selector
+        if process.unix_gate:
+            self.gate = ConnectGate()
         sel.register(process.pidfd, selectors.EVENT_READ, "exit")
         if self.cancel_fd is not None:
             sel.register(self.cancel_fd, selectors.EVENT_READ, "cancel")
@@ -363,7 +376,7 @@ class _Supervisor:
                     deadline = None
                     cpu_polled = False
                 elif role == "status":
-                    if not self._read_status(fd):
+                    if not self._read_status(fd, process):
                         sel.unregister(fd)
                 elif role == "output":
                     if not self._pump(fd, process):
@@ -387,12 +400,13 @@ class _Supervisor:
             if exited_at is None:
                 self._check_watchdogs(process, deadline)
         with contextlib.suppress(OSError):
-            while self._read_status(process.status_fd):
+            while self._read_status(process.status_fd, process):
                 pass
 
     def result(self, process: SandboxProcess, started: float) -> SandboxResult:
         """Turn what was observed into the structured result (the pure core decides)."""
         observed = self.observed
+        self._record_refused_connects()
         observed.denied = self.denied.counts
         observed.expected = self.denied.expected
         observed.output_bytes, observed.output_truncated = self.output.total, self.output.truncated
@@ -503,6 +517,8 @@ def run(
     finally:
         supervisor.close_stdin_target()
         supervisor.selector.close()
+        if supervisor.gate is not None:
+            supervisor.gate.close()
         if supervisor.listener is not None:
             os.close(supervisor.listener)
         if wiring is not None:
