@@ -9,11 +9,12 @@ chooses the backend by ``sys.platform``).
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from glove.container._filter import OutputFilter
     from glove.container.linux._async import AsyncSandbox, OutputHandler
     from glove.container.linux._async_run import FdWriter, raw_terminal, run_async
     from glove.container.linux._cgroups import claim_cgroup_v2, probe_host_limits
     from glove.container.linux._describe import describe
-    from glove.container.linux._events import READ_CHUNK_BYTES, OutputFilter
+    from glove.container.linux._events import READ_CHUNK_BYTES
     from glove.container.linux._jobs import HOST_SIGNALS, suspend
     from glove.container.linux._launch import SandboxProcess, launch
     from glove.container.linux._pty import DEFAULT_WINSIZE, RawTerminal, get_winsize, set_winsize
@@ -35,7 +36,7 @@ _LAZY: dict[str, str] = {
     "RESOLVE_NO_SYMLINKS": "glove.container.linux._syscalls",
     "AsyncSandbox": "glove.container.linux._async",
     "FdWriter": "glove.container.linux._async_run",
-    "OutputFilter": "glove.container.linux._events",
+    "OutputFilter": "glove.container._filter",
     "OutputHandler": "glove.container.linux._async",
     "RawTerminal": "glove.container.linux._pty",
     "SandboxProcess": "glove.container.linux._launch",

@@ -18,10 +18,11 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor
 from typing import Final
 
+from glove.container._filter import OutputFilter
 from glove.container._result import SandboxResult
 from glove.container._spec import SandboxSpec
 from glove.container.linux._async import AsyncSandbox
-from glove.container.linux._events import OutputFilter, Stream
+from glove.container.linux._events import Stream
 from glove.container.linux._pty import RawTerminal, get_winsize, set_winsize
 
 #: Output held for a slow host reader before the sandbox's stream is paused.

@@ -17,7 +17,7 @@ import os
 import socket
 import stat
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import Final, Literal
 
 from glove.container._spec import SandboxSpec
 from glove.container._status import Ready, StatusMessage
@@ -39,19 +39,6 @@ _STAT_PPID: Final = 1
 _STAT_THREADS: Final = 17
 
 Stream = Literal["stdout", "stderr", "pty"]
-
-
-class OutputFilter(Protocol):
-    """What output bound for one host descriptor passes through on its way out (``glove
-    exec`` and ``glove run`` writing to a terminal: :class:`glove.session.TerminalFilter`)."""
-
-    def feed(self, data: bytes) -> bytes:
-        """The bytes to write for the next ``data`` (may hold some back)."""
-        ...
-
-    def close(self) -> bytes:
-        """What is still held, once the output has ended."""
-        ...
 
 
 def stdin_passes_directly(stdin: int) -> bool:

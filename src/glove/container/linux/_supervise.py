@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping
 from typing import Final
 
+from glove.container._filter import OutputFilter
 from glove.container._observe import DenialTable, OomWatch, OutputCap
 from glove.container._result import Durations, SandboxResult
 from glove.container._spec import SandboxSpec
@@ -34,7 +35,6 @@ from glove.container._verdict import Observed, decide
 from glove.container.linux._events import (
     READ_CHUNK_BYTES,
     ListenerGone,
-    OutputFilter,
     Wiring,
     adopt_terminal,
     answer_denial,
