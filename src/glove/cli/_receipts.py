@@ -114,7 +114,12 @@ def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[
         typer.echo(f"glove receipts {verb}: {exc}", err=True)
         raise typer.Exit(EXIT_UNAVAILABLE) from exc
     except RemoteError as exc:
-        typer.echo(f"glove receipts {verb}: {exc.code}: {exc.message}", err=True)
+        message = f"{exc.code}: {exc.message}"
+        if exc.code == "method_not_found":
+            from glove.cli._session import _no_sessions
+
+            message = _no_sessions(runtime_dir, exc.message)
+        typer.echo(f"glove receipts {verb}: {message}", err=True)
         raise typer.Exit(EXIT_RECEIPTS_REFUSED) from exc
     except ControlError as exc:
         typer.echo(f"glove receipts {verb}: {exc}", err=True)

@@ -7,11 +7,13 @@ operator's clipboard, OSC 0/2 set the window title, DCS and the other string seq
 (``CSI c``) or window reports (``CSI 21 t``) make the terminal *type* an answer into the
 operator's input. :class:`EscapeFilter` (``glove session log`` without ``--raw``) lets
 through only an allowlist that draws text, SGR colours and attributes and plain cursor
-motion and erasure, and renders every other control visibly and inertly in ``cat -v``
-notation (ESC as ``^[``, DEL as ``^?``, a C1 control U+009B as ``M-^[``). It is a streaming
-state machine whose only buffer is one pending CSI of at most :data:`MAX_CSI_CHARS`
-characters, so a flood or an unterminated sequence costs no memory, and its output does not
-depend on how the input was cut into chunks.
+motion and erasure, drops the mode toggles every prompt and editor emits and that mean
+nothing in a log (bracketed paste, cursor visibility and blink, application cursor keys and
+keypad, focus events: :data:`QUIET_MODES`), and renders every other control visibly and
+inertly in ``cat -v`` notation (ESC as ``^[``, DEL as ``^?``, a C1 control U+009B as
+``M-^[``). It is a streaming state machine whose only buffer is one pending CSI of at most
+:data:`MAX_CSI_CHARS` characters, so a flood or an unterminated sequence costs no memory,
+and its output does not depend on how the input was cut into chunks.
 
 :class:`ModeTracker` follows the DEC private modes an agent sets (alternate screen, cursor
 visibility, mouse reporting, bracketed paste, application keys) so a client that attaches
@@ -33,6 +35,14 @@ MAX_CSI_CHARS: Final = 64
 MAX_CSI_NUMBER: Final = 9999
 #: CSI finals let through: SGR, cursor motion, erase, insert/delete, scroll.
 ALLOWED_CSI_FINALS: Final = frozenset("mABCDEFGHJKSTfdLMPX@")
+#: DEC private modes whose set/reset (``CSI ? N h``/``l``) a log view drops: application
+#: cursor keys, cursor blink and visibility, focus events, bracketed paste. Nothing reaches
+#: the terminal, so dropping is as safe as showing them inert, and a shell's prompt is not
+#: wrapped in ``^[[?2004h`` noise. The alternate screen and mouse reporting stay shown.
+QUIET_MODES: Final = frozenset({1, 12, 25, 1004, 2004})
+#: ``ESC =`` / ``ESC >`` (keypad application/numeric mode): dropped the same way.
+_QUIET_ESCAPES: Final = frozenset("=>")
+_QUIET_MODE: Final = re.compile(r"\?([0-9]{1,4}(?:;[0-9]{1,4})*)")
 _ALLOWED_CONTROLS: Final = frozenset("\t\n\r\b")
 _INTERESTING: Final = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 _PARAMS: Final = re.compile(r"[0-9;:]*")
@@ -58,6 +68,11 @@ def _allowed_csi(body: str, final: str) -> bool:
     if any(n > MAX_CSI_NUMBER for n in numbers):
         return False
     return not (final == "J" and 3 in numbers)  # erasing the operator's scrollback
+
+
+def _quiet_mode(body: str, final: str) -> bool:
+    match = _QUIET_MODE.fullmatch(body) if final in "hl" else None
+    return match is not None and all(int(n) in QUIET_MODES for n in match.group(1).split(";"))
 
 
 class EscapeFilter:
@@ -90,6 +105,9 @@ class EscapeFilter:
                     self._state = _CSI
                     self._pending = []
                     i += 1
+                elif text[i] in _QUIET_ESCAPES:
+                    self._state = _GROUND
+                    i += 1
                 else:
                     out.append("^[")  # the rest is shown as text: inert without its ESC
                     self._state = _GROUND
@@ -104,6 +122,8 @@ class EscapeFilter:
             body = "".join(self._pending)
             if _allowed_csi(body, char):
                 out.append(f"\x1b[{body}{char}")
+            elif _quiet_mode(body, char):
+                pass
             else:
                 out.append(f"^[[{body}{char}")
             self._pending = []
