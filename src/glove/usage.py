@@ -9,7 +9,6 @@ the same one line.
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import re
 import sys
@@ -23,6 +22,8 @@ _UNRECOGNIZED = re.compile(r"unrecognized arguments: (.*)")
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`` (did you mean X?)`` for the closest of ``choices`` to ``word``, or ``""``."""
+    import difflib  # only on an error: not on the launch path of exec/run/mcp serve
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
 
@@ -42,7 +43,12 @@ class UsageParser(argparse.ArgumentParser):
 
 def _show_one_line(self: Any, file: Any = None) -> None:
     ctx = getattr(self, "ctx", None)
-    prog = ctx.command_path if ctx is not None else "glove"
+    names = []
+    at = ctx
+    while at is not None and at.parent is not None:  # the root is "glove" however invoked
+        names.append(at.info_name)
+        at = at.parent
+    prog = " ".join(["glove", *reversed(names)])
     message = " ".join(self.format_message().split())
     help_hint = f" (see {prog} --help)" if ctx is not None else ""
     (file or sys.stderr).write(f"{prog}: {message}{help_hint}\n")

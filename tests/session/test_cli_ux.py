@@ -181,3 +181,29 @@ def subprocess_in(home: Gloved, cwd: Path, *args: str) -> subprocess.CompletedPr
     """Run the glove CLI as the home's owner in ``cwd``."""
     return subprocess.run([home.python, "-m", "glove", *args], env=home.env, cwd=cwd,
                           capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+
+
+def test_keys_default_to_what_setup_made(gloved: Gloved, tmp_path: Path) -> None:
+    """After `glove setup`: `journal verify` needs no --key-file, `receipts export` no --key,
+    `receipts verify` takes the key text `receipts public-key` printed, a file, or nothing."""
+    session_id = _create(gloved, plan_text("ok"))
+    gloved.wait_terminal(session_id)
+    done = gloved.glove("journal", "verify", str(gloved.state / "receipts"))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("OK ")
+    done = gloved.glove("journal", "verify", str(gloved.state / "receipts"), "--key",
+                        str(gloved.config / "journal.key"))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    bundle = tmp_path / "bundle.json"
+    done = gloved.glove("receipts", "export", session_id, "-o", str(bundle))
+    assert done.returncode == 0, done.stderr
+    text = gloved.glove("receipts", "public-key").stdout.strip()
+    key_file = tmp_path / "receipts.pub"
+    key_file.write_text(text + "\n")
+    for extra in (["--public-key", text], ["--public-key", str(key_file)], []):
+        done = gloved.glove("receipts", "verify", str(bundle), *extra)
+        assert done.returncode == 0, (extra, done.stderr)
+        assert done.stdout.startswith(f"OK: the receipt of session {session_id}")
+    done = gloved.glove("receipts", "verify", str(bundle), "--public-key", "not-a-key")
+    assert done.returncode == 6, done.stderr  # neither a file nor a key: cannot read
+    assert "not-a-key" in done.stderr
