@@ -99,7 +99,9 @@ def test_a_mistyped_name_says_what_was_meant(
      (["session", "wait", "x", "--timeout", "0"], "glove session wait"),
      (["attach", "x", "--from", "1", "--tail", "1"], "glove attach"),
      (["session", "resize", "x", "0", "0"], "glove session resize"),
-     (["receipts", "page", "--limit", "x"], "glove receipts page")],
+     (["receipts", "page", "--limit", "x"], "glove receipts page"),
+     (["receipts", "page", "--limit", "0"], "glove receipts page"),
+     (["receipts", "page", "--limit", "1001"], "glove receipts page")],
     ids=lambda v: " ".join(v) if isinstance(v, list) else "",
 )  # fmt: skip
 def test_a_bad_value_is_a_usage_error_before_any_daemon(

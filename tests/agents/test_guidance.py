@@ -42,7 +42,8 @@ def test_a_proxy_without_the_api_host_says_the_allow_flag(each_box: AgentBox) ->
     """In proxy mode with an allowlist that misses the API: `add --allow api.anthropic.com`;
     with a key given, no key line."""
     done = each_box.glove("exec", "--agent", "claude", "--network", "proxy", "--allow",
-                          "127.0.0.1:9", "--env", "ANTHROPIC_API_KEY=sk-ant-test-00000000000000",
+                          "127.0.0.1:9", "--audit", str(each_box.root / "egress.log"),
+                          "--env", "ANTHROPIC_API_KEY=sk-ant-test-00000000000000",
                           "--wall-time", "10", "--", "-p", "hi")  # fmt: skip
     notes = _notes(done.stderr)
     expected = (

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import Unpriv
 
 from ._gloved import HARNESSES, Gloved, plan_text
 from ._terminals import pty_plan, terminal_home
@@ -207,3 +211,30 @@ def test_keys_default_to_what_setup_made(gloved: Gloved, tmp_path: Path) -> None
     done = gloved.glove("receipts", "verify", str(bundle), "--public-key", "not-a-key")
     assert done.returncode == 6, done.stderr  # neither a file nor a key: cannot read
     assert "not-a-key" in done.stderr
+
+
+def test_output_and_key_defaults_as_an_unprivileged_owner(
+    request: pytest.FixtureRequest, unpriv: Unpriv
+) -> None:
+    """As the unprivileged test user: `session output` reads the owner's session files,
+    `journal verify` takes setup's key, `receipts verify` the key text."""
+    base = Path(tempfile.mkdtemp(prefix="glove-ux-", dir="/var/tmp"))
+    os.chown(base, unpriv.uid, unpriv.gid)
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+    home = Gloved(base, python=unpriv.python, creds=unpriv.credentials())
+    home.setup(UX_HARNESSES)
+    home.start()
+    try:
+        session_id = _create(home, plan_text("hello"))
+        assert home.glove("session", "wait", session_id).returncode == 3
+        assert home.glove("session", "output", session_id).stdout == "hello\n"
+        assert home.glove("session", "output", session_id, "--stderr").stdout == "oops\n"
+        done = home.glove("journal", "verify", str(home.state / "receipts"))
+        assert done.returncode == 0, done.stderr
+        bundle = str(base / "bundle.json")
+        assert home.glove("receipts", "export", session_id, "-o", bundle).returncode == 0
+        text = home.glove("receipts", "public-key").stdout.strip()
+        done = home.glove("receipts", "verify", bundle, "--public-key", text)
+        assert done.returncode == 0, done.stderr
+    finally:
+        assert home.stop() == 0

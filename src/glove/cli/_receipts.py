@@ -49,6 +49,7 @@ from glove.exits import (
     EXIT_RECEIPT_UNREADABLE,
     EXIT_RECEIPTS_REFUSED,
     EXIT_UNAVAILABLE,
+    EXIT_USAGE,
 )
 
 if TYPE_CHECKING:
@@ -115,6 +116,10 @@ def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[
         raise typer.Exit(EXIT_UNAVAILABLE) from exc
     except RemoteError as exc:
         message = f"{exc.code}: {exc.message}"
+        if exc.code == "invalid_params":  # an option's value gloved cannot take: usage
+            typer.echo(f"glove receipts {verb}: {message} (see glove receipts {verb} --help)",
+                       err=True)  # fmt: skip
+            raise typer.Exit(EXIT_USAGE) from exc
         if exc.code == "method_not_found":
             from glove.cli._session import _no_sessions
 
@@ -128,7 +133,7 @@ def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[
 
 def page_cmd(
     after: int = typer.Option(0, "--after", help="Receipts after this sequence number."),
-    limit: int = typer.Option(100, "--limit", help="At most this many (1-1000)."),
+    limit: int = typer.Option(100, "--limit", min=1, max=1000, help="At most this many."),
     as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
     runtime_dir: Path | None = typer.Option(
         None,
@@ -142,11 +147,10 @@ def page_cmd(
         typer.echo(json.dumps(page, sort_keys=True))
         return
     typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  CHECKPOINT")
+    from glove.cli._session import outcome_text
+
     for item in page["receipts"]:
-        outcome = (item.get("receipt") or {}).get("outcome") or {}
-        kind = str(outcome.get("kind", "-"))
-        if kind == "exited":
-            kind = f"exited {outcome.get('exit_code')}"
+        kind = outcome_text((item.get("receipt") or {}).get("outcome"))  # limit, signal: which
         typer.echo(
             f"{item['seq']:>6}  {item.get('session_id') or '-':<34}  {kind:<20}  "
             f"{item.get('checkpoint') or '-'}"
