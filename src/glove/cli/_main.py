@@ -99,16 +99,11 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 
 def _one_usage_code() -> None:
-    """Make click's usage errors exit :data:`EXIT_USAGE`, like the argparse commands.
+    """Make click's usage errors one line exiting :data:`EXIT_USAGE`, like the argparse
+    commands (:func:`glove.usage.one_line_click_errors`)."""
+    from glove.usage import one_line_click_errors
 
-    Typer ships its own copy of click (``typer._click``); both are set.
-    """
-    for name in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        module.UsageError.exit_code = EXIT_USAGE
+    one_line_click_errors(EXIT_USAGE)
 
 
 def main() -> None:
