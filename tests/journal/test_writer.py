@@ -364,7 +364,8 @@ async def test_page_over_bytes_rewritten_while_open_fails_stop(jdir: Path, key: 
     await journal.append(b"original-payload", kind=RecordKind.RECEIPT)
     seg = jdir / segment_name(0)
     data = bytearray(seg.read_bytes())
-    data[-40] ^= 0xFF  # inside the tag: the CRC now fails
+    end = HEADER_BYTES + RECORD_OVERHEAD_BYTES + len(b"original-payload")
+    data[end - 20] ^= 0xFF  # inside the tag: the CRC now fails
     with seg.open("r+b") as fh:
         fh.write(bytes(data))
     with pytest.raises(JournalCorrupt):
