@@ -329,30 +329,41 @@ class JournalWriter(Actor):
                     raise
                 if receipts:
                     self.pacer.observe(self._sync_s, inline=inline)
-                committed, self._committed = self._committed, []
-                try:
-                    for listener in list(self._listeners):
-                        listener(committed)
-                except Exception as exc:
-                    fatal = JournalFailed(f"journal {self.path}: a commit listener failed: {exc}")
-                    self._fail_all(batch, fatal)
-                    raise fatal from exc
-                for item, receipt in zip(batch, receipts, strict=False):
-                    item.receipt = receipt
-                self._core.written([(r.seq, item) for item, r in zip(batch, receipts)], self._seq)
-                self._core.refused(len(batch) - len(receipts))
-                # The batch's fdatasync already ran: everything written is durable.
-                target = self._core.sync_target()
-                for item in self._core.synced(target if target is not None else self._seq):
-                    if not item.future.done() and item.receipt is not None:
-                        item.future.set_result(item.receipt)
-                if error is not None:
-                    for item in batch[len(receipts) :]:
-                        if not item.future.done():
-                            item.future.set_exception(error)
+                self._deliver(batch, receipts, error)
         finally:
             self._flushing = False
             self._idle.set()
+
+    def _deliver(
+        self, batch: list[_Pending], receipts: list[Receipt], error: JournalError | None
+    ) -> None:
+        """Tell the listeners, then acknowledge the batch's durable records.
+
+        Raises:
+            JournalFailed: a commit listener failed (the batch is failed with it).
+        """
+        committed, self._committed = self._committed, []
+        try:
+            for listener in list(self._listeners):
+                listener(committed)
+        except Exception as exc:
+            fatal = JournalFailed(f"journal {self.path}: a commit listener failed: {exc}")
+            self._fail_all(batch, fatal)
+            raise fatal from exc
+        for item, receipt in zip(batch, receipts, strict=False):
+            item.receipt = receipt
+        done = [(r.seq, item) for item, r in zip(batch, receipts, strict=False)]
+        self._core.written(done, self._seq)
+        self._core.refused(len(batch) - len(receipts))
+        # The batch's fdatasync already ran: everything written is durable.
+        target = self._core.sync_target()
+        for item in self._core.synced(target if target is not None else self._seq):
+            if not item.future.done() and item.receipt is not None:
+                item.future.set_result(item.receipt)
+        if error is not None:
+            for item in batch[len(receipts) :]:
+                if not item.future.done():
+                    item.future.set_exception(error)
 
     def _fail_all(self, batch: list[_Pending], exc: JournalError) -> None:
         self._state = "failed"
