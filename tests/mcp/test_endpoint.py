@@ -219,7 +219,12 @@ async def test_audit_write_failure_refuses_the_call(tmp_path: Path) -> None:
 
 
 async def test_audit_sync_failure_refuses_and_ends_the_session(tmp_path: Path) -> None:
-    """An fdatasync failure refuses the call, crashes the log and tears the session down."""
+    """An fdatasync failure withholds the call's answer, crashes the log, ends the session.
+
+    The decision is written before the call is forwarded and synced while the upstream works
+    (decision 0046), so the upstream saw the call; the agent gets the audit error instead of
+    its result.
+    """
     config = load_config(_echo_config(tmp_path))
     storage = FaultStorage()
     glove_side, agent_side = socket.socketpair()
@@ -238,7 +243,8 @@ async def test_audit_sync_failure_refuses_and_ends_the_session(tmp_path: Path) -
     failure = await asyncio.wait_for(mediation.wait(), FAIL_FAST_S)
     assert failure is not None
     agent_writer.close()
-    assert read_calls(tmp_path / "calls") == ["echo"]
+    assert read_calls(tmp_path / "calls") == ["echo", "echo"]
+    assert "result" not in refused
 
 
 class _SocketAgent:

@@ -122,6 +122,17 @@ class PendingRecord:
         """Whether the record's fate is known (durable, or failed)."""
         return self._durable.done()
 
+    @property
+    def failed(self) -> bool:
+        """Whether the record's fdatasync (or the log) failed: it will never be durable."""
+        return self._durable.done() and (
+            self._durable.cancelled() or self._durable.exception() is not None
+        )
+
+    def add_done_callback(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on the loop once the record's fate is known."""
+        self._durable.add_done_callback(lambda _future: callback())
+
     async def durable(self, *, timeout: float = AUDIT_APPEND_TIMEOUT_S) -> AuditAck:
         """Wait until the record is fdatasync'ed; return its ack.
 

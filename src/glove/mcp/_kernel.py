@@ -26,9 +26,11 @@ from glove.mcp._catalog import (
 )
 from glove.mcp._contracts import (
     AuditSink,
+    PendingAudit,
     PolicyDecision,
     PolicyEngine,
     Refusal,
+    TwoPhaseAuditSink,
     UpstreamRequest,
     arguments_digest,
     audit_id,
@@ -77,6 +79,29 @@ MAX_AUDITED_ID_CHARS: Final = 128
 #: Random bytes of a run id (hex in the record: 12 characters).
 RUN_ID_BYTES: Final = 6
 _audit_id = audit_id
+
+
+class _HeldUntilDurable:
+    """Progress notifications of a call whose decision is not durable yet wait for it."""
+
+    def __init__(self, pending: PendingAudit, sink: ProgressSink) -> None:
+        self._pending = pending
+        self._sink = sink
+        self._held: list[dict[str, Any]] | None = []
+        pending.add_done_callback(self._release)
+
+    def send(self, params: dict[str, Any]) -> None:
+        if self._held is None:
+            self._sink(params)
+        else:
+            self._held.append(params)
+
+    def _release(self) -> None:
+        held, self._held = self._held or [], None
+        if self._pending.failed:
+            return  # the call's answer becomes an audit error: it shows nothing else either
+        for params in held:
+            self._sink(params)
 
 
 class Mediator(FeatureMediation):
@@ -215,12 +240,61 @@ class Mediator(FeatureMediation):
         # a hidden tool (answered like an unknown one) from a call whose arguments failed.
         decision = self.policy.check_call(name, arguments, definition)
         hidden = not decision.allowed and not self.policy.check_tool(name, definition).allowed
-        await self.record_decision(record, decision, inspected=True)
-        # A tool the policy hides looks exactly like a tool that does not exist.
-        self.refuse_denied(name, decision, hidden=hidden, kind="tool", action="tool call")
-        return await self._forward_call(
-            request_id, tool, forwarded, (token, progress if token else None)
-        )
+        if not decision.allowed or not isinstance(self._audit, TwoPhaseAuditSink):
+            await self.record_decision(record, decision, inspected=True)
+            # A tool the policy hides looks exactly like a tool that does not exist.
+            self.refuse_denied(name, decision, hidden=hidden, kind="tool", action="tool call")
+            return await self._forward_call(
+                request_id, tool, forwarded, (token, progress if token else None)
+            )
+        # Overlapped (decision 0046): the allow is written (in the kernel: it survives a
+        # kill -9 of this process) before the upstream sees the call, its fdatasync runs
+        # while the upstream works, and nothing reaches the agent before it is durable.
+        pending = await self._write_decision(record, decision)
+        sink = _HeldUntilDurable(pending, progress) if token and progress else None
+        try:
+            result = await self._forward_call(
+                request_id, tool, forwarded, (token, sink.send if sink else None)
+            )
+        except Refusal:
+            await self._settle(pending)
+            raise
+        await self._settle(pending)
+        return result
+
+    async def _write_decision(
+        self, record: dict[str, object], decision: PolicyDecision
+    ) -> PendingAudit:
+        """Write an allow decision without waiting for its fdatasync.
+
+        Raises:
+            Refusal: the write failed (code AUDIT_FAILED); nothing was forwarded.
+        """
+        assert isinstance(self._audit, TwoPhaseAuditSink)
+        record.update(decision="allow", reason=decision.reason, rule=decision.rule)
+        record["inspected"] = dict(decision.inspected)
+        record.setdefault("run", self.run_id)
+        record.setdefault("policy", self.policy.digest)
+        try:
+            return await self._audit.write(record)
+        except self._audit_errors as exc:
+            _log.error("audit write failed, refusing the request: %s", exc)
+            raise Refusal(AUDIT_FAILED, "the audit log is unavailable; request refused") from exc
+
+    async def _settle(self, pending: PendingAudit) -> None:
+        """Wait until the decision is durable; an audit that failed turns the answer into
+        an error (the log itself has failed closed).
+
+        Raises:
+            Refusal: the record could not be made durable (code AUDIT_FAILED).
+        """
+        try:
+            await pending.durable()
+        except self._audit_errors as exc:
+            _log.error("audit record not durable, refusing the answer: %s", exc)
+            raise Refusal(
+                AUDIT_FAILED, "the audit log failed; the call's answer is withheld"
+            ) from exc
 
     async def _forward_call(
         self,
