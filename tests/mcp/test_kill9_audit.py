@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from glove.mcp._contracts import canonical_json, digest_of
+
 from .conftest import ALLOW_ALL, hostile_server, raw_agent, read_audit, write_config
 
 ITERATIONS = 20

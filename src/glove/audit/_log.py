@@ -141,8 +141,10 @@ class PendingRecord:
             AuditUnavailable: the log stopped, or the deadline passed first.
         """
         try:
+            # Awaited directly, not shielded: a waiter that gives up cancels only its own
+            # notification (the log skips it), and a failure reaches it one hop sooner.
             async with asyncio.timeout(timeout):
-                return await asyncio.shield(self._durable)
+                return await self._durable
         except AuditError:
             raise
         except TimeoutError as exc:

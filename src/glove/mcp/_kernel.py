@@ -9,6 +9,7 @@ server-to-client requests are in :mod:`._features`, mixed into the same class.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -79,6 +80,39 @@ MAX_AUDITED_ID_CHARS: Final = 128
 #: Random bytes of a run id (hex in the record: 12 characters).
 RUN_ID_BYTES: Final = 6
 _audit_id = audit_id
+
+
+class _AbortIfNotDurable:
+    """While a call is forwarded, a decision that cannot be made durable stops the wait.
+
+    The audit log fails closed and its mediation ends; the agent must hear that the audit
+    failed, not that the session ended, so the forward is cancelled at once (the task's own
+    cancellation, taken back by :meth:`aborted`) and the call answered with the audit error.
+    """
+
+    def __init__(self, pending: PendingAudit) -> None:
+        self._task = asyncio.current_task()
+        self._forwarding = True
+        self._cancelled = False
+        pending.add_done_callback(lambda: self._check(pending))
+
+    def _check(self, pending: PendingAudit) -> None:
+        if self._forwarding and pending.failed and self._task is not None:
+            self._cancelled = True
+            self._task.cancel(msg="the audit record could not be made durable")
+
+    def forwarded(self) -> None:
+        """The forward is over: from now on the caller waits for the record itself."""
+        self._forwarding = False
+
+    def aborted(self) -> bool:
+        """Whether a CancelledError is this guard's own (then it is taken back)."""
+        self._forwarding = False
+        if not self._cancelled or self._task is None:
+            return False
+        self._cancelled = False
+        self._task.uncancel()
+        return True
 
 
 class _HeldUntilDurable:
@@ -252,13 +286,22 @@ class Mediator(FeatureMediation):
         # while the upstream works, and nothing reaches the agent before it is durable.
         pending = await self._write_decision(record, decision)
         sink = _HeldUntilDurable(pending, progress) if token and progress else None
+        guard = _AbortIfNotDurable(pending)
         try:
             result = await self._forward_call(
                 request_id, tool, forwarded, (token, sink.send if sink else None)
             )
+        except asyncio.CancelledError:
+            if not guard.aborted():
+                raise
+            raise Refusal(
+                AUDIT_FAILED, "the audit log failed; the call's answer is withheld"
+            ) from None
         except Refusal:
+            guard.forwarded()
             await self._settle(pending)
             raise
+        guard.forwarded()
         await self._settle(pending)
         return result
 
