@@ -14,7 +14,10 @@ rounds so machine noise hits every row alike:
 * ``glove, tmpfs log``: the real :class:`glove.audit.AuditLog` (shared mode, as
   ``glove mcp serve`` opens it) on /dev/shm (the log's own cost without a disk flush);
 * ``glove, disk log``: the same on the work tree's disk, one fdatasync per decision (what
-  production does);
+  production does): the decision is written before the forward and synced while the
+  upstream works, the answer waits for it (decision 0046);
+* ``glove, disk log, serial``: the same log with the decision synced before the forward
+  (what Glove did before decision 0046), for the side-by-side;
 * ``fdatasync``: a 100-byte append and ``os.fdatasync`` on that disk, in a thread (the floor
   a durable audit cannot go below), and ``audit append`` (the log alone, disk).
 
@@ -149,6 +152,15 @@ async def _glove(
     return _caller(client, "echo__echo"), close
 
 
+class _SerialAuditLog(AuditLog):
+    """The real log without its two-phase ``write``: the mediator syncs before forwarding."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "write":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
 def _null_audit(_: str) -> Any:
     from glove.actors import Actor
 
@@ -224,6 +236,11 @@ async def main() -> None:
             ("glove, no audit", disk / "null", _null_audit),
             ("glove, tmpfs log", shm / "tmpfs", lambda path: AuditLog(path, shared=True)),
             ("glove, disk log", disk / "disk", lambda path: AuditLog(path, shared=True)),
+            (
+                "glove, disk log, serial",
+                disk / "serial",
+                lambda path: _SerialAuditLog(path, shared=True),
+            ),
         ):
             call, close = await _glove(folder, audit)
             rows[name] = call
@@ -263,6 +280,11 @@ async def main() -> None:
         print(f"| {name} | {p50:.3f} | {p99:.3f} | {p50 - base:+.3f} | {p50 / base:.2f} |")
     print(f"| fdatasync of a 100-byte append (disk) | {_p50(floor):.3f} | | | |")
     print(f"| audit append alone (disk, shared) | {_p50(alone):.3f} | | | |")
+    added = _p50(samples["glove, disk log"]) - base
+    print(
+        f"\nadded p50 with the durable disk log: {added:+.3f} ms (goal <= +0.300 ms); "
+        f"serial: {_p50(samples['glove, disk log, serial']) - base:+.3f} ms"
+    )
     sequential = statistics.mean(samples["glove, disk log"]) * 1e3
     at_once = concurrent * 1e3
     print(

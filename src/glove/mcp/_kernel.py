@@ -115,29 +115,6 @@ class _AbortIfNotDurable:
         return True
 
 
-class _HeldUntilDurable:
-    """Progress notifications of a call whose decision is not durable yet wait for it."""
-
-    def __init__(self, pending: PendingAudit, sink: ProgressSink) -> None:
-        self._pending = pending
-        self._sink = sink
-        self._held: list[dict[str, Any]] | None = []
-        pending.add_done_callback(self._release)
-
-    def send(self, params: dict[str, Any]) -> None:
-        if self._held is None:
-            self._sink(params)
-        else:
-            self._held.append(params)
-
-    def _release(self) -> None:
-        held, self._held = self._held or [], None
-        if self._pending.failed:
-            return  # the call's answer becomes an audit error: it shows nothing else either
-        for params in held:
-            self._sink(params)
-
-
 class Mediator(FeatureMediation):
     """Resolve, decide, audit and forward: the request flow of the architecture.
 
@@ -182,6 +159,7 @@ class Mediator(FeatureMediation):
         #: Calls refused by policy or for an unknown tool, and the first one's tool name.
         self.denied = 0
         self.first_denied: str | None = None
+        self._last_written: PendingAudit | None = None
         FeatureMediation.__init__(self)
 
     def _count_denial(self, name: str) -> None:
@@ -285,11 +263,10 @@ class Mediator(FeatureMediation):
         # kill -9 of this process) before the upstream sees the call, its fdatasync runs
         # while the upstream works, and nothing reaches the agent before it is durable.
         pending = await self._write_decision(record, decision)
-        sink = _HeldUntilDurable(pending, progress) if token and progress else None
         guard = _AbortIfNotDurable(pending)
         try:
             result = await self._forward_call(
-                request_id, tool, forwarded, (token, sink.send if sink else None)
+                request_id, tool, forwarded, (token, progress if token else None)
             )
         except asyncio.CancelledError:
             if not guard.aborted():
@@ -319,10 +296,18 @@ class Mediator(FeatureMediation):
         record.setdefault("run", self.run_id)
         record.setdefault("policy", self.policy.digest)
         try:
-            return await self._audit.write(record)
+            pending = await self._audit.write(record)
         except self._audit_errors as exc:
             _log.error("audit write failed, refusing the request: %s", exc)
             raise Refusal(AUDIT_FAILED, "the audit log is unavailable; request refused") from exc
+        self._last_written = pending
+        return pending
+
+    def undurable(self) -> PendingAudit | None:
+        """The last decision written and not yet durable, if any: what a frame to an agent
+        that is not a call's answer waits for (records are durable in the order written)."""
+        last = self._last_written
+        return last if last is not None and not last.done else None
 
     async def _settle(self, pending: PendingAudit) -> None:
         """Wait until the decision is durable; an audit that failed turns the answer into
