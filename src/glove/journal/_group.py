@@ -125,6 +125,11 @@ class GroupCommit(Generic[W]):
         self._writing += len(batch)
         return batch
 
+    def requeue(self, batch: Sequence[W]) -> None:
+        """Put a batch the shell took but did not write back at the front of the queue."""
+        self._writing -= len(batch)
+        self._queue.extendleft(reversed(batch))
+
     def written(self, entries: Sequence[tuple[int, W]], upto: int) -> None:
         """Waiters of a batch (a prefix, in order) are written, each at its position.
 

@@ -190,6 +190,7 @@ class JournalWriter(Actor):
         self._state: WriterState = "open"
         self._lock_fd = -1
         self._fd = -1  # the active segment, read-write: records are pwrite(2)n at _size
+        self._seg_path = ""
         self._ino = -1
         self._size = 0  # end of the last record
         self._alloc_end = 0  # end of the file: _size plus the zero-filled region ahead
@@ -271,26 +272,39 @@ class JournalWriter(Actor):
 
     # -- appends and group commit -------------------------------------------------------------
 
-    def _append(self, msg: AppendRequest) -> Deferred:
+    def _refusal(self, msg: AppendRequest) -> BaseException | None:
         if self._state != "open":
             cls = JournalFailed if self._state == "failed" else JournalClosed
-            return _failed_future(cls(f"journal {self.path} is {self._state}"))
+            return cls(f"journal {self.path} is {self._state}")
         if msg.kind not in RECEIPT_KINDS:
-            return _failed_future(ValueError(f"record kind {msg.kind} cannot be appended"))
+            return ValueError(f"record kind {msg.kind} cannot be appended")
         room = self.limits.max_segment_bytes - HEADER_BYTES - SEAL_RESERVE_BYTES
         if len(msg.payload) > min(MAX_PAYLOAD_BYTES, room - RECORD_OVERHEAD_BYTES):
-            return _failed_future(
-                RecordTooLarge(f"payload of {len(msg.payload)} bytes cannot fit one record")
-            )
+            return RecordTooLarge(f"payload of {len(msg.payload)} bytes cannot fit one record")
         if self._core.admit() != "ok":
-            return _failed_future(Busy(self.name, MAX_PENDING_APPENDS))
+            return Busy(self.name, MAX_PENDING_APPENDS)
+        return None
+
+    def _append(self, msg: AppendRequest) -> Deferred:
+        refusal = self._refusal(msg)
+        if refusal is not None:
+            return _failed_future(refusal)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Receipt] = loop.create_future()
         self._core.submit(_Pending(msg.payload, msg.kind, self._clock(), future))
-        if not self._flushing:
-            self._flushing = True
-            self._idle.clear()
-            self.spawn_task(self._flush(), name="group-commit")
+        if self._flushing:
+            return Deferred(future)
+        if self.mailbox_depth == 0 and self._core.queued == 1:
+            # Idle: nobody else is waiting to be batched with this append, so it commits
+            # here, in the handler: no group-commit task, and on the loop if the pacer lets.
+            batch = self._core.next_batch()
+            if self._on_loop(batch):
+                self._commit_here(batch)
+                return Deferred(future)
+            self._core.requeue(batch)
+        self._flushing = True
+        self._idle.clear()
+        self.spawn_task(self._flush(), name="group-commit")
         return Deferred(future)
 
     def _on_loop(self, batch: list[_Pending]) -> bool:
@@ -309,30 +323,47 @@ class JournalWriter(Actor):
         # batch's writes with the previous batch's sync.
         try:
             while batch := self._core.next_batch():
-                inline = self._on_loop(batch)
+                if self._on_loop(batch):
+                    self._commit_here(batch)
+                    continue
                 try:
-                    if inline:
-                        receipts, error = self._commit_blocking(batch)
-                    else:
-                        receipts, error = await self.run_blocking(self._commit_blocking, batch)
-                except (JournalFailed, JournalChanged) as exc:
-                    self._fail_all(batch, exc)
-                    raise
-                except OSError as exc:
-                    fatal = JournalFailed(f"journal {self.path} failed: {exc}")
-                    self._fail_all(batch, fatal)
-                    raise fatal from exc
+                    receipts, error = await self.run_blocking(self._commit_blocking, batch)
                 except BaseException as exc:
-                    # Cancelled mid-commit, or the storage itself went away: nothing in the
-                    # batch may be acknowledged, and the askers must not wait for a deadline.
-                    self._fail_all(batch, JournalFailed(f"journal {self.path} stopped: {exc!r}"))
-                    raise
+                    raise self._failed(batch, exc) from exc
                 if receipts:
-                    self.pacer.observe(self._sync_s, inline=inline)
+                    self.pacer.observe(self._sync_s, inline=False)
                 self._deliver(batch, receipts, error)
         finally:
             self._flushing = False
             self._idle.set()
+
+    def _commit_here(self, batch: list[_Pending]) -> None:
+        """Commit ``batch`` on the loop, now (small, inside the zero region, quick syncs).
+
+        Raises:
+            JournalFailed, JournalChanged: as the executor path (the batch is failed first).
+        """
+        try:
+            receipts, error = self._commit_blocking(batch)
+        except BaseException as exc:
+            raise self._failed(batch, exc) from exc
+        if receipts:
+            self.pacer.observe(self._sync_s, inline=True)
+        self._deliver(batch, receipts, error)
+
+    def _failed(self, batch: list[_Pending], exc: BaseException) -> BaseException:
+        """Fail ``batch`` and everything queued for ``exc``; return what to raise."""
+        if isinstance(exc, JournalFailed | JournalChanged):
+            self._fail_all(batch, exc)
+            return exc
+        if isinstance(exc, OSError):
+            fatal = JournalFailed(f"journal {self.path} failed: {exc}")
+            self._fail_all(batch, fatal)
+            return fatal
+        # Cancelled mid-commit, or the storage itself went away: nothing in the batch may be
+        # acknowledged, and the askers must not wait for a deadline.
+        self._fail_all(batch, JournalFailed(f"journal {self.path} stopped: {exc!r}"))
+        return exc
 
     def _deliver(
         self, batch: list[_Pending], receipts: list[Receipt], error: JournalError | None
@@ -452,6 +483,7 @@ class JournalWriter(Actor):
 
     def _open_active(self, name: str, size: int, count: int, alloc_end: int) -> None:
         seg_path = str(Path(self.path) / name)
+        self._seg_path = seg_path
         self._fd = self._storage.open_rw(seg_path)
         stat = self._storage.fstat(self._fd)
         if stat.size != alloc_end:
@@ -556,14 +588,14 @@ class JournalWriter(Actor):
 
     def _check_file(self) -> None:
         stat = self._storage.fstat(self._fd)
-        active = _layout.segment_name(self._segments[-1].number)
+        active = self._seg_path.rsplit("/", 1)[-1]
         if stat.ino != self._ino or stat.size != self._alloc_end:
             raise JournalChanged(
                 f"segment {active} is {stat.size} bytes, the writer expected {self._alloc_end}: "
                 "it was truncated or grown outside the writer"
             )
         try:
-            on_disk = self._storage.stat(str(Path(self.path) / active))
+            on_disk = self._storage.stat(self._seg_path)
         except FileNotFoundError as exc:
             raise JournalChanged(f"segment {active} was removed outside the writer") from exc
         if on_disk.ino != self._ino:
