@@ -326,10 +326,19 @@ class AuditLog(Actor):
             waiting.written = loop.create_future()
             durable.add_done_callback(_retrieve)
         self._core.submit(waiting)
-        if not self._flushing:
-            self._flushing = True
-            self.spawn_task(self._flush(), name="group-commit")
-        return Deferred(waiting.written if waiting.written is not None else durable)
+        reply = Deferred(waiting.written if waiting.written is not None else durable)
+        if self._flushing:
+            return reply
+        if self.mailbox_depth == 0 and self._core.queued == 1:
+            # Idle: nobody else is waiting to share this commit, so it is done here, in the
+            # handler, when it can be done on the loop (no group-commit task, no hop).
+            batch = self._core.next_batch()
+            if self._commit_here(batch):
+                return reply
+            self._core.requeue(batch)
+        self._flushing = True
+        self.spawn_task(self._flush(), name="group-commit")
+        return reply
 
     # -- group commit (the shell around glove.journal._group) ---------------------------------
 
@@ -343,22 +352,48 @@ class AuditLog(Actor):
         finally:
             self._flushing = False
 
-    async def _commit(self, batch: list[_Waiting]) -> None:
-        fields = [w.fields for w in batch]
-        nbytes = sum(len(f) for f in fields)
+    def _plan(self, batch: list[_Waiting]) -> tuple[bool, bool]:
+        """(overlapped, quick): a two-phase batch is written on the loop and synced in the
+        executor meanwhile; a small one-phase batch nobody overlaps with is written and
+        synced on the loop while syncs are quick (no thread hop)."""
         overlapped = any(w.written is not None for w in batch)
-        # No thread hop for a small commit nobody overlaps with, while syncs are quick; a
-        # two-phase batch is written on the loop and synced in the executor meanwhile.
+        nbytes = sum(len(w.fields) for w in batch)
         quick = not overlapped and self._sync_task is None and self.pacer.inline(len(batch), nbytes)
-        on_loop = overlapped or quick
+        return overlapped, quick
+
+    def _commit_here(self, batch: list[_Waiting]) -> bool:
+        """Commit ``batch`` on the loop now; False (nothing done) if it must wait or block.
+
+        Raises:
+            AuditWriteFailed: the write's cut-back or the sync failed (the log fails closed).
+        """
+        overlapped, quick = self._plan(batch)
+        if not (overlapped or quick):
+            return False
         try:
-            outcome = self._write_now(fields, sync=quick) if on_loop else None
-            if outcome is None:
-                on_loop = False
-                outcome = await self.run_blocking(self._commit_blocking, fields, not overlapped)
+            outcome = self._write_now([w.fields for w in batch], sync=quick)
         except BaseException as exc:
             self._fail_closed(exc, batch)
             raise
+        if outcome is None:
+            return False
+        self._finish(batch, outcome, on_loop=True)
+        return True
+
+    async def _commit(self, batch: list[_Waiting]) -> None:
+        if self._commit_here(batch):
+            return
+        overlapped, _quick = self._plan(batch)
+        try:
+            outcome = await self.run_blocking(
+                self._commit_blocking, [w.fields for w in batch], not overlapped
+            )
+        except BaseException as exc:
+            self._fail_closed(exc, batch)
+            raise
+        self._finish(batch, outcome, on_loop=False)
+
+    def _finish(self, batch: list[_Waiting], outcome: _Outcome, *, on_loop: bool) -> None:
         acks, error, seconds = outcome
         for waiting, ack in zip(batch, acks, strict=False):
             waiting.ack = ack
