@@ -333,8 +333,15 @@ class AuditLog(Actor):
             # Idle: nobody else is waiting to share this commit, so it is done here, in the
             # handler, when it can be done on the loop (no group-commit task, no hop).
             batch = self._core.next_batch()
-            if self._commit_here(batch):
-                return reply
+            try:
+                if self._commit_here(batch):
+                    return reply
+            except Exception:
+                raise
+            except BaseException as exc:
+                # Out of a handler only an Exception crashes the actor cleanly (the askers
+                # were failed already): a simulated power cut becomes one.
+                raise AuditUnavailable(f"audit log {self.path} stopped: {exc!r}") from exc
             self._core.requeue(batch)
         self._flushing = True
         self.spawn_task(self._flush(), name="group-commit")

@@ -299,7 +299,14 @@ class JournalWriter(Actor):
             # here, in the handler: no group-commit task, and on the loop if the pacer lets.
             batch = self._core.next_batch()
             if self._on_loop(batch):
-                self._commit_here(batch)
+                try:
+                    self._commit_here(batch)
+                except Exception:
+                    raise
+                except BaseException as exc:
+                    # Out of a handler only an Exception crashes the actor cleanly (the
+                    # askers were failed already): a simulated power cut becomes one.
+                    raise JournalFailed(f"journal {self.path} stopped: {exc!r}") from exc
                 return Deferred(future)
             self._core.requeue(batch)
         self._flushing = True
