@@ -235,6 +235,7 @@ def test_stalled_reader_does_not_stall_the_watchdog(glove_exec: GloveExec) -> No
         argv, cwd=glove_exec.workspace, stdout=write_end, stderr=subprocess.DEVNULL
     )
     os.close(write_end)
+
     try:
         # Waited on, not timed: under load the start alone can take longer than the limit.
         assert _until(lambda: _running(marker), STALL_DEADLINE_S), (

@@ -48,7 +48,7 @@ def test_empty_allowlist_says_so() -> None:
     """An empty allowlist is reported as reaching nothing, never as "all"."""
     report = network_report(NetworkPolicy(mode="proxy"))
     assert report.reachable == []
-    assert report.notes[0] == "the allowlist is empty: nothing is reachable"
+    assert report.notes[0] == "the allowlist is empty: no host is reachable through the proxy"
 
 
 def test_mode_none_reaches_nothing() -> None:
@@ -145,3 +145,22 @@ def test_wildcards_nest_only_downwards() -> None:
         narrow(RuleSet.load(["*.y.x.com"]), RuleSet.load(["*.x.com"]))
     with pytest.raises(RuleError, match="not within the local allowlist"):
         narrow(RuleSet.load(["*.github.com"]), RuleSet.load(["github.com"]))
+
+
+def test_what_remains_outside_the_network_is_stated() -> None:
+    """Both modes say what a sandbox still reaches besides addresses: with a gate, sockets
+    outside its own files are refused; without one, that they are reachable; FIFOs and
+    shared files in either case."""
+    gated = network_report(NetworkPolicy(mode="none"), unix_gate="seccomp-notify-connect")
+    assert gated.unix_gate == "seccomp-notify-connect"
+    (unix,) = [n for n in gated.notes if n.startswith("Unix sockets")]
+    assert "(seccomp-notify-connect)" in unix
+    assert "refused (EACCES)" in unix
+    assert "datagram Unix sockets are refused" in unix
+    assert any(n.startswith("FIFOs:") and "made after the launch" in n for n in gated.notes)
+    ungated = network_report(NetworkPolicy(mode="proxy", allow=["pypi.org"]))
+    assert ungated.unix_gate is None
+    (unix,) = [n for n in ungated.notes if n.startswith("Unix sockets")]
+    assert "no gate" in unix
+    assert "is reachable" in unix
+    assert any(n.startswith("files:") for n in ungated.notes)

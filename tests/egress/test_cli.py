@@ -140,3 +140,13 @@ def test_plan_is_not_combined_with_other_rules(tmp_path: Path) -> None:
         assert result.returncode == 64, (extra, result.stderr)
         assert "a plan's network is checked alone" in result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_the_report_names_this_hosts_unix_socket_gate() -> None:
+    """The command asks the kernel: this host's gate is named in JSON and in the text."""
+    result = _glove("--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)["report"]
+    assert report["unix_gate"] == "seccomp-notify-connect"
+    text = _glove()
+    assert "note: Unix sockets (seccomp-notify-connect): connect() reaches only" in text.stdout

@@ -37,7 +37,8 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
     python = unpriv.python if who == "unpriv" else sys.executable
     code, checks = _doctor([*prefix, python])
     assert set(checks) == {
-        "user_namespaces", "seccomp", "landlock", "cgroups", "legacy_tiocsti", "fuse",
+        "user_namespaces", "seccomp", "landlock", "unix_socket_gate", "cgroups",
+        "legacy_tiocsti", "fuse",
         "pidfd_clone3", "limits", "sandbox_self_test", "macos_seatbelt",
         "runtime_dir", "lingering", "delegation", "daemon_unit",
     }  # fmt: skip
@@ -54,6 +55,11 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
     assert checks["sandbox_self_test"]["status"] == "ok"
     for limit in ("wall_time", "cpu_time", "memory", "pids", "disk", "output"):
         assert f"{limit}: " in str(checks["limits"]["detail"])
+    # The Unix socket gate is found for both users here; the Landlock ABI is named.
+    gate = checks["unix_socket_gate"]
+    assert (gate["status"], gate["required"]) == ("ok", False)
+    assert "seccomp-notify-connect" in str(gate["summary"])
+    assert "LANDLOCK_ACCESS_FS_RESOLVE_UNIX needs ABI 9" in str(gate["detail"])
     # The macOS Seatbelt backend is reported, and on Linux it says it is not used here.
     assert checks["macos_seatbelt"]["status"] == "ok"
     assert not checks["macos_seatbelt"]["required"]

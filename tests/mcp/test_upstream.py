@@ -57,6 +57,15 @@ async def test_legacy_only_server_falls_back_to_initialize() -> None:
         assert actor.era == "2025-11-25"
 
 
+async def test_a_slow_modern_server_is_spoken_to_in_its_era() -> None:
+    """A 2026-07-28 server that answers the discover probe only after the probe's wait ran
+    out (a slow start), and then refuses the initialize that followed, is spoken to
+    statelessly: the late answer decides (it once failed the session with -32022)."""
+    async with running(UpstreamActor("m", _config(hostile_server("slow_modern")))) as actor:
+        assert actor.era == "2026-07-28"
+        assert [tool.name for tool in await actor.ask(ListTools())] == ["poke"]
+
+
 async def test_pagination_collects_every_page() -> None:
     """All eight tools of the three-per-page server are listed, in order."""
     async with running(UpstreamActor("p", _config(sdk_server("paginated")))) as actor:

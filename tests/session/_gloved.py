@@ -16,6 +16,14 @@ from typing import Any
 from glove.control import Client
 
 START_DEADLINE_S = 30.0
+#: One readiness probe's own deadline: a socket that accepts but never answers (a stale
+#: listener) must not eat the whole start deadline in one call.
+PROBE_TIMEOUT_S = 2.0
+#: The same through the CLI (its interpreter's start included).
+CLI_PROBE_TIMEOUT_S = 15.0
+#: The production entry point, and the fault-injection one (glove.testing.faulty_gloved).
+GLOVED = ("-m", "glove.control.daemon_main")
+FAULTY_GLOVED = ("-m", "glove.testing.faulty_gloved")
 
 #: Harnesses every test home gets (the marker makes a leaked sandbox findable by argv).
 MARKER = "glove-test-marker-7f3a"
@@ -118,33 +126,46 @@ class Gloved:
         with (self.config / "gloved.toml").open("a") as handle:
             handle.write(harnesses)
 
-    def start(self, *extra: str) -> None:
+    def start(self, *extra: str, entry: tuple[str, ...] = GLOVED) -> None:
         """Start gloved and wait until its socket answers (recovery is done by then)."""
-        assert self.proc is None or self.proc.poll() is not None
-        self.log = self.base / f"gloved-{time.monotonic_ns()}.log"
-        with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [self.python, "-m", "glove.control.daemon_main", *extra],
-                **self.creds,
-                env=self.env,
-                stdout=subprocess.DEVNULL,
-                stderr=out,
-            )
+        self.spawn(*extra, entry=entry)
+        self.wait_ready()
+
+    def wait_ready(self) -> None:
+        """Wait until the spawned gloved's socket answers; fail if it exits first."""
+        assert self.proc is not None
         deadline = time.monotonic() + START_DEADLINE_S
         while True:
             if self.proc.poll() is not None:
                 raise AssertionError(f"gloved exited {self.proc.returncode}: {self.stderr()}")
             if (self.runtime / "gloved.sock").exists():
                 if self.creds:  # another user's daemon: ask through its own CLI
-                    if self.glove("capabilities", "--json").returncode == 0:
-                        return
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        probe = self.glove("capabilities", "--json", timeout=CLI_PROBE_TIMEOUT_S)
+                        if probe.returncode == 0:
+                            return
                 else:
                     with contextlib.suppress(Exception):
-                        self.call("health")
+                        with Client.for_runtime_dir(self.runtime, timeout=PROBE_TIMEOUT_S) as c:
+                            c.call("health")
                         return
             if time.monotonic() > deadline:
                 raise AssertionError(f"gloved did not answer in time: {self.stderr()}")
             time.sleep(0.02)
+
+    def spawn(self, *extra: str, entry: tuple[str, ...] = GLOVED) -> subprocess.Popen[bytes]:
+        """Start gloved (stderr to a fresh log file) without waiting for it; the process."""
+        assert self.proc is None or self.proc.poll() is not None
+        self.log = self.base / f"gloved-{time.monotonic_ns()}.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(
+                [self.python, *entry, *extra],
+                **self.creds,
+                env=self.env,
+                stdout=subprocess.DEVNULL,
+                stderr=out,
+            )
+        return self.proc
 
     def stderr(self) -> str:
         return self.log.read_text(errors="replace") if self.log is not None else ""

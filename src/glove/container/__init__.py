@@ -26,6 +26,7 @@ from glove.container._backend import (
     describe,
     launch,
     probe_host_limits,
+    probe_unix_gate,
     run,
     run_async,
 )
@@ -61,6 +62,7 @@ from glove.container._result import (
     SandboxResult,
 )
 from glove.container._selftest import LimitSupport, limit_support, self_test
+from glove.container._socket_gate import GateSupport
 from glove.container._spec import Bind, Protected, Retained, SandboxSpec
 from glove.container.errors import (
     LimitRefused,
@@ -81,6 +83,7 @@ __all__ = [
     "AsyncSandbox",
     "Bind",
     "Durations",
+    "GateSupport",
     "HostLimitSupport",
     "LimitPlan",
     "LimitRefused",
@@ -115,6 +118,7 @@ __all__ = [
     "parse_size",
     "plan_limits",
     "probe_host_limits",
+    "probe_unix_gate",
     "run",
     "run_async",
     "self_test",

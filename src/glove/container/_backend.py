@@ -13,6 +13,7 @@ import sys
 
 from glove.container._description import SandboxDescription
 from glove.container._result import SandboxResult
+from glove.container._socket_gate import GateSupport
 from glove.container._spec import SandboxSpec
 from glove.container.errors import UnsupportedPlatform
 
@@ -24,6 +25,7 @@ if sys.platform == "linux":
     from glove.container.linux._launch import SandboxProcess, launch
     from glove.container.linux._supervise import run
     from glove.container.linux._syscalls import create_file_no_symlinks
+    from glove.container.linux._unix_gate import probe_unix_gate
 else:
     from glove.container.macos import (
         SandboxProcess,
@@ -57,6 +59,10 @@ else:
             run, spec, stdin=stdin if stdin is not None else 0, stdout=stdout, stderr=stderr
         )
 
+    def probe_unix_gate() -> GateSupport:
+        """No Unix socket gate off Linux (the Seatbelt profile is its own perimeter)."""
+        return GateSupport(None, f"the Unix socket gate is Linux's, not {sys.platform}'s", 0)
+
     def describe(spec: SandboxSpec) -> SandboxDescription:
         """``--dry-run`` describes the Linux sandbox only.
 
@@ -77,6 +83,7 @@ __all__ = [
     "describe",
     "launch",
     "probe_host_limits",
+    "probe_unix_gate",
     "run",
     "run_async",
 ]

@@ -17,6 +17,10 @@ The list is short on purpose, and documented in ``docs/sandbox.md`` ("Expected d
   would refuse it too; tools such as ``bwrap`` and ``unshare`` try it first.
 * ``io_uring_probe``: ``io_uring_setup``. libuv (Node.js) and tokio-uring probe for io_uring
   and fall back to epoll and threads when it is refused.
+* ``unix_datagram``: ``socket`` or ``socketpair`` asking for an ``AF_UNIX`` datagram socket.
+  Such a socket names a destination path with every send, where no filter can read it, so
+  none is allowed (decision 0034); glibc's ``syslog()`` and Python's ``SysLogHandler`` try
+  one for ``/dev/log``, which the sandbox does not have, and carry on without it.
 
 Not on the list, because they are allowed where harmless instead: ``socket(AF_NETLINK,
 ..., NETLINK_ROUTE)``. glibc's ``getaddrinfo`` (``AI_ADDRCONFIG``), ``getifaddrs`` and
@@ -45,12 +49,18 @@ NAMESPACE_FLAGS: Final = (
 USERNS_PROBE: Final = "userns_probe"
 NAMESPACE_PROBE: Final = "namespace_probe"
 IO_URING_PROBE: Final = "io_uring_probe"
+UNIX_DATAGRAM: Final = "unix_datagram"
+#: ``socket``'s family and type for a datagram Unix socket; the type's low bits hold it.
+AF_UNIX: Final = 1
+SOCK_DGRAM: Final = 2
+SOCK_TYPE_MASK: Final = 0xF
 
 #: Every expected probe, with what it is (for ``docs/sandbox.md`` and the tests).
 EXPECTED_PROBES: Final = {
     USERNS_PROBE: "clone/unshare with CLONE_NEWUSER (runtime sandbox-support probes)",
     NAMESPACE_PROBE: "clone/unshare with another CLONE_NEW* flag and no CLONE_NEWUSER",
     IO_URING_PROBE: "io_uring_setup (libuv and tokio probe for io_uring, then fall back)",
+    UNIX_DATAGRAM: "socket/socketpair(AF_UNIX, SOCK_DGRAM) (syslog() and friends fall back)",
 }
 
 #: The syscall whose first argument holds the namespace flags.
@@ -72,4 +82,7 @@ def classify_denial(name: str, args: Sequence[int]) -> str | None:
         return None
     if name == "io_uring_setup":
         return IO_URING_PROBE
+    datagram = len(args) > 1 and args[1] & SOCK_TYPE_MASK == SOCK_DGRAM
+    if name in ("socket", "socketpair") and datagram and args[0] & 0xFFFFFFFF == AF_UNIX:
+        return UNIX_DATAGRAM
     return None

@@ -13,8 +13,10 @@ the control socket is bound, so ``READY=1`` (sent once every root child has star
 after journal recovery, and no request is accepted before the state it reads exists.
 
 The process holds an exclusive lock in its runtime directory for its whole life, so a
-second instance refuses to start. SIGTERM and SIGINT stop the tree in reverse start order
-and the process exits 0; a child failure (one strike at the root) exits 1.
+second instance refuses to start (``gloved`` takes it before it composes anything: a refused
+start claims no cgroup, opens no journal and starts no thread, and exits at once). SIGTERM
+and SIGINT stop the tree in reverse start order and the process exits 0; a child failure
+(one strike at the root) exits 1.
 
 Under a notifying service manager (systemd ``Type=notify``; ``glove.control._notify``) the
 tree gets one more child, ``notify``, which pings the watchdog from this event loop and
@@ -165,17 +167,27 @@ async def serve(
     paths: RuntimePaths,
     notifier: Notifier | None = None,
     composition: Composition | None = None,
+    *,
+    lock_fd: int | None = None,
 ) -> int:
     """Run the daemon until SIGTERM/SIGINT (exit 0) or a root failure (exit 1).
 
     ``notifier`` defaults to the one the service manager's environment describes.
+    ``lock_fd`` is the single-instance lock when the caller already took it (``gloved``
+    does, before it composes anything); it is taken here otherwise. Either way it is
+    released when this returns.
 
     Raises:
         DaemonAlreadyRunning: another instance holds the lock.
         NotifyError: the service manager's NOTIFY_SOCKET or WATCHDOG_* are malformed.
     """
-    notifier = Notifier.from_environ() if notifier is None else notifier
-    lock_fd = acquire_lock(paths)
+    if lock_fd is None:
+        lock_fd = acquire_lock(paths)
+    try:
+        notifier = Notifier.from_environ() if notifier is None else notifier
+    except BaseException:
+        os.close(lock_fd)
+        raise
     try:
         root = build_root(paths, notifier, composition=composition)
         loop = asyncio.get_running_loop()
@@ -201,16 +213,22 @@ async def serve(
         os.close(lock_fd)
 
 
-def run_daemon(paths: RuntimePaths, composition: Composition | None = None) -> int:
+def run_daemon(
+    paths: RuntimePaths, composition: Composition | None = None, *, lock_fd: int | None = None
+) -> int:
     """Run :func:`serve` in a fresh event loop with the faulthandler backstop armed.
 
     SIGUSR1 dumps every thread's stack; so does the SIGABRT a service manager's watchdog
     sends, so the journal shows where a wedged loop was stuck.
+
+    Raises:
+        DaemonAlreadyRunning: another instance holds the lock (``lock_fd`` not given).
+        NotifyError: the service manager's environment is malformed.
     """
     faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     raise_fd_limit()
-    return asyncio.run(serve(paths, composition=composition))
+    return asyncio.run(serve(paths, composition=composition, lock_fd=lock_fd))
 
 
 def raise_fd_limit(target: int = FD_SOFT_LIMIT) -> int:

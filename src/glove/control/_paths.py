@@ -19,6 +19,13 @@ its NUL on Linux, 104 on macOS). Where ``gloved.sock``'s path is longer, both en
 ``/proc/self/fd/<n>/gloved.sock`` through an ``O_PATH`` descriptor of the directory
 (:func:`socket_address`), as Podman's conmon does; without ``/proc`` (macOS) ``gloved`` refuses
 to start and says to set a shorter ``XDG_RUNTIME_DIR``.
+
+The lock is an ``flock`` on ``gloved.lock``, which holds the holder's pid. A ``flock`` belongs
+to the open file description, so a child that inherited the descriptor (a fork that has not
+yet closed it) holds it even after the gloved that took it was killed. :func:`acquire_lock`
+therefore tells the two apart: a live recorded holder is refused at once; a lock whose
+recorded holder is gone is waited for (:data:`LOCK_STALE_GRACE_S`, the holders named in one
+log line) and refused, naming the processes that still hold it, if they do not let go.
 """
 
 from __future__ import annotations
@@ -26,9 +33,11 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import logging
 import os
 import stat
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +59,15 @@ MAX_SOCKET_PATH_BYTES: Final = 103 if sys.platform == "darwin" else 107
 PROC_FD: Final = Path("/proc/self/fd")
 
 RuntimeSource = Literal["XDG_RUNTIME_DIR", "/run/user", "state"]
+
+#: How long a start waits for the descendants of a gone gloved to let go of its lock.
+LOCK_STALE_GRACE_S: Final = 5.0
+#: How often it tries the lock again meanwhile.
+LOCK_RETRY_S: Final = 0.05
+#: Bytes of a holder's command line shown in a message.
+MAX_SHOWN_CMDLINE: Final = 80
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,21 +269,109 @@ def prepare_runtime_dir(directory: Path | None = None) -> RuntimePaths:
     return RuntimePaths(path)
 
 
-def acquire_lock(paths: RuntimePaths) -> int:
+def acquire_lock(paths: RuntimePaths, *, stale_grace_s: float = LOCK_STALE_GRACE_S) -> int:
     """Take the single-instance lock; return its fd (held for the daemon's life).
 
+    A lock whose recorded holder is alive is refused at once. One whose recorded holder is
+    gone (or a zombie) is held by a process that inherited its descriptor: the start waits up
+    to ``stale_grace_s`` for it, saying so once in the log.
+
     Raises:
-        DaemonAlreadyRunning: another instance holds it.
+        DaemonAlreadyRunning: another instance holds it, or the holders of a gone one's
+            lock did not let go in time (the message names them).
     """
     fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        _lock_or_wait(fd, paths, stale_grace_s)
+    except BaseException:
         os.close(fd)
-        raise DaemonAlreadyRunning(
-            f"another gloved (pid {holder}) holds {paths.lock}; stop it first"
-        ) from None
+        raise
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def _lock_or_wait(fd: int, paths: RuntimePaths, grace_s: float) -> None:
+    deadline: float | None = None
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass
+        else:
+            return
+        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        recorded = int(text) if text.isdecimal() else None
+        holders = _holders(fd)
+        # The recorded holder is running and (as far as we can see) holds it: a live gloved.
+        # A running recorded pid that does not hold it was reused by another process.
+        if recorded is not None and _running(recorded) and (recorded in holders or not holders):
+            raise DaemonAlreadyRunning(
+                f"another gloved (pid {recorded}) holds {paths.lock}; stop it first"
+            )
+        who = f"gloved (pid {recorded})" if recorded is not None else "the gloved that took it"
+        if deadline is None:
+            deadline = time.monotonic() + grace_s
+            _log.warning(
+                "%s is gone but its lock %s is still held by %s: waiting up to %.0f s",
+                who,
+                paths.lock,
+                _describe(holders),
+                grace_s,
+            )
+        elif time.monotonic() >= deadline:
+            raise DaemonAlreadyRunning(
+                f"{who} is gone but its lock {paths.lock} is still held by {_describe(holders)} "
+                "(a process that inherited its descriptor); stop it first"
+            )
+        time.sleep(LOCK_RETRY_S)
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is a process that has not exited (a zombie holds no lock)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # it exists; we may not look at it
+    # "pid (comm) S ...": the state follows the last ')' (comm may contain one).
+    state = stat_line[stat_line.rfind(b")") + 2 : stat_line.rfind(b")") + 3]
+    return state not in (b"Z", b"X")
+
+
+def _holders(fd: int) -> list[int]:
+    """Pids of the processes (this user can see) with the lock file open, but us."""
+    target = os.fstat(fd)
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdecimal() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            for link in (entry / "fd").iterdir():
+                with contextlib.suppress(OSError):
+                    held = link.stat()
+                    if (held.st_dev, held.st_ino) == (target.st_dev, target.st_ino):
+                        found.append(int(entry.name))
+                        break
+    return sorted(found)
+
+
+def _describe(pids: list[int]) -> str:
+    """``pid 12 (python -m ...), pid 13 (...)``, or what to say when none can be seen."""
+    if not pids:
+        return "processes this user cannot see"
+    shown = []
+    for pid in pids:
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            raw = b""
+        # One line whatever the holder's argv holds (newlines, escapes: it is another
+        # process's text, printed to the operator).
+        text = raw.decode(errors="replace")
+        cmdline = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+        if len(cmdline) > MAX_SHOWN_CMDLINE:
+            cmdline = cmdline[: MAX_SHOWN_CMDLINE - 3] + "..."
+        shown.append(f"pid {pid} ({cmdline})" if cmdline else f"pid {pid}")
+    return ", ".join(shown)

@@ -45,13 +45,16 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(
         level=args.log_level.upper(), format="gloved: %(levelname)s %(name)s: %(message)s"
     )
-    from glove.control import ControlError, prepare_runtime_dir, run_daemon
+    from glove.control import ControlError, acquire_lock, prepare_runtime_dir, run_daemon
     from glove.errors import GloveError
 
     try:
         paths = prepare_runtime_dir(args.runtime_dir)
+        # The lock first: a second gloved must refuse before it claims cgroups or reads
+        # the keys, and exit at once (nothing it started can keep it alive).
+        lock_fd = acquire_lock(paths)
         composition = _compose(args.config, paths.directory)
-        code = run_daemon(paths, composition)
+        code = run_daemon(paths, composition, lock_fd=lock_fd)
     except (ControlError, GloveError) as exc:
         print(f"gloved: refusing to start: {exc}", file=sys.stderr)
         sys.exit(EXIT_REFUSED)

@@ -88,13 +88,18 @@ class SandboxSocket(msgspec.Struct, frozen=True):
 
 
 class NetworkReport(msgspec.Struct, frozen=True):
-    """Everything a sandbox with these rules could reach."""
+    """Everything a sandbox with these rules could reach.
+
+    ``unix_gate`` names the mechanism that keeps a sandbox's ``connect()`` from host Unix
+    sockets (None: this host has none, see ``glove doctor``); ``notes`` say what remains.
+    """
 
     mode: NetworkMode
     reachable: list[Reachable]
     denied: list[str]
     sockets: list[SandboxSocket]
     notes: list[str]
+    unix_gate: str | None = None
 
 
 class Explanation(msgspec.Struct, frozen=True):
@@ -149,17 +154,56 @@ def sandbox_sockets(*, mcp: bool = False) -> list[SandboxSocket]:
     return sockets
 
 
-def network_report(policy: NetworkPolicy, *, mcp: bool = False) -> NetworkReport:
-    """List what ``policy`` lets a sandbox reach.
+def local_channel_notes(unix_gate: str | None) -> list[str]:
+    """What a sandbox can still reach outside the network, whatever its mode (decision 0034).
+
+    ``unix_gate`` is the Unix socket gate's mechanism on this host, or None.
+    """
+    if unix_gate is not None:
+        own = "/tmp and /dev/shm"  # noqa: S108 - the sandbox's own, named in words
+        unix = (
+            f"Unix sockets ({unix_gate}): connect() reaches only sockets on the sandbox's own "
+            f"{own}, abstract names in its own network namespace and the socket "
+            "pairs it was given; a socket in the workspace, an exposure or any bind is "
+            "refused (EACCES), even one a sandboxed process made; datagram Unix sockets are "
+            "refused"
+        )
+    else:
+        unix = (
+            "Unix sockets: this host has no gate (glove doctor: unix_socket_gate): a host "
+            "process listening on a socket inside the workspace, an exposure or a bind is "
+            "reachable; gloved refuses an exposure holding a socket, glove exec does not check "
+            "its binds; datagram Unix sockets are refused"
+        )
+    return [
+        unix,
+        (
+            "FIFOs: a host process reading a FIFO inside a visible directory is reachable; "
+            "gloved refuses an exposure holding one at glove init and at every launch, not "
+            "one made after the launch, and glove exec does not check its binds"
+        ),
+        "files: a writable directory shared with the host is a channel to whatever reads it",
+    ]
+
+
+def network_report(
+    policy: NetworkPolicy, *, mcp: bool = False, unix_gate: str | None = None
+) -> NetworkReport:
+    """List what ``policy`` lets a sandbox reach; ``unix_gate`` is this host's Unix socket
+    gate (:func:`glove.container.probe_unix_gate`), None when it has none.
 
     Raises:
         RuleError: a rule is malformed or too broad.
     """
     rules = policy.rules()
+    local = local_channel_notes(unix_gate)
     if policy.mode == "none":
         sockets = sandbox_sockets(mcp=True)[-1:] if mcp else []
-        notes = ["mode none: loopback only inside the sandbox; nothing outside is reachable"]
-        return NetworkReport("none", [], [], sockets, notes)
+        notes = [
+            "mode none: no network but the sandbox's own loopback; no address outside is reachable",
+            *local,
+        ]
+        return NetworkReport("none", [], [], sockets, notes, unix_gate)
     reachable = [
         Reachable(
             rule=rule.text,
@@ -178,11 +222,17 @@ def network_report(policy: NetworkPolicy, *, mcp: bool = False) -> NetworkReport
         ),
         "DNS inside the sandbox answers only names an allow rule names; others get NXDOMAIN",
         "no UDP leaves the sandbox; raw and other socket families are refused by seccomp",
+        *local,
     ]
     if not rules.allow:
-        notes.insert(0, "the allowlist is empty: nothing is reachable")
+        notes.insert(0, "the allowlist is empty: no host is reachable through the proxy")
     return NetworkReport(
-        "proxy", reachable, [d.text for d in rules.deny], sandbox_sockets(mcp=mcp), notes
+        "proxy",
+        reachable,
+        [d.text for d in rules.deny],
+        sandbox_sockets(mcp=mcp),
+        notes,
+        unix_gate,
     )
 
 

@@ -80,6 +80,7 @@ def check_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     """List every host, port and socket the sandbox could reach; explain each QUERY."""
     import msgspec
 
+    from glove.container import probe_unix_gate
     from glove.egress import NetworkPolicy, RuleError, explain, network_report, policy_from_toml
     from glove.plan import PlanError
 
@@ -99,7 +100,7 @@ def check_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
                 base = NetworkPolicy()
             mode = "proxy" if allow or deny else base.mode
             policy = NetworkPolicy(mode=mode, allow=[*base.allow, *allow], deny=[*base.deny, *deny])
-        report = network_report(policy, mcp=mcp)
+        report = network_report(policy, mcp=mcp, unix_gate=probe_unix_gate().mechanism)
         answers = [line for query in queries or [] for line in explain(policy, query)]
     except (RuleError, PlanError, OSError) as exc:
         typer.echo(f"glove network check: {exc}", err=True)

@@ -192,6 +192,48 @@ def check_landlock() -> Check:
     )
 
 
+def check_unix_socket_gate() -> Check:
+    """What keeps a sandbox from a host Unix socket in a directory it sees (decision 0034)."""
+    from glove.container import probe_unix_gate
+    from glove.container._socket_gate import LANDLOCK_RESOLVE_UNIX_ABI
+
+    support = probe_unix_gate()
+    abi = support.landlock_abi
+    if abi >= LANDLOCK_RESOLVE_UNIX_ABI:
+        landlock = (
+            f"Landlock ABI {abi} has LANDLOCK_ACCESS_FS_RESOLVE_UNIX; Glove does not use it "
+            "yet (the gate below is what applies)"
+        )
+    else:
+        landlock = (
+            f"Landlock ABI {abi or 'none'}: no right for connecting to a pathname socket "
+            f"(LANDLOCK_ACCESS_FS_RESOLVE_UNIX needs ABI {LANDLOCK_RESOLVE_UNIX_ABI}, Linux 7.1)"
+        )
+    fifo = (
+        "No kernel mechanism covers a FIFO: gloved refuses an exposure holding one, at "
+        "glove init and at every launch; a FIFO a host process makes later stays reachable."
+    )
+    if support.mechanism is not None:
+        return Check(
+            "unix_socket_gate",
+            "ok",
+            required=False,
+            summary=f"connect() gated ({support.mechanism}): a sandbox reaches only sockets "
+            "on its own /tmp and /dev/shm, abstract names and socket pairs",
+            detail=f"{support.reason}. Datagram Unix sockets are refused. {landlock}. {fifo}",
+        )
+    return Check(
+        "unix_socket_gate",
+        "warn",
+        required=False,
+        summary="no Unix socket gate: a host socket inside a bind would be reachable",
+        detail=f"{support.reason}. gloved refuses an exposure holding a socket or a FIFO, at "
+        f"glove init and at every launch; glove exec --bind does not check. {landlock}.",
+        fix="a kernel with seccomp user notification (5.0) and pidfd_getfd (5.6), and "
+        "process_vm_readv allowed to the launcher",
+    )
+
+
 def _own_cgroup_v2_path() -> str | None:
     text = _read("/proc/self/cgroup") or ""
     for line in text.splitlines():
@@ -444,6 +486,7 @@ CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_user_namespaces,
     check_seccomp,
     check_landlock,
+    check_unix_socket_gate,
     check_cgroups,
     check_tiocsti,
     check_fuse,

@@ -21,6 +21,9 @@ commented template ``glove setup`` writes)::
     [terminal]
     transcript_bytes = 16777216               # each PTY session's transcript ring on disk
 
+    [exposures]                               # directories exposed although they are not
+    allow_special = ["/run/foo"]              # the owner's alone, or on a runtime/kernel fs
+
     [harnesses.demo]                          # the only source of command lines
     argv = ["/bin/sh", "-c", "echo hello"]
     env = { LANG = "C.UTF-8" }                # the command's environment (plus the sandbox's)
@@ -50,6 +53,8 @@ DEFAULT_MAX_RUNNING: Final = 64
 MAX_RUNNING_CEILING: Final = 1024
 #: Each PTY session's transcript ring (bounds: glove.session._transcript_format).
 DEFAULT_TRANSCRIPT_BYTES: Final = 16 * 1024 * 1024
+#: Directories ``[exposures] allow_special`` may list.
+MAX_ALLOW_SPECIAL: Final = 64
 
 
 class LocalLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -98,6 +103,19 @@ class TerminalConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     transcript_bytes: int = DEFAULT_TRANSCRIPT_BYTES
 
 
+class ExposuresConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[exposures]``: the operator's exceptions to what ``glove init`` accepts.
+
+    ``allow_special`` lists directories (absolute, normalized, each matched exactly: not
+    its subdirectories) exposed although they break the owner, mode or filesystem rule: not
+    owned by gloved's uid, writable by group or others, under ``/dev``, ``/proc``, ``/sys``
+    or ``/run``, on a kernel filesystem or a runtime tmpfs. The other checks still apply
+    (no symlink, no FIFO inside, never Glove's own files, inside ``protected_root``).
+    """
+
+    allow_special: list[str] = msgspec.field(default_factory=list)
+
+
 class GlovedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole of gloved.toml."""
 
@@ -108,6 +126,7 @@ class GlovedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     terminal: TerminalConfig = msgspec.field(default_factory=TerminalConfig)
     harnesses: dict[str, HarnessConfig] = msgspec.field(default_factory=dict)
     network: NetworkConfig = msgspec.field(default_factory=NetworkConfig)
+    exposures: ExposuresConfig = msgspec.field(default_factory=ExposuresConfig)
     remote_backend: dict[str, object] | None = None
 
 
@@ -124,6 +143,7 @@ def _check(config: GlovedConfig, source: str) -> None:
             raise GlovedConfigError(f"{source}: `harnesses.{harness_id}.argv` has a NUL byte")
     if config.protected_root is not None and not config.protected_root.startswith("/"):
         raise GlovedConfigError(f"{source}: `protected_root` must be an absolute path")
+    _check_allow_special(config.exposures.allow_special, source)
     if not 1 <= config.sessions.max_running <= MAX_RUNNING_CEILING:
         raise GlovedConfigError(
             f"{source}: `sessions.max_running` must be within 1..{MAX_RUNNING_CEILING}"
@@ -147,6 +167,23 @@ def _check(config: GlovedConfig, source: str) -> None:
         RuleSet.load(config.network.allow, config.network.deny)
     except RuleError as exc:
         raise GlovedConfigError(f"{source}: `network`: {exc}") from exc
+
+
+def _check_allow_special(paths: list[str], source: str) -> None:
+    import posixpath
+
+    if len(paths) > MAX_ALLOW_SPECIAL:
+        raise GlovedConfigError(
+            f"{source}: `exposures.allow_special` lists more than {MAX_ALLOW_SPECIAL} paths"
+        )
+    for index, path in enumerate(paths):
+        where = f"{source}: `exposures.allow_special[{index}]`"
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in path):
+            raise GlovedConfigError(f"{where} has a control character")
+        if not path.startswith("/") or posixpath.normpath(path) != path or path == "/":
+            raise GlovedConfigError(
+                f"{where}: {path!r} must be an absolute, normalized directory other than /"
+            )
 
 
 def parse_gloved_config(data: bytes, source: str = "gloved.toml") -> GlovedConfig:

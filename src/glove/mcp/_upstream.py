@@ -304,7 +304,6 @@ class UpstreamActor(Actor):
         self._next_id = 0
         self._failure: UpstreamError | None = None
         self._relisting: set[str] = set()
-        self._probe_unanswered = False
         #: Ids of requests Glove cancelled, oldest first (a late reply to one is expected).
         self._cancelled: dict[int, None] = {}
         self._serving = 0
@@ -501,29 +500,45 @@ class UpstreamActor(Actor):
     # -- handshake and lists --------------------------------------------------------------------
 
     async def _handshake(self) -> None:
-        if self.config.era in ("auto", MODERN_VERSION) and await self._probe_modern():
-            return
-        if self.config.era == MODERN_VERSION:
-            raise UpstreamProtocolError(self.upstream_id, "the server does not speak 2026-07-28")
-        try:
-            raw = await self._call(
-                "initialize",
-                {
-                    "protocolVersion": LATEST_LEGACY_VERSION,
-                    "capabilities": self._client_capabilities,
-                    "clientInfo": CLIENT_INFO,
-                },
-            )
-        except UpstreamCallFailed:
-            # A modern-only server refuses initialize. If the probe only went unanswered,
-            # the server may just have been slow to start (the probe is sent at spawn: the
-            # SDK fixture took 3.6-4.6 s to answer on a loaded 2-core machine): ask again,
-            # bounded only by the start-up deadline.
-            if self.config.era == "auto" and self._probe_unanswered:
-                self._probe_unanswered = False
-                if await self._probe_modern(None):
+        probe: asyncio.Future[Any] | None = None
+        if self.config.era in ("auto", MODERN_VERSION):
+            probe = self._request("server/discover", {})
+            # Its outcome is always retrieved, even when the actor dies while it is pending
+            # (the transport then fails it, and nobody awaits it any more).
+            probe.add_done_callback(_consume)
+            # Wait, never cancel on the deadline: silence may only be a slow start (a server
+            # still importing on a loaded host), and then the probe's late answer decides.
+            try:
+                await asyncio.wait({probe}, timeout=PROBE_TIMEOUT_S)
+            except BaseException:
+                probe.cancel()
+                raise
+            if probe.done():
+                if self._adopt_modern(probe):
                     return
-            raise
+                probe = None
+        if self.config.era == MODERN_VERSION:
+            if probe is not None:
+                probe.cancel()
+            raise UpstreamProtocolError(self.upstream_id, "the server does not speak 2026-07-28")
+        init = self._request(
+            "initialize",
+            {
+                "protocolVersion": LATEST_LEGACY_VERSION,
+                "capabilities": self._client_capabilities,
+                "clientInfo": CLIENT_INFO,
+            },
+        )
+        if probe is not None:
+            try:
+                if await self._late_modern(probe, init):
+                    return
+            except BaseException:
+                for pending in (probe, init):
+                    pending.add_done_callback(_consume)
+                    pending.cancel()
+                raise
+        raw = await init
         try:
             result = msgspec.json.decode(raw, type=InitializeResult)
         except msgspec.DecodeError as exc:
@@ -538,21 +553,44 @@ class UpstreamActor(Actor):
         self.capabilities = result.capabilities
         self._write(encode_notification("notifications/initialized"))
 
-    async def _probe_modern(self, limit_s: float | None = PROBE_TIMEOUT_S) -> bool:
-        future = self._request("server/discover", {})
-        try:
-            async with asyncio.timeout(limit_s):
-                raw = await future
-        except UpstreamTransportError:
-            raise
-        except TimeoutError:
-            self._probe_unanswered = True  # silence means "not modern", for now
+    async def _late_modern(self, probe: asyncio.Future[Any], init: asyncio.Future[Any]) -> bool:
+        """After a silent probe: whether its late answer says 2026-07-28 (then it is used).
+
+        A server answers in order, so a slow 2026-07-28 server answers the probe first and
+        then refuses the ``initialize`` sent after it (a connection serves one era): the
+        first answer to arrive decides. A legacy server's initialize result wins otherwise.
+        Bounded by the actor's startup deadline, as the whole handshake is.
+
+        Raises:
+            UpstreamTransportError: the server died meanwhile.
+        """
+        await asyncio.wait({probe, init}, return_when=asyncio.FIRST_COMPLETED)
+        if not probe.done() and init.exception() is not None:
+            await asyncio.wait({probe})  # refused: only the probe's answer can still help
+        if probe.done() and self._adopt_modern(probe):
+            init.add_done_callback(_consume)
+            init.cancel()  # its refusal (or late result) is dropped
+            return True
+        probe.add_done_callback(_consume)
+        probe.cancel()  # not modern: a late answer to it is dropped
+        return False
+
+    def _adopt_modern(self, probe: asyncio.Future[Any]) -> bool:
+        """Whether the answered probe says 2026-07-28; if so, speak it from now on.
+
+        Raises:
+            UpstreamTransportError: the probe failed because the transport did.
+        """
+        if probe.cancelled():
             return False
-        except UpstreamError:
+        error = probe.exception()
+        if isinstance(error, UpstreamTransportError):
+            raise error
+        if error is not None:
             # Any error means "not modern": the spec forbids keying the fallback to one code.
             return False
         try:
-            result = msgspec.json.decode(raw, type=DiscoverResult)
+            result = msgspec.json.decode(probe.result(), type=DiscoverResult)
         except msgspec.DecodeError:
             return False
         if MODERN_VERSION not in result.supported_versions:

@@ -6,12 +6,19 @@ exposure lives, and record durably its alias, path, identity (device and inode),
 target inside the sandbox and a **generation** number. Revoking or re-creating an alias
 bumps its generation (generations are never reused: the registry remembers revoked ones).
 
+Only what the owner owns, and no host service behind it (:mod:`._exposure_checks`): the
+directory must be gloved's uid's, not writable by group or others, on no kernel or system
+runtime filesystem (unless ``[exposures] allow_special`` lists it), with no FIFO in its
+tree (nor a socket, where this host has no Unix socket gate), and its path and target free
+of control characters. Every check goes through the pinned descriptor.
+
 A plan names aliases only. A session binds to the generation current when it was created;
 at *prepare* the alias must still be that generation, its pinned descriptor must still be
 the directory recorded, and the path must still lead to it (re-opened strictly and compared
 by identity): a revoked, re-created, replaced or moved exposure fails there, before
-anything launches. Holding the descriptor also keeps the inode alive, so its number cannot
-be reused by another directory while the exposure exists.
+anything launches, and so does one that fails a check it passed at creation (a ``chmod
+g+w``, a FIFO made since). Holding the descriptor also keeps the inode alive, so its number
+cannot be reused by another directory while the exposure exists.
 
 The registry file is JSON, written atomically (temp, fsync, rename, fsync of the directory)
 before any change is acknowledged.
@@ -23,8 +30,9 @@ import contextlib
 import errno
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import msgspec
 
@@ -32,6 +40,7 @@ from glove.container import Bind, Protected
 from glove.container._protect import Shown, check_protected
 from glove.container.errors import SpecError
 from glove.container.linux import _syscalls as sc
+from glove.session._exposure_checks import check_contents, check_directory, check_text
 from glove.session.errors import ExposureError
 
 MAX_REGISTRY_BYTES: Final = 1024 * 1024
@@ -67,6 +76,19 @@ def default_target(alias: str) -> str:
     return f"/workspace/{alias}"
 
 
+class Candidate(NamedTuple):
+    """A directory that passed every check for ``exposure.create``, pinned, not yet recorded
+    (:meth:`ExposureRegistry.commit` records it or closes it)."""
+
+    alias: str
+    path: str
+    mode: Mode
+    target: str
+    fd: int
+    dev: int
+    ino: int
+
+
 def _open_strict(path: str) -> int:
     try:
         return sc.openat2(path, _O_PATH_DIR, _RESOLVE_STRICT)
@@ -87,11 +109,18 @@ class ExposureRegistry:
         *,
         protected_root: str | None = None,
         own_paths: tuple[Path, ...] = (),
+        allow_special: tuple[str, ...] = (),
+        sockets_gated: bool = False,
     ) -> None:
-        """``own_paths`` are Glove's own directories (config, state, runtime): never exposed."""
+        """``own_paths`` are Glove's own directories (config, state, runtime): never exposed.
+        ``allow_special`` lists the directories exempt from the owner, mode and filesystem
+        rules; ``sockets_gated`` says the sandboxes' connect() is gated (then a socket in
+        an exposure is no refusal: no sandbox can reach it)."""
         self._file = file
         self._root = protected_root
         self._own = own_paths
+        self._allow_special = frozenset(os.path.normpath(p) for p in allow_special)
+        self._sockets_gated = sockets_gated
         self._by_alias: dict[str, Exposure] = {}
         self._fds: dict[str, int] = {}
 
@@ -185,56 +214,90 @@ class ExposureRegistry:
         except SpecError as exc:
             raise ExposureError(f"refusing to expose {path}: {exc}") from exc
 
-    def create(
+    def inspect(
         self, alias: str, path: str, *, mode: Mode = "ro", target: str | None = None
-    ) -> Exposure:
-        """Pin ``path`` as ``alias`` (a new generation if the alias existed) and record it.
+    ) -> Candidate:
+        """Open ``path`` strictly and run every check on it, its contents included.
+
+        Touches no registry state, so it may run off the loop (the contents walk blocks).
 
         Raises:
-            ExposureError: a bad alias, target or path; a path outside the protected root,
-                through a symlink, not a directory, or holding Glove's own files.
+            ExposureError: a bad path or target; a path outside the protected root, through
+                a symlink, not a directory, holding Glove's own files, not the owner's,
+                writable by others, on a refused filesystem, or holding a FIFO.
         """
         from glove.container._spec import normalize_inside, sandbox_owned
 
+        check_text(path, "path")
+        if target is not None:
+            check_text(target, "target")
         if not path.startswith("/"):
             raise ExposureError(f"the path must be absolute: {path!r}")
         path = os.path.normpath(path)
         inside = normalize_inside(target or default_target(alias))
         if sandbox_owned(inside) is not None:
             raise ExposureError(f"target {inside!r} is the sandbox's own; choose another --target")
-        live = [e for e in self._by_alias.values() if not e.revoked and e.alias != alias]
-        if len(live) >= MAX_EXPOSURES:
-            raise ExposureError(f"at most {MAX_EXPOSURES} exposures")
         fd = _open_strict(path)
         try:  # O_DIRECTORY: it is a directory
             self._check_allowed(path, fd)
+            self._check(fd, path)
             info = os.fstat(fd)
         except BaseException:
             os.close(fd)
             raise
+        return Candidate(alias, path, mode, inside, fd, info.st_dev, info.st_ino)
+
+    def _check(self, fd: int, path: str) -> None:
+        check_directory(fd, path, exempt=path in self._allow_special)
+        check_contents(fd, path, sockets=not self._sockets_gated)
+
+    def commit(self, candidate: Candidate) -> Exposure:
+        """Record an inspected ``candidate`` as a new generation of its alias (its
+        descriptor becomes the pin; on failure it is closed).
+
+        Raises:
+            ExposureError: too many exposures.
+            OSError: the registry file could not be written.
+        """
+        alias = candidate.alias
+        live = [e for e in self._by_alias.values() if not e.revoked and e.alias != alias]
+        if len(live) >= MAX_EXPOSURES:
+            os.close(candidate.fd)
+            raise ExposureError(f"at most {MAX_EXPOSURES} exposures")
         previous = self._by_alias.get(alias)
         exposure = Exposure(
             alias=alias,
-            path=path,
-            dev=info.st_dev,
-            ino=info.st_ino,
+            path=candidate.path,
+            dev=candidate.dev,
+            ino=candidate.ino,
             generation=(previous.generation if previous else 0) + 1,
-            mode=mode,
-            target=inside,
+            mode=candidate.mode,
+            target=candidate.target,
         )
         self._by_alias[alias] = exposure
         try:
             self._save()
         except BaseException:
-            os.close(fd)
+            os.close(candidate.fd)
             if previous is None:
                 self._by_alias.pop(alias)
             else:
                 self._by_alias[alias] = previous
             raise
         self._unpin(alias)
-        self._fds[alias] = fd
+        self._fds[alias] = candidate.fd
         return exposure
+
+    def create(
+        self, alias: str, path: str, *, mode: Mode = "ro", target: str | None = None
+    ) -> Exposure:
+        """Pin ``path`` as ``alias`` (a new generation if the alias existed) and record it:
+        :meth:`inspect` then :meth:`commit`, blocking.
+
+        Raises:
+            ExposureError: see :meth:`inspect`; too many exposures.
+        """
+        return self.commit(self.inspect(alias, path, mode=mode, target=target))
 
     def revoke(self, alias: str) -> Exposure:
         """Revoke ``alias`` (its generation is bumped, so no session can still use it).
@@ -254,6 +317,30 @@ class ExposureRegistry:
             raise
         self._unpin(alias)
         return revoked
+
+    def contents_check(self, alias: str) -> Callable[[], None]:
+        """A blocking check of a pinned exposure's contents, for a thread (the check holds
+        its own descriptor, so a revoke meanwhile closes nothing under it).
+
+        Raises:
+            ExposureError: the exposure is not pinned.
+        """
+        pinned = self._fds.get(alias)
+        exposure = self._by_alias.get(alias)
+        if pinned is None or exposure is None:
+            raise ExposureError(f"exposure {alias!r}: its directory is gone or changed")
+        fd = os.dup(pinned)
+        path, sockets = exposure.path, not self._sockets_gated
+
+        def check() -> None:
+            try:
+                check_contents(fd, path, sockets=sockets)
+            except ExposureError as exc:
+                raise ExposureError(f"exposure {alias!r}: {exc}") from exc
+            finally:
+                os.close(fd)
+
+        return check
 
     def get(self, alias: str) -> Exposure | None:
         """The recorded exposure ``alias`` (revoked ones included)."""
@@ -296,6 +383,10 @@ class ExposureRegistry:
             held.st_ino,
         ) != (exposure.dev, exposure.ino):
             raise ExposureError(f"exposure {alias!r}: {exposure.path} is another directory now")
+        try:
+            check_directory(pinned, exposure.path, exempt=exposure.path in self._allow_special)
+        except ExposureError as exc:
+            raise ExposureError(f"exposure {alias!r}: {exc}") from exc
         # The launcher checks the identity again on what it mounts: a directory swapped in
         # between now and the launch is refused, never shown.
         return Bind(

@@ -324,7 +324,7 @@ class SessionMethods:
         if not Path(params.path).is_absolute():
             raise MethodError("exposure_error", f"the path must be absolute, not {params.path!r}")
         try:
-            made = self._live().expose(params.alias, params.path, params.mode, params.target)
+            made = await self._live().expose(params.alias, params.path, params.mode, params.target)
         except ExposureError as exc:
             raise MethodError("exposure_error", str(exc)) from exc
         return ExposureView(**made, path=params.path)

@@ -10,7 +10,7 @@ fractional number of seconds, encoded as RFC 8785 numbers are)::
      "plan": {"sha256": "sha256:...", "blake3": "blake3:..."},
      "launch_binding": "sha256:..." | null,
      "outcome": {"kind": "exited" | "signaled" | "limit" | "setup_error" | "exec_error" |
-                         "cancelled" | "daemon_lost",
+                         "cancelled" | "internal_error" | "daemon_lost",
                  "exit_code": N | null, "signal": N | null, "limit": NAME | null,
                  "mechanism": NAME | null, "error": TEXT | null},
      "limits": {NAME: {"value": N, "mechanism": NAME, "hit": true | false | null}},

@@ -14,7 +14,13 @@ registry. The lifecycle of each session, durable at every step::
 
 A failure of one session (a bad exposure, a sandbox the host refuses) is that session's
 receipt, never the daemon's crash; a journal that cannot persist is (fail closed: the
-service manager restarts the daemon, which recovers).
+service manager restarts the daemon, which recovers). Every session's lifecycle runs as a
+task of this actor, and a task that raises crashes the actor (and, one strike at the root,
+gloved and every live session), so the lifecycle catches *everything* but the journal:
+an unexpected exception in a session's prepare, launch or finalize (a bug) ends that
+session with outcome ``internal_error`` (the exception's type name only; the traceback goes
+to gloved's log) and the others go on. Only a failed write to one of the registry's own
+journals escapes (:class:`_Unpersisted`), and a receipt that cannot be appended.
 
 **Recovery** at start: every session the journal shows alive got no terminal state because
 the daemon died; its sandbox died with it (the sandbox's init watches its launcher), so it
@@ -27,31 +33,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import secrets
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import msgspec
 
-from glove.actors import Actor, ChildSpec, Supervisor
+from glove.actors import Actor, ActorError, ChildSpec, Supervisor
 from glove.container import (
     LimitRefused,
     SandboxError,
     SandboxResult,
     SandboxSpec,
     probe_host_limits,
+    probe_unix_gate,
 )
 from glove.container.linux._pty import DEFAULT_WINSIZE
 from glove.errors import GloveError
 from glove.host._gloved_config import GlovedConfig
 from glove.host._paths import GlovePaths
-from glove.journal import Journal, JournalWriter, RecordKind
+from glove.journal import Journal, JournalError, JournalWriter, RecordKind
 from glove.journal._entries import Entry
 from glove.journal._keys import SigningKey
 from glove.journal._tlog import TransparencyLog
@@ -69,6 +77,7 @@ from glove.plan._model import CONTAINER_LIMIT_NAMES
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
 from glove.session._exposures import ExposureRegistry
+from glove.session._faults import fault_point
 from glove.session._pty_drain import PtyDrain
 from glove.session._receipt import outcome_of, terminal_receipt
 from glove.session._sandbox import SandboxActor
@@ -125,12 +134,69 @@ class SessionView(msgspec.Struct, frozen=True):
     cleaned: bool = False
 
 
+_T = TypeVar("_T")
+
+
+class _Unpersisted(Exception):
+    """A write to the registry's own journal failed: the one failure that stays fatal.
+
+    ``error`` is the journal's error; the lifecycle re-raises that, which crashes the
+    registry (fail closed: the restarted daemon recovers from what was durable).
+    """
+
+    def __init__(self, message: str, error: BaseException) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def internal_outcome(exc: BaseException, stage: str) -> dict[str, Any]:
+    """The ``internal_error`` outcome of a session whose ``stage`` raised ``exc`` (a bug):
+    the exception's type name only, never its message or traceback (gloved's log has them)."""
+    return outcome_of(
+        None,
+        kind="internal_error",
+        error=f"{type(exc).__name__} in {stage}; gloved's log has the traceback",
+    )
+
+
 @dataclass
 class _Live:
     """What the registry holds for a session that is not terminal yet."""
 
     stop: asyncio.Event
     task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Progress:
+    """How far one session's lifecycle got: what its receipt and its cleanup need."""
+
+    stage: str = "prepare"
+    drain: OutputDrain | PtyDrain | None = None
+    tools: SessionTools | None = None
+    binding: str | None = None
+    launched_ns: int | None = None
+    result: SandboxResult | None = None
+
+
+def _harness_of(record: SessionRecord) -> str:
+    return str(record.plan.get("harness", ""))
+
+
+async def _durable(step: Awaitable[_T]) -> _T:
+    """Await a write to the registry's own journal; a failure is :class:`_Unpersisted`."""
+    try:
+        return await step
+    except (JournalError, ActorError) as exc:
+        raise _Unpersisted(str(exc), exc) from exc
+
+
+async def _release_tools(session_id: str, tools: SessionTools) -> None:
+    """Close a session's tools on a failure path (a failure to close is only logged)."""
+    try:
+        await tools.close()
+    except Exception:  # noqa: BLE001 - the session is already failing; keep its first error
+        _log.exception("session %s: its tools did not close", session_id)
 
 
 def new_session_id() -> str:
@@ -166,6 +232,8 @@ class SessionRegistry(Actor):
             paths.exposures_file,
             protected_root=config.protected_root,
             own_paths=(paths.config_dir, paths.state_dir, paths.runtime_dir),
+            allow_special=tuple(config.exposures.allow_special),
+            sockets_gated=probe_unix_gate().mechanism is not None,
         )
         self._live: dict[str, _Live] = {}
         self._watchers: dict[str, set[asyncio.Queue[SessionView | None]]] = {}
@@ -304,9 +372,25 @@ class SessionRegistry(Actor):
             # What was durable before the crash: the transcript, the audit log's records.
             directory = self.paths.sessions_data / record.session_id
             transcript = None
-            if record.plan.get("terminal") == "pty":
-                transcript = await asyncio.to_thread(recovered_summary, directory)
-            audit = digest_builtins(await asyncio.to_thread(audit_digest, directory / AUDIT_NAME))
+            audit = None
+            try:
+                if record.plan.get("terminal") == "pty":
+                    transcript = await asyncio.to_thread(recovered_summary, directory)
+                audit = digest_builtins(
+                    await asyncio.to_thread(audit_digest, directory / AUDIT_NAME)
+                )
+            except Exception as exc:  # noqa: BLE001 - one session's leftovers never stop gloved starting
+                # Its receipt says daemon_lost without these digests (an unreadable file):
+                # one session's data must not keep the daemon from starting, again and again.
+                _log.error(
+                    "session %s: its output could not be digested at recovery (%s); its "
+                    "receipt has no transcript or audit digest",
+                    record.session_id,
+                    type(exc).__name__,
+                    exc_info=exc,
+                )
+                outcome["error"] += f"; its output could not be digested ({type(exc).__name__})"
+                transcript = audit = None
             payload = terminal_receipt(
                 session_id=record.session_id,
                 plan_sha256=record.sha256,
@@ -540,8 +624,16 @@ class SessionRegistry(Actor):
     async def _prepare(
         self, record: SessionRecord, validated: ValidatedPlan
     ) -> tuple[SandboxSpec, str, SessionTools | None]:
-        """Resolve the exposures, compose the sandbox and its tools; persist each step."""
+        """Resolve the exposures, compose the sandbox and its tools; persist each step.
+
+        Raises:
+            ExposureError: an exposure is revoked, stale or gone.
+            GloveError: the sandbox or the tools cannot be composed (SandboxError too).
+            OSError: the host refused a step.
+            _Unpersisted: the session journal could not persist a step (fatal).
+        """
         await self._move(record, "preparing")
+        fault_point("prepare", record.session_id, _harness_of(record))
         exposures = []
         binds = []
         for alias, generation in record.exposures.items():
@@ -549,6 +641,8 @@ class SessionRegistry(Actor):
             exposure = self.exposures.get(alias)
             assert exposure is not None
             exposures.append(exposure)
+            # Its tree again (no FIFO, no socket where nothing gates connect()), off the loop.
+            await asyncio.to_thread(self.exposures.contents_check(alias))
         harness = validated.harness
         spec = compose_spec(
             argv=tuple(harness.argv),
@@ -562,14 +656,19 @@ class SessionRegistry(Actor):
         tools = await session_tools(
             session_id=record.session_id,
             data_dir=self.paths.sessions_data / record.session_id,
-            mcp_config=self._mcp_config(str(record.plan.get("harness", ""))),
+            mcp_config=self._mcp_config(_harness_of(record)),
             rules=validated.egress,
             hostname=spec.hostname,
         )
-        if tools is not None:
-            spec = tools.apply(spec, proxy=validated.egress is not None)
-        binding = launch_binding(spec, record.sha256, record.blake3, exposures)
-        await self._move(record, "composed", {"launch_binding": binding})
+        try:
+            if tools is not None:
+                spec = tools.apply(spec, proxy=validated.egress is not None)
+            binding = launch_binding(spec, record.sha256, record.blake3, exposures)
+            await self._move(record, "composed", {"launch_binding": binding})
+        except BaseException:
+            if tools is not None:  # nobody else holds them yet: release them here
+                await _release_tools(record.session_id, tools)
+            raise
         return spec, binding, tools
 
     def _mcp_config(self, harness_id: str) -> str | None:
@@ -586,7 +685,14 @@ class SessionRegistry(Actor):
         drain: OutputDrain | PtyDrain,
         tools: SessionTools | None,
     ) -> tuple[SessionOutcome, int | None]:
-        """Run the session tree under ``sessions``; persist ``running`` once it launched."""
+        """Run the session tree under ``sessions``; persist ``running`` once it launched.
+
+        Whatever this raises, the session's tree has ended first (its sandbox killed).
+
+        Raises:
+            _Unpersisted: the session journal could not persist a step (fatal).
+            Exception: anything a step of the launch raised (a bug: ``internal_error``).
+        """
         live = self._live[record.session_id]
         size = drain.size if isinstance(drain, PtyDrain) else None
         before = [ChildSpec(drain.name, lambda: drain)]
@@ -607,6 +713,7 @@ class SessionRegistry(Actor):
         launched: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
         def started(tree: Supervisor) -> None:
+            fault_point("launch", record.session_id, _harness_of(record))
             sandbox = tree.child(SANDBOX_CHILD)
             assert isinstance(sandbox, SandboxActor)
             if tools is not None:
@@ -626,71 +733,154 @@ class SessionRegistry(Actor):
         )
         launched_ns: int | None = None
         waits: set[asyncio.Future[Any]] = {launched, running}
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        if launched.done():
-            launched_ns = time.time_ns()
-            await self._move(record, "running", {"launched_ns": launched_ns})
-        launched.cancel()
-        session = await running
+        try:
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            if launched.done():
+                launched_ns = time.time_ns()
+                await self._move(record, "running", {"launched_ns": launched_ns})
+            launched.cancel()
+            session = await running
+        except Exception:
+            # The tree must not outlive this lifecycle: stop it, wait for its teardown.
+            live.stop.set()
+            await asyncio.wait({running})
+            if not running.cancelled():
+                running.exception()  # retrieved: the error being raised is the one that counts
+            raise
         await self._move(record, "finalizing")
         return session, launched_ns
 
-    async def _lifecycle(self, record: SessionRecord, validated: ValidatedPlan) -> None:
-        assert self.store is not None
-        assert self.log is not None
-        session_id = record.session_id
-        result: SandboxResult | None = None
-        binding: str | None = None
-        launched_ns: int | None = None
-        directory = self.paths.sessions_data / session_id
-        drain: OutputDrain | PtyDrain = OutputDrain(directory)
-        if validated.plan.terminal == "pty":
-            drain = PtyDrain(
-                directory,
-                capacity=self.config.terminal.transcript_bytes,
-                size=validated.terminal_size or DEFAULT_WINSIZE,
-            )
-            self.terminals.opened(session_id, drain)
-        outcome: dict[str, Any]
-        tools: SessionTools | None = None
+    def _open_drain(
+        self, record: SessionRecord, validated: ValidatedPlan
+    ) -> OutputDrain | PtyDrain:
+        """The session's output drain (a PTY session's is also its viewers' hub entry)."""
+        directory = self.paths.sessions_data / record.session_id
+        if validated.plan.terminal != "pty":
+            return OutputDrain(directory)
+        drain = PtyDrain(
+            directory,
+            capacity=self.config.terminal.transcript_bytes,
+            size=validated.terminal_size or DEFAULT_WINSIZE,
+        )
+        self.terminals.opened(record.session_id, drain)
+        return drain
+
+    async def _drive(
+        self, record: SessionRecord, validated: ValidatedPlan, run: _Progress
+    ) -> dict[str, Any]:
+        """Prepare and run the session; its outcome, whatever happened on the way.
+
+        A refusal the design expects (an exposure, the host, the sandbox) is a
+        ``setup_error`` with its reason; anything else is a bug in this session's handling:
+        ``internal_error``, logged with its traceback, and the other sessions go on.
+
+        Raises:
+            _Unpersisted: the session journal could not persist a step (fatal).
+        """
         try:
-            spec, binding, tools = await self._prepare(record, validated)
-            session, launched_ns = await self._run(record, spec, drain, tools)
-            result = session.result
-            if session.failure is not None and result is None:
-                outcome = outcome_of(None, error=str(session.failure))
-            elif session.failure is not None:
-                outcome = outcome_of(result, error=f"the session failed: {session.failure!r}")
-            else:
-                outcome = outcome_of(result)
+            run.drain = self._open_drain(record, validated)
+            spec, run.binding, run.tools = await self._prepare(record, validated)
+            run.stage = "launch"
+            session, run.launched_ns = await self._run(record, spec, run.drain, run.tools)
+            run.result = session.result
+            failure = session.failure
+            if failure is not None and not isinstance(failure, (GloveError, OSError)):
+                return self._internal(record.session_id, session.failed_child or "launch", failure)
+            if failure is not None and run.result is None:
+                return outcome_of(None, error=str(failure))
+            if failure is not None:
+                return outcome_of(run.result, error=f"the session failed: {failure!r}")
+            return outcome_of(run.result)
+        except _Unpersisted:
+            raise
         except (ExposureError, SandboxError, LimitRefused, GloveError, OSError) as exc:
             text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            outcome = outcome_of(None, error=text)
-        finally:
-            if tools is not None:
-                await tools.close()
-        output = {name: msgspec.to_builtins(d) for name, d in drain.digests().items()}
+            return outcome_of(None, error=text)
+        except Exception as exc:  # noqa: BLE001 - one session's bug is its receipt, not gloved's crash
+            return self._internal(record.session_id, run.stage, exc)
+
+    def _internal(self, session_id: str, stage: str, exc: BaseException) -> dict[str, Any]:
+        """Log ``exc`` with its traceback (gloved's log only); the ``internal_error`` outcome."""
+        _log.error(
+            "session %s: internal error in %s; the session ends with internal_error",
+            session_id,
+            stage,
+            exc_info=exc,
+        )
+        return internal_outcome(exc, stage)
+
+    async def _receipt(
+        self, record: SessionRecord, run: _Progress, outcome: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The terminal receipt's payload: the outcome, output and audit digests, counts."""
+        output: dict[str, dict[str, Any]] = {}
+        if run.drain is not None:
+            output = {name: msgspec.to_builtins(d) for name, d in run.drain.digests().items()}
         audit = None
         counts: dict[str, int] = {}
-        if tools is not None:
-            audit = digest_builtins(await asyncio.to_thread(audit_digest, tools.audit_path))
-            counts = tools.counts()
-        transcript = drain.summary() if isinstance(drain, PtyDrain) else None
-        payload = terminal_receipt(
-            session_id=session_id,
+        if run.tools is not None:
+            audit = digest_builtins(await asyncio.to_thread(audit_digest, run.tools.audit_path))
+            counts = run.tools.counts()
+        transcript = run.drain.summary() if isinstance(run.drain, PtyDrain) else None
+        return terminal_receipt(
+            session_id=record.session_id,
             plan_sha256=record.sha256,
             plan_blake3=record.blake3,
-            launch_binding=binding,
-            result=result,
+            launch_binding=run.binding,
+            result=run.result,
             outcome=outcome,
             output=output,
             created_ns=record.created_ns,
-            launched_ns=launched_ns,
+            launched_ns=run.launched_ns,
             ended_ns=time.time_ns(),
             audit=audit,
             counts=counts,
             transcript=transcript,
         )
+
+    async def _lifecycle(self, record: SessionRecord, validated: ValidatedPlan) -> None:
+        """Drive one session from ``created`` to its receipt (see the module docstring).
+
+        Raises:
+            JournalError: a step or the receipt could not be persisted (fatal, by design).
+            ActorError: a journal writer is gone or overran its deadline (the same).
+        """
+        assert self.store is not None
+        assert self.log is not None
+        session_id = record.session_id
+        run = _Progress()
+        try:
+            outcome = await self._drive(record, validated, run)
+            run.stage = "finalize"
+            if run.tools is not None:
+                await run.tools.close()
+            fault_point("finalize", session_id, _harness_of(record))
+            payload = await self._receipt(record, run, outcome)
+        except _Unpersisted as exc:
+            if run.tools is not None:
+                await _release_tools(session_id, run.tools)
+            raise exc.error from None
+        except Exception as exc:  # noqa: BLE001 - one session's bug is its receipt, not gloved's crash
+            # finalize failed: a receipt that commits to what is certain (no digests).
+            outcome = self._internal(session_id, run.stage, exc)
+            payload = terminal_receipt(
+                session_id=session_id,
+                plan_sha256=record.sha256,
+                plan_blake3=record.blake3,
+                launch_binding=run.binding,
+                result=None,
+                outcome=outcome,
+                output={},
+                created_ns=record.created_ns,
+                launched_ns=run.launched_ns,
+                ended_ns=time.time_ns(),
+            )
+        except BaseException:  # cancelled: the registry is stopping
+            if run.tools is not None:
+                await _release_tools(session_id, run.tools)
+            raise
+        # The receipt first, then the terminal state: a receipt that cannot be made durable
+        # crashes the registry (fail closed; the restart's recovery gives the session one).
         receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
         await self.log.checkpoint()
         await self.store.terminal(session_id, receipt.seq, outcome)
@@ -701,8 +891,13 @@ class SessionRegistry(Actor):
     async def _move(
         self, record: SessionRecord, state: str, details: dict[str, Any] | None = None
     ) -> None:
+        """Persist a transition, then show it.
+
+        Raises:
+            _Unpersisted: the session journal could not persist it (fatal).
+        """
         assert self.store is not None
-        await self.store.transition(record.session_id, state, details)
+        await _durable(self.store.transition(record.session_id, state, details))
         self._publish(record)
 
     def sandbox_of(self, session_id: str) -> SandboxActor | None:
@@ -716,15 +911,19 @@ class SessionRegistry(Actor):
 
     # -- exposures and receipts ---------------------------------------------------------------
 
-    def expose(self, alias: str, path: str, mode: str, target: str | None) -> dict[str, Any]:
-        """Create (or re-create, a new generation) an exposure.
+    async def expose(self, alias: str, path: str, mode: str, target: str | None) -> dict[str, Any]:
+        """Create (or re-create, a new generation) an exposure: every check (its contents
+        walked off the loop), then the record.
 
         Raises:
             ExposureError: it cannot be made.
         """
         if mode not in ("ro", "rw"):
             raise ExposureError(f"mode must be ro or rw, not {mode!r}")
-        exposure = self.exposures.create(alias, path, mode=mode, target=target)  # type: ignore[arg-type]
+        candidate = await asyncio.to_thread(
+            functools.partial(self.exposures.inspect, alias, path, mode=mode, target=target)  # type: ignore[arg-type]
+        )
+        exposure = self.exposures.commit(candidate)
         return {
             "alias": exposure.alias,
             "generation": exposure.generation,

@@ -3,7 +3,10 @@
 Storages that fail on purpose live in :mod:`glove.testing.storage`; a real ``sd_notify``
 listener (what systemd hears from a ``Type=notify`` daemon) in :mod:`glove.testing.notify`;
 offline wallet authorities, their adversaries and a fake clock in
-:mod:`glove.testing.wallet` (imported on its own, not re-exported here).
+:mod:`glove.testing.wallet` (imported on its own, not re-exported here); a fault raised in
+one gloved session's lifecycle in :mod:`glove.testing.faults`, and a gloved with one armed,
+``python -m glove.testing.faulty_gloved`` (imported on their own too: the production gloved
+never loads them).
 """
 
 from glove.testing.notify import Notification, NotifyListener, pings

@@ -7,7 +7,8 @@ milliseconds it takes), then watches every descriptor of the sandbox from the lo
 * its **status pipe**, decoded by the typed codec of :mod:`glove.container._status`;
 * the **seccomp listener** it sends over the notify channel: every denied syscall is
   answered (EPERM) as soon as it is readable, so a denial can never stall the sandbox for
-  want of a reader;
+  want of a reader; every ``connect`` goes to the Unix socket gate's workers (threads),
+  which perform it (``_unix_gate``);
 * the **output pipes** (or the PTY master), counted against the output cap and handed to
   ``on_output``, which may return an awaitable: reading that stream then pauses until it
   completes (the only backpressure the command feels is its consumer's own);
@@ -51,6 +52,7 @@ from glove.container.linux._events import (
 )
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize
+from glove.container.linux._unix_gate import ConnectGate
 
 #: How often the CPU watchdog samples the group's usage.
 CPU_POLL_INTERVAL_S: Final = 0.05
@@ -107,6 +109,7 @@ class AsyncSandbox:
         self._reading: set[int] = set()
         self._watched: set[int] = set()
         self._listener: int | None = None
+        self._gate: ConnectGate | None = None
         self._timers: list[asyncio.TimerHandle] = []
         self._exited = False
         self._stdin_buffer = bytearray()
@@ -207,6 +210,8 @@ class AsyncSandbox:
         os.set_blocking(process.status_fd, False)
         self._add_reader(process.status_fd, self._on_status)
         if process.notify_channel >= 0:
+            if process.unix_gate:
+                self._gate = ConnectGate()
             self._add_reader(process.notify_channel, self._on_notify_channel)
         for fd in wiring.outputs:
             os.set_blocking(fd, False)
@@ -296,12 +301,18 @@ class AsyncSandbox:
 
     def _on_denial(self, fd: int) -> None:
         try:
-            denial = answer_denial(fd)
+            denial = answer_denial(fd, self._gate)
         except ListenerGone:
             self._remove_reader(fd)
             return
         if denial is not None:
             self._denied.record(*denial)
+        self._record_refused_connects()
+
+    def _record_refused_connects(self) -> None:
+        if self._gate is not None:
+            for args in self._gate.take_refused():
+                self._denied.record("connect", args)
 
     def _resume_output(self, fd: int) -> None:
         if fd in self._open_outputs and fd not in self._reading:
@@ -459,6 +470,7 @@ class AsyncSandbox:
                 error=f"the sandbox's status channel broke: {broke}",
                 durations=Durations(total_s=round(time.monotonic() - self._started, 6)),
             )
+        self._record_refused_connects()
         observed.denied = self._denied.counts
         observed.expected = self._denied.expected
         observed.output_bytes = self._output.total
@@ -496,6 +508,8 @@ class AsyncSandbox:
                 with contextlib.suppress(ValueError, OSError):
                     self._loop.remove_writer(target)
             self._wiring.close()
+        if self._gate is not None:
+            self._gate.close()
         if self._listener is not None:
             with contextlib.suppress(OSError):
                 os.close(self._listener)

@@ -28,6 +28,7 @@ from glove.container.linux._mounts import (
     shown_sources,
 )
 from glove.container.linux._seccomp import DENIED_SYSCALLS
+from glove.container.linux._unix_gate import probe_unix_gate
 
 #: Socket families the filter lets through.
 ALLOWED_SOCKET_FAMILIES: Final = (
@@ -97,10 +98,22 @@ def describe(spec: SandboxSpec) -> SandboxDescription:
                 "clone with any namespace flag: EPERM",
                 "clone3: ENOSYS (libc falls back to clone)",
                 "raw IP sockets: EPERM",
+                "datagram Unix sockets: EPERM",
+                _connect_in_words(),
                 "creating setuid/setgid files: EPERM",
                 "a foreign-architecture syscall: the process is killed",
             ],
         ),
         pass_fds=dict(spec.pass_fds),
         protected=[item.path for item in spec.protected],
+    )
+
+
+def _connect_in_words() -> str:
+    gate = probe_unix_gate()
+    if gate.mechanism is None:
+        return f"connect: not gated ({gate.reason})"
+    return (
+        f"connect: performed by the launcher ({gate.mechanism}); a Unix socket outside "
+        "the sandbox's own /tmp and /dev/shm: EACCES"
     )

@@ -24,6 +24,7 @@ from glove.container._status import Ready, StatusMessage
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._launch import SandboxProcess
 from glove.container.linux._seccomp import syscall_name
+from glove.container.linux._unix_gate import ConnectGate, is_unix_datagram
 
 #: Bytes read from a pipe or the PTY per call.
 READ_CHUNK_BYTES: Final = 64 * 1024
@@ -45,13 +46,16 @@ def stdin_passes_directly(stdin: int) -> bool:
 
     Only a pipe or a socket: a terminal, a file or a device could be reopened for writing
     through ``/proc/self/fd/0`` (or written to directly, for a terminal opened read-write),
-    which would bypass the output limit and reach the host file. Those are pumped.
+    which would bypass the output limit and reach the host file. Those are pumped, and so
+    is a datagram Unix socket (each of its sends may name any socket path: decision 0034).
     """
     try:
         mode = os.fstat(stdin).st_mode
     except OSError:
         return False
-    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+    if stat.S_ISSOCK(mode):
+        return not is_unix_datagram(stdin)
+    return stat.S_ISFIFO(mode)
 
 
 @dataclass
@@ -189,10 +193,14 @@ class ListenerGone(Exception):
     """The filter has no users left: stop watching its listener."""
 
 
-def answer_denial(listener: int) -> tuple[str, tuple[int, ...]] | None:
+def answer_denial(
+    listener: int, gate: ConnectGate | None = None
+) -> tuple[str, tuple[int, ...]] | None:
     """Answer one pending seccomp notification with EPERM; return the syscall's name and
     its arguments (to tell an expected probe from a violation).
 
+    A ``connect`` (the filter sends every one when the sandbox has the Unix socket gate) is
+    handed to ``gate``, whose worker performs and answers it; without a gate it is refused.
     A denied call blocks until answered, so this must run whenever the listener is
     readable: nobody reading the notify fd would stall the sandbox.
 
@@ -205,7 +213,13 @@ def answer_denial(listener: int) -> tuple[str, tuple[int, ...]] | None:
         raise ListenerGone(str(exc)) from exc
     if notification is None:
         return None
-    ident, _pid, number, args = notification
+    ident, pid, number, args = notification
+    if gate is not None and number == sc.syscall_number("connect"):
+        try:
+            gate.submit(listener, ident, pid, args)
+        except OSError:
+            sc.answer_notification(listener, ident, errno.EAGAIN)  # no descriptor to spare
+        return None
     sc.answer_notification(listener, ident, errno.EPERM)
     return syscall_name(number), tuple(args)
 

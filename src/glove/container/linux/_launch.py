@@ -13,9 +13,14 @@ Process shape::
 The init stays as a minimal reaper so the command is never pid 1 (a pid-1 command would be
 immune to its own ``kill -9 $$``) and reports the command's fate on the status pipe. When
 the init exits the kernel kills everything left in the pid namespace; when the launcher dies
-the init exits too: before release it sees EOF on the go pipe, after it watches a pidfd of
-the launcher *process* (``PR_SET_PDEATHSIG`` would fire when the launching *thread* exits,
-which kills sandboxes launched from a worker thread that ends before they do).
+the init exits too: it watches a pidfd of the launcher *process*, before release (beside
+the go pipe) and after (``PR_SET_PDEATHSIG`` would fire when the launching *thread* exits,
+which kills sandboxes launched from a worker thread that ends before they do). EOF on the go
+pipe alone cannot say the launcher died: a fork copies every descriptor, so each child holds
+its own copy of the pipe's write end (closed first thing) and, in a multi-threaded launcher,
+the copies of concurrent launches' pipes too. Until it has closed them, a child holds every
+descriptor of the launcher (gloved's lock and journals, its listening socket), so a child
+that outlived a killed launcher would keep the next one from starting.
 
 ``clone3`` runs through ``ctypes.PyDLL`` with the GIL held and the interpreter's fork hooks
 (one clone instead of two, for the single-threaded ``glove exec``). Where clone3 is unavailable
@@ -70,7 +75,7 @@ from glove.container._status import (
 )
 from glove.container._status import decode_line as decode_status_line
 from glove.container._status import encode as encode_status
-from glove.container.errors import SandboxSetupError
+from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux import _syscalls as sc
 from glove.container.linux._cgroups import (
     SandboxCgroups,
@@ -94,6 +99,7 @@ from glove.container.linux._retained import (
     prepare_retained,
 )
 from glove.container.linux._seccomp import seccomp_program
+from glove.container.linux._unix_gate import is_unix_datagram, probe_unix_gate
 
 #: Environment variable that forces the fork + unshare + fork launch path.
 LAUNCH_MODE_ENV: Final = "GLOVE_SANDBOX_LAUNCH"
@@ -130,11 +136,14 @@ class LaunchContext(msgspec.Struct, frozen=True):
     seccomp_bpf: bytes
     last_cap: int
     go_read: int
+    go_write: int
     status_write: int
     launcher_pidfd: int
     retained: tuple[tuple[str, int], ...] = ()
     notify_channel: int = -1
     seccomp_notify_bpf: bytes | None = None
+    #: The notifying filter gates connect(): without its listener the gate would be open.
+    unix_gate: bool = False
     pty_channel: int = -1
     terminal_size: tuple[int, int] = DEFAULT_WINSIZE
 
@@ -173,6 +182,9 @@ class SandboxProcess:
         self.reaped_status: int | None = None
         #: Launcher end of the socket the init sends its seccomp listener over (-1: none).
         self.notify_channel = -1
+        #: Whether the sandbox's filter sends every connect() to that listener (the Unix
+        #: socket gate, ``_unix_gate``): the supervisor must perform them.
+        self.unix_gate = False
         #: The RLIMIT_NPROC the sandbox's user namespace runs under when the pids mechanism
         #: is ``rlimit-nproc-userns`` (the limit, one more on the fork path for its reaper,
         #: which is inside the count), else None: the supervisors count the tree against it.
@@ -400,7 +412,11 @@ def _install_seccomp(ctx: LaunchContext) -> None:
 
     The notifying variant needs a listener that the launcher services; if the kernel will
     not create one, the plain EPERM variant is loaded instead (denials still hold, they are
-    just not itemized).
+    just not itemized), unless the variant carries the Unix socket gate: then the setup
+    fails, because the plain variant lets connect() through.
+
+    Raises:
+        OSError: the gate's listener could not be made.
     """
     channel = ctx.notify_channel
     if channel < 0 or ctx.seccomp_notify_bpf is None:
@@ -409,6 +425,8 @@ def _install_seccomp(ctx: LaunchContext) -> None:
     try:
         listener = sc.load_seccomp_listener(ctx.seccomp_notify_bpf)
     except OSError:
+        if ctx.unix_gate:
+            raise
         sc.load_seccomp_bpf(ctx.seccomp_bpf)
         os.close(channel)
         return
@@ -446,13 +464,30 @@ def _own_terminal(ctx: LaunchContext) -> LaunchContext:
     return msgspec.structs.replace(ctx, stdio=(slave, slave, slave), pty_channel=-1)
 
 
+def _await_go(ctx: LaunchContext) -> bool:
+    """In a child of the launcher: wait for its go byte; False if it died first.
+
+    The child's copy of the go pipe's write end is closed at once (the launcher's own is
+    the only one that may release it), and the launcher's pidfd is watched beside the pipe:
+    a killed launcher never leaves a child waiting here (holding its descriptors) for ever.
+    """
+    with contextlib.suppress(OSError):
+        os.close(ctx.go_write)
+    while True:
+        ready, _, _ = select.select([ctx.go_read, ctx.launcher_pidfd], [], [])
+        if ctx.go_read in ready:  # first: a launcher that wrote "G" then died still released us
+            return os.read(ctx.go_read, 1) == GO_BYTE
+        if ctx.launcher_pidfd in ready:
+            return False
+
+
 def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
     """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
     status = ctx.status_write
     try:
         for signum in FORWARDED_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
-        if handshake and os.read(ctx.go_read, 1) != GO_BYTE:
+        if handshake and not _await_go(ctx):
             os._exit(EXIT_SETUP_FAILED)
         placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
         os.close(ctx.go_read)
@@ -572,7 +607,7 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
         try:
             sc.unshare(sc.SANDBOX_NAMESPACES)
             _report(ctx.status_write, Unshared())
-            if os.read(ctx.go_read, 1) != GO_BYTE:
+            if not _await_go(ctx):
                 os._exit(EXIT_SETUP_FAILED)
             reaper = os.pidfd_open(os.getpid())
             init = os.fork()
@@ -651,7 +686,10 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
 
     With ``report_violations`` every seccomp denial is sent to the launcher, which must
     service ``SandboxProcess.notify_channel`` (``run`` does): until answered, the denied call
-    blocks. Without it denials are plain EPERM from the kernel.
+    blocks. Where this host has the Unix socket gate (``probe_unix_gate``), every
+    ``connect`` is sent too, and must be performed by a :class:`ConnectGate`
+    (``SandboxProcess.unix_gate``). Without it denials are plain EPERM from the kernel and
+    ``connect`` is not gated.
 
     ``stdio`` gives the descriptors the command receives as 0, 1 and 2; ``spec.pass_fds``
     adds more. The caller keeps its own copies of all of them and must close them itself.
@@ -664,7 +702,14 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
     """
     plans = plan_limits(spec.limits, probe_host_limits(), spec.accept_weaker)
     bpf = seccomp_program()
-    notify_bpf = seccomp_program(notify=True) if report_violations else None
+    gate = report_violations and probe_unix_gate().mechanism is not None
+    notify_bpf = seccomp_program(notify=True, gate=gate) if report_violations else None
+    for target, fd in spec.pass_fds.items():
+        if is_unix_datagram(fd):
+            raise SpecError(
+                f"descriptor {target} is a datagram Unix socket: each send could name any "
+                "host socket by path; pass a stream or seqpacket socket"
+            )
     sources = open_sources(spec)
     check_protected(shown_sources(spec, sources), spec.protected)
     writable = [b.source for b in spec.binds if b.mode == "rw"]
@@ -701,9 +746,11 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         stdio=stdio,
         seccomp_bpf=bpf,
         seccomp_notify_bpf=notify_bpf,
+        unix_gate=gate,
         notify_channel=child_channel.fileno() if child_channel is not None else -1,
         last_cap=sc.cap_last_cap(),
         go_read=go_read,
+        go_write=go_write,
         status_write=status_write,
         launcher_pidfd=launcher_pidfd,
         pty_channel=pty_child.fileno() if pty_child is not None else -1,
@@ -768,6 +815,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         process.nproc_limit = int(nproc.value)
     if parent_channel is not None:
         process.notify_channel = parent_channel.detach()
+        process.unix_gate = gate
     if pty_parent is not None:
         with pty_parent:
             process.pty_master = _receive_terminal(pty_parent)

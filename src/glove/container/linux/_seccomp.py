@@ -8,7 +8,9 @@ Policy: default allow; a denylist of kernel surfaces a contained program has no 
 touching answers EPERM (so well-behaved programs degrade rather than die); ``clone3``
 answers ENOSYS so libc falls back to ``clone``, whose flags the filter can inspect; a syscall
 made through another architecture's entry (``int 0x80`` on x86_64) kills the process, which
-the result reports as a seccomp violation (SIGSYS).
+the result reports as a seccomp violation (SIGSYS). Datagram Unix sockets are refused, and
+in the variant with the Unix socket gate every ``connect`` goes to the launcher, which
+performs it for the caller (``_unix_gate``, decision 0034).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ AF_NETLINK: Final = 16
 NETLINK_ROUTE: Final = 0
 #: Families between AF_INET6 and AF_NETLINK, all refused.
 DENIED_MID_FAMILIES: Final = tuple(range(MAX_ALLOWED_FAMILY + 1, AF_NETLINK))
+SOCK_DGRAM: Final = 2
 SOCK_RAW: Final = 3
 SOCK_TYPE_MASK: Final = 0xF
 _NAMESPACE_FLAGS: Final = (
@@ -116,7 +119,7 @@ _MODE_SYSCALLS: Final = (
     ("mknod", 1, None), ("mknodat", 2, None), ("open", 2, 1), ("openat", 3, 2),
 )  # fmt: skip
 
-_cached_programs: dict[bool, bytes] = {}
+_cached_programs: dict[tuple[bool, bool], bytes] = {}
 _syscall_names: dict[int, str] = {}
 
 
@@ -145,7 +148,24 @@ def _deny_setuid_creation(seccomp: Any, filt: Any, deny: int) -> None:
     filt.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")
 
 
-def _build(notify: bool) -> bytes:
+def _deny_unix_datagrams(seccomp: Any, filt: Any, deny: int) -> None:
+    """Refuse datagram Unix sockets, from ``socket`` and ``socketpair`` alike.
+
+    A datagram socket names its destination with every ``sendto``/``sendmsg`` (a
+    socketpair's too), in memory the filter cannot read: any of them could address a host
+    socket by path. With none in the sandbox, ``connect`` is the only call that resolves a
+    socket path, and the gate (``_unix_gate``) performs every one (decision 0034).
+    """
+    for call in ("socket", "socketpair"):
+        filt.add_rule(
+            deny,
+            call,
+            seccomp.Arg(0, seccomp.EQ, AF_UNIX),
+            seccomp.Arg(1, seccomp.MASKED_EQ, SOCK_TYPE_MASK, SOCK_DGRAM),
+        )
+
+
+def _build(notify: bool, gate: bool) -> bytes:
     try:
         import pyseccomp as seccomp
     except (ImportError, OSError) as exc:
@@ -191,6 +211,10 @@ def _build(notify: bool) -> bytes:
             seccomp.Arg(1, seccomp.MASKED_EQ, SOCK_TYPE_MASK, SOCK_RAW),
         )
     _deny_setuid_creation(seccomp, filt, deny)
+    _deny_unix_datagrams(seccomp, filt, deny)
+    if gate:
+        # Every connect is performed by the launcher on the caller's behalf (_unix_gate).
+        filt.add_rule(seccomp.NOTIFY, "connect")
     fd = os.memfd_create("glove-seccomp", os.MFD_CLOEXEC)
     try:
         with os.fdopen(os.dup(fd), "rb") as handle:
@@ -200,22 +224,24 @@ def _build(notify: bool) -> bytes:
         os.close(fd)
 
 
-def seccomp_program(*, notify: bool = False) -> bytes:
+def seccomp_program(*, notify: bool = False, gate: bool = False) -> bytes:
     """Return the filter as classic BPF bytes, compiling it on first use.
 
     With ``notify`` every denial is a user notification (the launcher answers EPERM and
-    records the call) instead of a plain EPERM from the kernel.
+    records the call) instead of a plain EPERM from the kernel. With ``gate`` (which needs
+    ``notify``) every ``connect`` is a notification too, for the Unix socket gate.
 
     Raises:
         UnsupportedPlatform: libseccomp cannot be loaded or rejects the rules.
     """
-    program = _cached_programs.get(notify)
+    key = (notify, gate and notify)
+    program = _cached_programs.get(key)
     if program is None:
         try:
-            program = _build(notify)
+            program = _build(*key)
         except OSError as exc:
             raise UnsupportedPlatform(f"cannot build the seccomp filter: {exc}") from exc
-        _cached_programs[notify] = program
+        _cached_programs[key] = program
     return program
 
 

@@ -44,6 +44,7 @@ from glove.container.linux._events import (
 )
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize, host_terminal
+from glove.container.linux._unix_gate import ConnectGate
 
 #: How often the CPU watchdog samples the group's usage.
 CPU_POLL_INTERVAL_S: Final = 0.05
@@ -89,6 +90,7 @@ class _Supervisor:
         self.observed = Observed()
         self.cancel_fd: int | None = None
         self.listener: int | None = None
+        self.gate: ConnectGate | None = None
         self.selector = selectors.DefaultSelector()
         self.sinks: dict[int, int] = {}
         self.oom_stream: int | None = None
@@ -273,12 +275,18 @@ class _Supervisor:
 
     def _answer_denials(self, listener: int) -> None:
         try:
-            denial = answer_denial(listener)
+            denial = answer_denial(listener, self.gate)
         except ListenerGone:
             self.selector.unregister(listener)
             return
         if denial is not None:
             self.denied.record(*denial)
+        self._record_refused_connects()
+
+    def _record_refused_connects(self) -> None:
+        if self.gate is not None:
+            for args in self.gate.take_refused():
+                self.denied.record("connect", args)
 
     def _check_watchdogs(self, process: SandboxProcess, deadline: float | None) -> None:
         now = time.monotonic()
@@ -295,6 +303,8 @@ class _Supervisor:
     ) -> None:
         """Run the loop until the init has exited and output is drained."""
         sel = self.selector
+        if process.unix_gate:
+            self.gate = ConnectGate()
         sel.register(process.pidfd, selectors.EVENT_READ, "exit")
         if self.cancel_fd is not None:
             sel.register(self.cancel_fd, selectors.EVENT_READ, "cancel")
@@ -374,6 +384,7 @@ class _Supervisor:
     def result(self, process: SandboxProcess, started: float) -> SandboxResult:
         """Turn what was observed into the structured result (the pure core decides)."""
         observed = self.observed
+        self._record_refused_connects()
         observed.denied = self.denied.counts
         observed.expected = self.denied.expected
         observed.output_bytes, observed.output_truncated = self.output.total, self.output.truncated
@@ -477,6 +488,8 @@ def run(
     finally:
         supervisor.close_stdin_target()
         supervisor.selector.close()
+        if supervisor.gate is not None:
+            supervisor.gate.close()
         if supervisor.listener is not None:
             os.close(supervisor.listener)
         if wiring is not None:

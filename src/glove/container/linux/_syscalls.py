@@ -29,6 +29,7 @@ _SYSCALLS: Final = {
         "fsconfig": 431,
         "fsmount": 432,
         "seccomp": 317,
+        "connect": 42,
     },
     "aarch64": {
         "clone3": 435,
@@ -42,6 +43,7 @@ _SYSCALLS: Final = {
         "fsconfig": 431,
         "fsmount": 432,
         "seccomp": 277,
+        "connect": 203,
     },
 }
 
@@ -88,6 +90,7 @@ MOVE_MOUNT_T_EMPTY_PATH: Final = 0x40
 
 RESOLVE_NO_MAGICLINKS: Final = 0x02
 RESOLVE_NO_SYMLINKS: Final = 0x04
+RESOLVE_IN_ROOT: Final = 0x10
 
 PR_SET_PDEATHSIG: Final = 1
 PR_SET_DUMPABLE: Final = 4
@@ -483,6 +486,9 @@ class _SockFprog(ctypes.Structure):
 
 SECCOMP_SET_MODE_FILTER: Final = 1
 SECCOMP_FILTER_FLAG_NEW_LISTENER: Final = 1 << 3
+#: Once the launcher has received a notification, only a fatal signal interrupts the caller
+#: (Linux 5.19): a call performed on its behalf is never restarted half done.
+SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV: Final = 1 << 5
 SECCOMP_IOCTL_NOTIF_RECV: Final = 0xC0502100
 SECCOMP_IOCTL_NOTIF_SEND: Final = 0xC0182101
 #: struct seccomp_notif: id u64, pid u32, flags u32, data {nr s32, arch u32, ip u64, args u64[6]}.
@@ -500,12 +506,16 @@ def load_seccomp_listener(program: bytes) -> int:
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.addressof(buffer))
     prctl(PR_SET_NO_NEW_PRIVS, 1)
+    flags = SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
+    number = syscall_number("seccomp")
     result = _libc.syscall(
-        syscall_number("seccomp"),
-        ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
-        ctypes.c_uint(SECCOMP_FILTER_FLAG_NEW_LISTENER),
-        ctypes.byref(fprog),
+        number, SECCOMP_SET_MODE_FILTER, ctypes.c_uint(flags), ctypes.byref(fprog)
     )
+    if result < 0 and ctypes.get_errno() == errno.EINVAL:  # a kernel before 5.19
+        flags = SECCOMP_FILTER_FLAG_NEW_LISTENER
+        result = _libc.syscall(
+            number, SECCOMP_SET_MODE_FILTER, ctypes.c_uint(flags), ctypes.byref(fprog)
+        )
     return _check(int(result), "seccomp listener")
 
 
