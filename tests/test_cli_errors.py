@@ -99,7 +99,7 @@ def _command(argv: list[str]) -> list[str]:
         return [
             sys.executable,
             "-c",
-            "from glove.control.daemon_main import main; main()",
+            "from glove.daemon import main; main()",
             *argv[1:],
         ]
     return [sys.executable, "-m", "glove", *argv[1:]]

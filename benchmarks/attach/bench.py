@@ -37,9 +37,9 @@ import tty
 from pathlib import Path
 from typing import Any
 
+from glove.config import GlovePaths
 from glove.control import AsyncClient
 from glove.control._paths import RuntimePaths
-from glove.host._paths import GlovePaths
 from glove.host._setup import setup
 from glove.testing.control import RawPeer
 
@@ -100,7 +100,7 @@ class Home:
 
     def start(self) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "glove.control.daemon_main"],
+            [sys.executable, "-m", "glove.daemon"],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,

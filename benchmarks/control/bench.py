@@ -132,7 +132,7 @@ def main() -> None:
     figures: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="glove-bench-") as tmp:
         runtime = Path(tmp) / "glove"
-        gloved = [sys.executable, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)]
+        gloved = [sys.executable, "-m", "glove.daemon", "--runtime-dir", str(runtime)]
         peer = [sys.executable, str(HERE / "_peer.py"), str(Path(tmp) / "peer")]
         for name, argv, sock in (
             ("gloved", gloved, runtime / "gloved.sock"),

@@ -64,7 +64,7 @@ def _config(folder: Path, audit_dir: Path) -> Path:
 
 
 def _glove(config: Path) -> list[str]:
-    return [PYTHON, "-m", "glove.mcp", "mcp", "serve", "--config", str(config)]
+    return [PYTHON, "-m", "glove", "mcp", "serve", "--config", str(config)]
 
 
 async def _timed(call: Call, calls: int) -> tuple[list[float], float]:

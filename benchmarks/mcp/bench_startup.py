@@ -40,7 +40,7 @@ def _config(folder: Path, era: str) -> list[str]:
         'policy = "allow-all"\naudit = "audit.log"\n[upstreams.echo]\n'
         f'command = {json.dumps(ECHO)}\ninherit_env = ["PATH", "HOME"]\nera = "{era}"\n'
     )
-    return [PYTHON, "-m", "glove.mcp", "mcp", "serve", "--config", str(folder / "glove.toml")]
+    return [PYTHON, "-m", "glove", "mcp", "serve", "--config", str(folder / "glove.toml")]
 
 
 async def _first_list(command: list[str]) -> float:

@@ -103,7 +103,7 @@ class Home:
         (self.base / "config" / "glove" / "gloved.toml").write_text(text + HARNESSES)
         self.runtime = self.base / "run" / "glove"
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "glove.control.daemon_main"],
+            [sys.executable, "-m", "glove.daemon"],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=open(self.base / "gloved.log", "wb"),  # noqa: SIM115 - lives with the daemon

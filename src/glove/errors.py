@@ -13,6 +13,8 @@ and still tell a sandbox refusal from a journal failure::
     │                                      ConnectionLost, ClientClosed, ClientTimeout,
     │                                      RemoteError, DaemonProtocolError, MethodError,
     │                                      RegistryError, RequestInvalid, NotifyError)
+    ├── config.errors.ConfigError         (UnsafePath: a Glove file not owner-only;
+    │                                      GlovedConfigError: gloved.toml)
     ├── host.errors.HostError             (ServiceError: glove daemon install and control)
     ├── container.errors.SandboxError     (setup, limits, profiles)
     ├── journal.errors.JournalError       (codec, chain, recovery, writer, receipts)

@@ -86,7 +86,15 @@ async def test_rest_for_one_restarts_only_later_siblings() -> None:
     async with running(sup):
         before = {n: node for n, node, _ in sup.children()}
         sup.child("policy").tell(Boom())
-        await until(lambda: sup.restarts["control"] == 1)
+        # The restart is counted when it is decided, before the fresh children exist: wait
+        # for the fresh control to have started, not only for the count.
+        await until(
+            lambda: (
+                sup.restarts["control"] == 1
+                and sup.child("control") is not before["control"]
+                and sup.child("control").started.is_set()
+            )
+        )
         after = {n: node for n, node, _ in sup.children()}
         assert after["journal"] is before["journal"]
         assert after["policy"] is not before["policy"]

@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from glove.cli import _exec as exec_cli
+from glove.cli import _run as run_cli
 from glove.container import (
     LIMIT_NAMES,
     SANDBOX_LIMIT_NAMES,
@@ -37,7 +39,6 @@ from glove.container._limits import (
 from glove.container._status import Exited, Ready, Started
 from glove.container._verdict import Observed, decide
 from glove.plan import PLAN_LIMIT_NAMES
-from glove.run import exec_cli, run_cli
 from glove.run._options import sandbox_options
 from glove.run._prepare import limit_overrides
 from glove.run._report import exit_summary, format_limit, render_description

@@ -123,7 +123,7 @@ def main() -> int:
     result["setup"] = run(as_user(victim_user, [python, "-m", "glove", "setup", "--json"], env))
     with NotifyListener.abstract() as listener:
         daemon_env = {**env, **listener.environ()}
-        argv = as_user(victim_user, [python, "-m", "glove.control.daemon_main"], daemon_env)
+        argv = as_user(victim_user, [python, "-m", "glove.daemon"], daemon_env)
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             listener.wait_for(lambda n: n.fields.get("READY") == "1", timeout=READY_DEADLINE_S)

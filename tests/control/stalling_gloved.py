@@ -13,8 +13,8 @@ import os
 import signal
 import time
 
-import glove.control._daemon as daemon
-from glove.control import daemon_main
+import glove.daemon._root as daemon
+from glove.daemon import main
 
 _real_serve = daemon.serve
 
@@ -29,4 +29,4 @@ async def _serve_with_stall_hook(*args: object, **kwargs: object) -> int:
 daemon.serve = _serve_with_stall_hook  # type: ignore[assignment]
 
 if __name__ == "__main__":
-    daemon_main.main()
+    main()

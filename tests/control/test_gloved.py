@@ -51,7 +51,7 @@ def _start(runtime: Path, argv: list[str] | None = None) -> subprocess.Popen[byt
     env = {**os.environ, "XDG_CONFIG_HOME": str(base / "config")}
     env["XDG_STATE_HOME"] = str(base / "state")
     proc = subprocess.Popen(
-        argv or [sys.executable, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)],
+        argv or [sys.executable, "-m", "glove.daemon", "--runtime-dir", str(runtime)],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         env=env,
@@ -256,7 +256,7 @@ def test_second_instance_refuses_to_start(daemon: tuple[Path, subprocess.Popen[b
     runtime, proc = daemon
     secret = (runtime / "bootstrap-secret").read_text()
     second = subprocess.run(
-        [sys.executable, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)],
+        [sys.executable, "-m", "glove.daemon", "--runtime-dir", str(runtime)],
         capture_output=True,
         text=True,
         timeout=30,
@@ -422,7 +422,7 @@ def test_refuses_a_runtime_dir_open_to_others(tmp_path: Path) -> None:
     runtime.mkdir(mode=0o755)
     runtime.chmod(0o755)
     out = subprocess.run(
-        [sys.executable, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)],
+        [sys.executable, "-m", "glove.daemon", "--runtime-dir", str(runtime)],
         capture_output=True,
         text=True,
         timeout=30,
@@ -442,9 +442,7 @@ def test_a_peer_of_another_uid_is_refused_before_any_frame_is_read(unpriv: Unpri
     try:
         os.chown(base, unpriv.uid, unpriv.gid)
         runtime = base / "glove"
-        argv = unpriv.command(
-            unpriv.python, "-m", "glove.control.daemon_main", "--runtime-dir", str(runtime)
-        )
+        argv = unpriv.command(unpriv.python, "-m", "glove.daemon", "--runtime-dir", str(runtime))
         runner = _start(runtime, argv)
         pid = int((runtime / "gloved.lock").read_text())
         try:

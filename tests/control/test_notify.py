@@ -182,7 +182,7 @@ def _spawn(
     tmp_path: Path, extra_env: dict[str, str], *, script: str | None = None
 ) -> subprocess.Popen[bytes]:
     runtime = tmp_path / "run" / "glove"
-    entry = [script] if script else ["-m", "glove.control.daemon_main"]
+    entry = [script] if script else ["-m", "glove.daemon"]
     env = {k: v for k, v in os.environ.items() if k not in ("NOTIFY_SOCKET", "WATCHDOG_USEC")}
     return subprocess.Popen(
         [sys.executable, *entry, "--runtime-dir", str(runtime)],

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from glove.config import _runtime_dir as paths_module
 from glove.control import (
     MAX_SOCKET_PATH_BYTES,
     Client,
@@ -25,7 +26,6 @@ from glove.control import (
     choose_runtime_dir,
     prepare_runtime_dir,
 )
-from glove.control import _paths as paths_module
 from glove.testing.notify import NotifyListener
 from tests.conftest import Unpriv
 
@@ -145,7 +145,7 @@ def test_a_socket_path_too_long_for_sun_path_still_works(long_dir: Path) -> None
     env = {**os.environ, "XDG_CONFIG_HOME": str(long_dir.parent / "config")}
     env["XDG_STATE_HOME"] = str(long_dir.parent / "state")
     with NotifyListener.abstract() as listener:
-        argv = [sys.executable, "-m", "glove.control.daemon_main", "--runtime-dir", str(long_dir)]
+        argv = [sys.executable, "-m", "glove.daemon", "--runtime-dir", str(long_dir)]
         proc = subprocess.Popen(
             argv, env={**env, **listener.environ()}, stderr=subprocess.PIPE, text=True
         )

@@ -314,7 +314,7 @@ def test_the_example_configuration_parses_and_ships_with_the_package() -> None:
     """deploy/gloved.toml decodes strictly as gloved's configuration (what `glove setup`
     writes, rendered), with the limits and a harness it documents, and the package reaches
     the same file."""
-    from glove.host._gloved_config import parse_gloved_config
+    from glove.config import parse_gloved_config
 
     text = (REPO / "deploy" / "gloved.toml").read_text()
     config = parse_gloved_config(text.replace("@HOME@", "/home/alice").encode())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from glove.host._gloved_config import parse_gloved_config
+from glove.config import parse_gloved_config
 from glove.host.errors import GlovedConfigError
 from glove.plan import LocalPolicy
 

@@ -19,6 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from glove.cli import build_app
+from glove.exits import EXIT_OK, EXIT_RECEIPT_SIGNATURE
 from glove.journal import (
     NoteError,
     ReceiptError,
@@ -35,7 +36,6 @@ from glove.journal import (
     verify_bundle,
 )
 from glove.journal._keys import key_hash
-from glove.journal.receipts_cli import EXIT_OK, EXIT_SIGNATURE
 from tests.conftest import Unpriv
 from tests.journal._mutate import DASH, byte_mutants, json_mutants, note_mutants
 from tests.vectors.receipts import generate
@@ -313,7 +313,7 @@ def _run_verify_as(who: str, unpriv: Unpriv, tmp_path: Path) -> None:
     ok = run(str(tmp_path / "exported.json"))
     assert ok.returncode == EXIT_OK, ok.stderr
     forged = run(str(tmp_path / "forged.json"))
-    assert forged.returncode == EXIT_SIGNATURE
+    assert forged.returncode == EXIT_RECEIPT_SIGNATURE
     assert forged.stderr.count("\n") == 1
     assert "Traceback" not in forged.stderr
     assert "signature line 2 (witness.example/w1 00000000)" in forged.stderr
@@ -322,4 +322,4 @@ def _run_verify_as(who: str, unpriv: Unpriv, tmp_path: Path) -> None:
     assert cosigned.returncode == EXIT_OK, cosigned.stderr
     report = json.loads(cosigned.stdout)
     assert [c["witness"] for c in report["cosigned_by"]] == [ALPHA.name, BETA.name]
-    assert run(str(tmp_path / "cosigned.json")).returncode == EXIT_SIGNATURE
+    assert run(str(tmp_path / "cosigned.json")).returncode == EXIT_RECEIPT_SIGNATURE

@@ -13,20 +13,20 @@ import pytest
 from typer.testing import CliRunner
 
 from glove.cli import build_app
-from glove.journal import generate_signing_key, open_transparency_log
-from glove.journal.receipts_cli import (
-    EXIT_ENTRY,
-    EXIT_LOG,
-    EXIT_MALFORMED,
-    EXIT_NO_PROOF,
-    EXIT_NOT_FOUND,
-    EXIT_NOT_SEALED,
+from glove.cli._receipts import default_receipts_journal
+from glove.exits import (
     EXIT_OK,
-    EXIT_PROOF,
-    EXIT_SIGNATURE,
-    EXIT_UNREADABLE,
-    default_receipts_journal,
+    EXIT_RECEIPT_ENTRY,
+    EXIT_RECEIPT_LOG,
+    EXIT_RECEIPT_MALFORMED,
+    EXIT_RECEIPT_NO_PROOF,
+    EXIT_RECEIPT_NOT_FOUND,
+    EXIT_RECEIPT_NOT_SEALED,
+    EXIT_RECEIPT_PROOF,
+    EXIT_RECEIPT_SIGNATURE,
+    EXIT_RECEIPT_UNREADABLE,
 )
+from glove.journal import generate_signing_key, open_transparency_log
 from tests.journal._tlog_helpers import receipt, rewrite_segment
 
 
@@ -123,23 +123,29 @@ async def test_verify_failures_have_their_exit_codes(setup: Setup) -> None:
     bundle = setup.root / "b.json"
     _cli("export", "b", "-o", str(bundle), "--journal", str(setup.journal), "--key", str(setup.key))
     assert "no signature" in _fails(
-        EXIT_SIGNATURE, "verify", str(bundle), "--public-key", str(setup.other_pub)
+        EXIT_RECEIPT_SIGNATURE, "verify", str(bundle), "--public-key", str(setup.other_pub)
     )
     doc = json.loads(bundle.read_text())
     edited = setup.root / "edited.json"
     doc["receipt"]["n"] = 12
     edited.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    _fails(EXIT_ENTRY, "verify", str(edited), "--public-key", str(setup.pub))
+    _fails(EXIT_RECEIPT_ENTRY, "verify", str(edited), "--public-key", str(setup.pub))
     doc = json.loads(bundle.read_text())
     doc["leaf_index"] = 3
     edited.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    _fails(EXIT_PROOF, "verify", str(edited), "--public-key", str(setup.pub))
+    _fails(EXIT_RECEIPT_PROOF, "verify", str(edited), "--public-key", str(setup.pub))
     edited.write_text("{not json")
-    _fails(EXIT_MALFORMED, "verify", str(edited), "--public-key", str(setup.pub))
-    _fails(EXIT_UNREADABLE, "verify", setup.path("missing.json"), "--public-key", str(setup.pub))
-    _fails(EXIT_UNREADABLE, "verify", str(bundle), "--public-key", str(setup.key))
+    _fails(EXIT_RECEIPT_MALFORMED, "verify", str(edited), "--public-key", str(setup.pub))
+    _fails(
+        EXIT_RECEIPT_UNREADABLE,
+        "verify",
+        setup.path("missing.json"),
+        "--public-key",
+        str(setup.pub),
+    )
+    _fails(EXIT_RECEIPT_UNREADABLE, "verify", str(bundle), "--public-key", str(setup.key))
     code, out, _ = _cli("verify", str(edited), "--public-key", str(setup.pub), "--json")
-    assert code == EXIT_MALFORMED
+    assert code == EXIT_RECEIPT_MALFORMED
     assert json.loads(out) == {
         "verified": False,
         "error": "BundleMalformed",
@@ -150,17 +156,19 @@ async def test_verify_failures_have_their_exit_codes(setup: Setup) -> None:
 async def test_export_failures_have_their_exit_codes(setup: Setup, key: bytes) -> None:
     """No such session, an unsealed receipt, a cut journal, an unsafe key."""
     common = ["--journal", str(setup.journal), "--key", str(setup.key)]
-    _fails(EXIT_NOT_FOUND, "export", "zzz", "-o", setup.path("z.json"), *common)
+    _fails(EXIT_RECEIPT_NOT_FOUND, "export", "zzz", "-o", setup.path("z.json"), *common)
     log = await open_transparency_log(setup.journal, key, setup.signing)
     await log.append_receipt(receipt("late", 1))
     await log.close(seal=False)
-    line = _fails(EXIT_NOT_SEALED, "export", "late", "-o", setup.path("l.json"), *common)
+    line = _fails(EXIT_RECEIPT_NOT_SEALED, "export", "late", "-o", setup.path("l.json"), *common)
     assert "not sealed" in line
     setup.key.chmod(0o644)
-    _fails(EXIT_UNREADABLE, "export", "b", "-o", setup.path("b.json"), *common)
+    _fails(EXIT_RECEIPT_UNREADABLE, "export", "b", "-o", setup.path("b.json"), *common)
     setup.key.chmod(0o600)
     rewrite_segment(setup.journal / "seg-00000000.glj", key, lambda rows: rows[:5])
-    assert "tail was cut" in _fails(EXIT_LOG, "export", "a", "-o", setup.path("a.json"), *common)
+    assert "tail was cut" in _fails(
+        EXIT_RECEIPT_LOG, "export", "a", "-o", setup.path("a.json"), *common
+    )
     assert not (setup.root / "a.json").exists()
 
 
@@ -168,7 +176,7 @@ async def test_consistency(setup: Setup, key: bytes) -> None:
     """NEW extends OLD by its embedded proof or the journal's; a cut or forked NEW fails."""
     old, sealed = setup.path("old.checkpoint"), setup.path("sealed.checkpoint")
     pub = ["--public-key", str(setup.pub)]
-    assert _cli("consistency", old, sealed, *pub)[0] == EXIT_NO_PROOF
+    assert _cli("consistency", old, sealed, *pub)[0] == EXIT_RECEIPT_NO_PROOF
     code, out, _ = _cli("consistency", old, sealed, *pub, "--journal", str(setup.journal))
     assert code == EXIT_OK, out
     assert "extends the tree of size 3" in out
@@ -201,10 +209,12 @@ async def test_consistency(setup: Setup, key: bytes) -> None:
         await log.append_receipt(receipt("fork", i))
     await log.close()
     shutil.copy(setup.journal / "checkpoint", setup.root / "fork.checkpoint")
-    assert "fewer" in _fails(EXIT_PROOF, "consistency", sealed, setup.path("cut.checkpoint"), *pub)
-    _fails(EXIT_NO_PROOF, "consistency", sealed, setup.path("fork.checkpoint"), *pub)
+    assert "fewer" in _fails(
+        EXIT_RECEIPT_PROOF, "consistency", sealed, setup.path("cut.checkpoint"), *pub
+    )
+    _fails(EXIT_RECEIPT_NO_PROOF, "consistency", sealed, setup.path("fork.checkpoint"), *pub)
     assert "no root" in _fails(
-        EXIT_LOG,
+        EXIT_RECEIPT_LOG,
         "consistency",
         sealed,
         setup.path("fork.checkpoint"),
@@ -213,7 +223,7 @@ async def test_consistency(setup: Setup, key: bytes) -> None:
         str(setup.journal),
     )
     _fails(
-        EXIT_LOG,
+        EXIT_RECEIPT_LOG,
         "export",
         "fork",
         "-o",
@@ -225,7 +235,7 @@ async def test_consistency(setup: Setup, key: bytes) -> None:
         "--key",
         str(setup.key),
     )
-    _fails(EXIT_SIGNATURE, "consistency", old, sealed, "--public-key", str(setup.other_pub))
+    _fails(EXIT_RECEIPT_SIGNATURE, "consistency", old, sealed, "--public-key", str(setup.other_pub))
 
 
 async def test_real_process_exit_codes_and_no_traceback(setup: Setup) -> None:
@@ -247,7 +257,7 @@ async def test_real_process_exit_codes_and_no_traceback(setup: Setup) -> None:
         text=True,
         check=False,
     )
-    assert proc.returncode == EXIT_MALFORMED
+    assert proc.returncode == EXIT_RECEIPT_MALFORMED
     assert "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1
 
@@ -263,11 +273,13 @@ async def test_a_made_up_witness_line_is_refused_by_every_command(setup: Setup) 
     journal = ["--journal", str(setup.journal)]
     assert _cli("consistency", old, sealed, *pub, *journal)[0] == EXIT_OK
     assert "witness.example/w1" in _fails(
-        EXIT_SIGNATURE, "consistency", str(forged), sealed, *pub, *journal
+        EXIT_RECEIPT_SIGNATURE, "consistency", str(forged), sealed, *pub, *journal
     )
     args = ["export", "b", "-o", setup.path("b.json"), *journal, "--key", str(setup.key)]
-    _fails(EXIT_SIGNATURE, *args, "--since", str(forged))
+    _fails(EXIT_RECEIPT_SIGNATURE, *args, "--since", str(forged))
     assert not (setup.root / "b.json").exists()
     witness = setup.root / "witness.pub"
     witness.write_text(setup.signing.verifier.text + "\n")  # a log's key is not a witness's
-    assert "0x01" in _fails(EXIT_UNREADABLE, *args, "--since", old, "--witness", str(witness))
+    assert "0x01" in _fails(
+        EXIT_RECEIPT_UNREADABLE, *args, "--since", old, "--witness", str(witness)
+    )

@@ -11,8 +11,9 @@ import pytest
 from typer.testing import CliRunner
 
 from glove.cli import build_app
+from glove.cli._journal import EXIT_BY_ERROR
+from glove.exits import EXIT_JOURNAL_OTHER
 from glove.journal import parse_checkpoint, verify
-from glove.journal.cli import EXIT_BY_ERROR, EXIT_OTHER
 from tests.vectors.journal.generate import HERE, build_vectors, render
 
 VECTOR_FILES = sorted(HERE.glob("*.json"))
@@ -83,5 +84,5 @@ def test_cli_verify_agrees_on_vector(tmp_path: Path, path: Path) -> None:
         args += ["--checkpoint", vector["checkpoint"]]
     result = CliRunner().invoke(build_app(), args)
     want = vector["wantErr"]
-    assert result.exit_code == (0 if want is None else EXIT_BY_ERROR.get(want, EXIT_OTHER))
+    assert result.exit_code == (0 if want is None else EXIT_BY_ERROR.get(want, EXIT_JOURNAL_OTHER))
     assert json.loads(result.stdout)["error"] == want

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from glove.cli import build_app
+from glove.exits import EXIT_JOURNAL_OTHER, EXIT_OK
 from glove.journal import JournalKind, open_journal, parse_checkpoint
-from glove.journal.cli import EXIT_OK, EXIT_OTHER
 
 
 def _respellings(seq: int, tag: str) -> dict[str, str]:
@@ -59,5 +59,5 @@ async def test_only_the_printed_checkpoint_is_accepted(tmp_path: Path) -> None:
         with pytest.raises(ValueError, match="SEQ:TAGHEX"):
             parse_checkpoint(text)
         result = CliRunner().invoke(build_app(), [*base, text])
-        assert result.exit_code == EXIT_OTHER, (name, result.output)
+        assert result.exit_code == EXIT_JOURNAL_OTHER, (name, result.output)
         assert len(result.stderr.strip().splitlines()) == 1, (name, result.stderr)

@@ -113,7 +113,7 @@ async def reference_http(env: dict[str, str] | None = None) -> AsyncIterator[str
 async def glove_http(config: Path) -> AsyncIterator[str]:
     """``glove mcp serve --http`` for ``config``; yields its URL."""
     port = free_port()
-    argv = [PYTHON, "-m", "glove.mcp", "mcp", "serve", "--config", str(config)]
+    argv = [PYTHON, "-m", "glove", "mcp", "serve", "--config", str(config)]
     async with process(*argv, "--http", f"127.0.0.1:{port}") as proc:
         await wait_listening(port, proc)
         yield f"http://127.0.0.1:{port}/mcp"

@@ -82,7 +82,7 @@ ALLOW_ALL = 'version = 1\n\n[[tools]]\nname = "*"\n'
 
 def glove_command(config: Path) -> list[str]:
     """The command line of ``glove mcp serve`` for ``config``."""
-    return [PYTHON, "-m", "glove.mcp", "mcp", "serve", "--config", str(config)]
+    return [PYTHON, "-m", "glove", "mcp", "serve", "--config", str(config)]
 
 
 def glove_params(config: Path) -> StdioServerParameters:

@@ -321,7 +321,7 @@ async def test_the_inspector_cli_lists_through_glove(tmp_path: Path) -> None:
     """npm's Inspector CLI lists tools, resources and prompts through Glove, stdio and HTTP."""
     upstream = {"command": [PYTHON, str(FIXTURE), "stdio"], "era": "legacy"}
     path = write_config(tmp_path, {"ref": upstream}, "allow-all")
-    glove = [PYTHON, "-m", "glove.mcp", "mcp", "serve", "--config", str(path)]
+    glove = [PYTHON, "-m", "glove", "mcp", "serve", "--config", str(path)]
     listed = await asyncio.to_thread(_inspector, "--method", "tools/list", "--", *glove)
     assert "ref__test_simple_text" in {t["name"] for t in listed["tools"]}
     listed = await asyncio.to_thread(_inspector, "--method", "resources/list", "--", *glove)
@@ -339,7 +339,7 @@ async def test_the_inspector_cli_lists_through_glove(tmp_path: Path) -> None:
 def test_a_public_address_needs_a_token(tmp_path: Path) -> None:
     """--http on a non-loopback address without --token-file is a usage error (64)."""
     config = write_config(tmp_path, {"echo": {"command": sdk_server("echo")}}, "allow-all")
-    argv = [PYTHON, "-m", "glove.mcp", "mcp", "serve", "--config", str(config)]
+    argv = [PYTHON, "-m", "glove", "mcp", "serve", "--config", str(config)]
     done = subprocess.run(
         [*argv, "--http", "0.0.0.0:0"], capture_output=True, text=True, timeout=30, check=False
     )

@@ -72,7 +72,10 @@ def test_public_api_is_sorted_and_complete() -> None:
     import glove.mcp
     from glove.errors import GloveError
 
-    assert glove.mcp.__all__ == sorted(glove.mcp.__all__)
+    # ruff's order (RUF022, as every package's: tests/test_exports.py): CONSTANTS first.
+    constants = [name for name in glove.mcp.__all__ if name.isupper()]
+    rest = [name for name in glove.mcp.__all__ if not name.isupper()]
+    assert glove.mcp.__all__ == sorted(constants) + sorted(rest)
     for name in glove.mcp.__all__:
         assert hasattr(glove.mcp, name), name
     assert issubclass(glove.mcp.McpError, GloveError)

@@ -17,14 +17,14 @@ import pytest
 from glove.actors import ChildSpec, Supervisor
 from glove.mcp import relay as relay_module
 from glove.mcp import shim
-from glove.mcp._config import load_config
-from glove.mcp._run import (
+from glove.mcp._channel import (
     MAX_AGENT_CONNECTIONS,
     AgentChannel,
     ConnectionReceiver,
     GuestSetup,
     guest_env,
 )
+from glove.mcp._config import load_config
 from glove.mcp._service import build_mediation
 
 from .conftest import sdk_server, write_config
@@ -97,7 +97,7 @@ async def test_a_pipe_sent_over_the_channel_is_refused_and_closed(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A descriptor that is not a socket is closed on arrival, logged, never handed over."""
-    caplog.set_level(logging.WARNING, logger="glove.mcp._run")
+    caplog.set_level(logging.WARNING, logger="glove.mcp._channel")
     async with receiving() as (receiver, relay_end, received):
         read_fd, write_fd = os.pipe()
         try:
@@ -344,7 +344,7 @@ async def test_relay_exits_with_the_agents_status(command: tuple[str, ...], expe
 async def test_relay_refuses_a_channel_that_is_not_a_socket() -> None:
     """Started without its socket (descriptor 0 here is /dev/null), the relay runs nothing."""
     code, err = await _run_relay("/bin/sh", "-c", "exit 0", channel=0)
-    assert code == relay_module.EXIT_USAGE
+    assert code == relay_module.EXIT_SETUP_FAILED
     assert b"not the host channel" in err
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from glove.mcp._session import SESSION_ENDED
+from glove.mcp._agent_session import SESSION_ENDED
 from glove.mcp._text import printable
 from glove.mcp._upstream_audit import (
     AUDITED_EVERY,

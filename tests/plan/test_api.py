@@ -25,10 +25,14 @@ FORBIDDEN_IMPORTS = {
 }
 #: The interface the lead builds on (issue 9, section 3), plus what this package adds.
 EXPORTS = [
+    "CONTAINER_LIMIT_NAMES",
+    "IDENTIFIER_PATTERN",
     "MAX_EXPOSURES",
     "MAX_NETWORK_RULES",
     "MAX_PLAN_BYTES",
     "MAX_PLAN_DEPTH",
+    "MAX_TERMINAL_CELLS",
+    "MIN_TERMINAL_CELLS",
     "PLAN_LIMIT_NAMES",
     "PLAN_VERSION",
     "REJECTED_MEMBERS",

@@ -9,8 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from glove.cli import _policy as policy_cli
+from glove.exits import EXIT_DENIED, EXIT_INVALID
 from glove.policy import ToolDefinition, definition_digests, parse_policy
-from glove.policy import cli as policy_cli
 
 POLICY = """version = 1
 
@@ -74,10 +75,10 @@ def test_check_names_the_bad_key(app: typer.Typer, tmp_path: Path) -> None:
     path = tmp_path / "bad.toml"
     path.write_text(POLICY.replace('op = "path"', 'opp = "path"'))
     result = CliRunner().invoke(app, ["policy", "check", str(path)])
-    assert result.exit_code == policy_cli.EXIT_INVALID
+    assert result.exit_code == EXIT_INVALID
     assert "tools[0].args[0].opp: unknown key" in result.output
     result = CliRunner().invoke(app, ["policy", "check", "--json", str(path)])
-    assert result.exit_code == policy_cli.EXIT_INVALID
+    assert result.exit_code == EXIT_INVALID
     assert json.loads(result.output)["key_path"] == "tools[0].args[0].opp"
 
 
@@ -92,16 +93,16 @@ def test_explain_reports_allow_and_deny(app: typer.Typer, policy_file: Path) -> 
     assert allowed.exit_code == 0
     assert 'inspected /path = "/srv/work/a"' in allowed.output
     denied = runner.invoke(app, [*base, "--args", '{"path": "/etc/passwd"}', "--json"])
-    assert denied.exit_code == policy_cli.EXIT_DENIED
+    assert denied.exit_code == EXIT_DENIED
     report = json.loads(denied.output)
     assert report["allowed"] is False
     assert report["rule"] == "fs-read"
     assert "outside the allowed roots" in report["reason"]
     unknown = runner.invoke(app, ["policy", "explain", str(policy_file), "fs__write_file"])
-    assert unknown.exit_code == policy_cli.EXIT_DENIED
+    assert unknown.exit_code == EXIT_DENIED
     assert "deny by default" in unknown.output
     garbage = runner.invoke(app, [*base, "--args", "{nope"])
-    assert garbage.exit_code == policy_cli.EXIT_INVALID
+    assert garbage.exit_code == EXIT_INVALID
 
 
 def test_pin_output_is_a_policy_that_pins_the_tools(app: typer.Typer, tmp_path: Path) -> None:
@@ -140,7 +141,7 @@ def test_pin_full_pins_the_whole_tool(app: typer.Typer, tmp_path: Path) -> None:
     assert CliRunner().invoke(app, command).exit_code == 0
     definition.write_text(json.dumps(dict(tool, annotations={"readOnlyHint": False})))
     denied = CliRunner().invoke(app, command)
-    assert denied.exit_code == policy_cli.EXIT_DENIED
+    assert denied.exit_code == EXIT_DENIED
     assert "definition_sha256" in denied.output
 
 
@@ -148,7 +149,7 @@ def test_pin_full_pins_the_whole_tool(app: typer.Typer, tmp_path: Path) -> None:
 def test_pin_refuses_what_is_not_a_tool_list(app: typer.Typer, document: str) -> None:
     """Input that is not a tool, a tool list or a tools/list result exits 2."""
     result = CliRunner().invoke(app, ["policy", "pin", "--upstream", "up"], input=document)
-    assert result.exit_code == policy_cli.EXIT_INVALID
+    assert result.exit_code == EXIT_INVALID
 
 
 def test_glove_cli_runs_policy_check(policy_file: Path) -> None:

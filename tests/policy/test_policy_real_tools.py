@@ -139,7 +139,7 @@ async def test_pins_from_a_real_tools_list_hold_through_the_mediator(
     config = _write_config(tmp_path, command, policy)
     assert _glove_policy("check", str(tmp_path / "policy.toml")).returncode == 0
 
-    glove = [sys.executable, "-m", "glove.mcp", "mcp", "serve", "--config", str(config)]
+    glove = [sys.executable, "-m", "glove", "mcp", "serve", "--config", str(config)]
     params = StdioServerParameters(command=glove[0], args=glove[1:], env=dict(os.environ))
     async with Client(params, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
         listed = {tool.name for tool in (await client.list_tools()).tools}
@@ -177,7 +177,7 @@ async def test_symlinks_are_beyond_the_lexical_check(tmp_path: Path) -> None:
     (root / "link").symlink_to(outside)
     command = _server_command(root)
     config = _write_config(tmp_path, command, SYMLINK_POLICY.format(root=root))
-    glove = [sys.executable, "-m", "glove.mcp", "mcp", "serve", "--config", str(config)]
+    glove = [sys.executable, "-m", "glove", "mcp", "serve", "--config", str(config)]
     params = StdioServerParameters(command=glove[0], args=glove[1:], env=dict(os.environ))
     async with Client(params, mode="legacy", cache=None) as client:  # type: ignore[arg-type]
         try:

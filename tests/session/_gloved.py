@@ -22,7 +22,7 @@ PROBE_TIMEOUT_S = 2.0
 #: The same through the CLI (its interpreter's start included).
 CLI_PROBE_TIMEOUT_S = 15.0
 #: The production entry point, and the fault-injection one (glove.testing.faulty_gloved).
-GLOVED = ("-m", "glove.control.daemon_main")
+GLOVED = ("-m", "glove.daemon")
 FAULTY_GLOVED = ("-m", "glove.testing.faulty_gloved")
 
 #: Harnesses every test home gets (the marker makes a leaked sandbox findable by argv).

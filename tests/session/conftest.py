@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from glove.actors import Supervisor
-from glove.host._paths import GlovePaths
+from glove.config import GlovePaths
 from glove.host._setup import setup
 from glove.session._registry import SessionRegistry, SessionView
 from glove.session._service import SessionService, load_service

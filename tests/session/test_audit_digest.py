@@ -9,7 +9,7 @@ from pathlib import Path
 
 from glove.actors import running
 from glove.audit import AuditLog
-from glove.session._tools import AUDIT_NAME, audit_digest
+from glove.session._mediated import AUDIT_NAME, audit_digest
 
 
 async def test_a_rotated_log_is_digested_oldest_first(tmp_path: Path) -> None:

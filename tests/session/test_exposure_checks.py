@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from glove.host._gloved_config import parse_gloved_config
+from glove.config import parse_gloved_config
 from glove.host.errors import GlovedConfigError
 from glove.session._exposure_checks import (
     MAX_SCAN_DEPTH,

@@ -146,7 +146,7 @@ def test_the_production_gloved_never_loads_the_fault_hooks() -> None:
     ``glove.testing``, and the fault points do nothing unarmed."""
     script = (
         "import sys\n"
-        "import glove.control.daemon_main, glove.session._service, glove.session._registry\n"
+        "import glove.daemon, glove.session._service, glove.session._registry\n"
         "from glove.session._faults import fault_point\n"
         "for stage in ('prepare', 'launch', 'finalize'):\n"
         "    fault_point(stage, 'id', 'boom')\n"

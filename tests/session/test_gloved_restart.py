@@ -174,7 +174,7 @@ def test_a_refused_start_exits_at_once_with_one_line(home: Home) -> None:
     first = home.gloved.proc
     assert first is not None
     second = subprocess.run(
-        [home.python, "-m", "glove.control.daemon_main"],
+        [home.python, "-m", "glove.daemon"],
         **home.gloved.creds,
         env=home.gloved.env,
         capture_output=True,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from glove.cli._journal import read_key_file
 from glove.journal import verify
-from glove.journal.cli import read_key_file
 
 from .conftest import Running, plan
 

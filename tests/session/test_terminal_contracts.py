@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from glove.actors import running
+from glove.cli._terminal_client import parse_detach_key
 from glove.control import AsyncClient
 from glove.session._pty_drain import PtyDrain
-from glove.session._terminal_client import parse_detach_key
 from glove.session._transcript_format import MIN_RING_BYTES
 
 from ._gloved import Gloved

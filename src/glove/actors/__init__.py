@@ -5,7 +5,7 @@ is built on asyncio rather than pykka.
 """
 
 from glove.actors._actor import DEFAULT_MAILBOX_SIZE, DEFAULT_TIMEOUT_S, Actor, ActorState
-from glove.actors._deadline import current_deadline
+from glove.actors._deadline import current_deadline, reset_deadline, set_deadline
 from glove.actors._envelope import Deferred, Envelope
 from glove.actors._running import running
 from glove.actors._snapshot import (
@@ -50,6 +50,8 @@ __all__ = [
     "TreeSnapshot",
     "current_deadline",
     "render_tree",
+    "reset_deadline",
     "running",
+    "set_deadline",
     "snapshot",
 ]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 from typing import Any, Final
 
-from glove.mcp._run import GUEST_DIR, SHIM_NAME
+from glove.mcp import GUEST_DIR, SHIM_NAME
 
 #: The MCP server name agents see; its tools appear to Claude Code as ``mcp__glove__*``.
 SERVER_NAME: Final = "glove"

@@ -17,13 +17,15 @@ from typing import Any, Final
 
 from glove.agents.errors import AgentConfigError
 
-_BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+$")
+#: A key TOML takes unquoted (matched whole: ``$`` would also match before a last newline,
+#: and ``"a\n"`` written bare is not TOML).
+_BARE_KEY: Final = re.compile(r"[A-Za-z0-9_-]+")
 #: Deepest table nesting written (tomllib has no limit; a hostile file might).
 MAX_TOML_DEPTH: Final = 64
 
 
 def _key(key: str) -> str:
-    return key if _BARE_KEY.match(key) else _string(key)
+    return key if _BARE_KEY.fullmatch(key) else _string(key)
 
 
 def _string(text: str) -> str:

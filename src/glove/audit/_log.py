@@ -65,8 +65,7 @@ from glove.audit.errors import (
     AuditUnavailable,
     AuditWriteFailed,
 )
-from glove.journal._group import GroupCommit, SyncPacer
-from glove.journal._storage import LockHeld, PosixStorage, Storage
+from glove.journal import GroupCommit, LockHeld, PosixStorage, Storage, SyncPacer
 
 MAX_AUDIT_RECORD_BYTES: Final = 64 * 1024
 """Largest encoded activity record (one JSON line, newline included)."""

@@ -18,14 +18,17 @@ from glove.container._spec import SandboxSpec
 from glove.container.errors import UnsupportedPlatform
 
 if sys.platform == "linux":
-    from glove.container.linux._async import AsyncSandbox
-    from glove.container.linux._async_run import run_async
-    from glove.container.linux._cgroups import probe_host_limits
-    from glove.container.linux._describe import describe
-    from glove.container.linux._launch import SandboxProcess, launch
-    from glove.container.linux._supervise import run
-    from glove.container.linux._syscalls import create_file_no_symlinks
-    from glove.container.linux._unix_gate import probe_unix_gate
+    from glove.container.linux import (
+        AsyncSandbox,
+        SandboxProcess,
+        create_file_no_symlinks,
+        describe,
+        launch,
+        probe_host_limits,
+        probe_unix_gate,
+        run,
+        run_async,
+    )
 else:
     from glove.container.macos import (
         SandboxProcess,

@@ -1,22 +1,20 @@
 """The outcome of one sandboxed command, and the exit-code convention (sans-IO).
 
-Exit codes: the command's own code; ``128 + N`` when it was killed by signal N (a limit kill
-is SIGKILL, so 137); ``125`` when the sandbox could not be set up (nothing ran); ``126`` when
-the command exists but cannot be executed; ``127`` when it is not found. Because a command can
+Exit codes (:mod:`glove.exits`): the command's own code; ``128 + N`` when it was killed by
+signal N (a limit kill is SIGKILL, so 137); ``125`` when the sandbox could not be set up
+(nothing ran); ``126`` when the command exists but cannot be executed; ``127`` when it is not
+found. Because a command can
 itself exit 125-127, the structured result (``--json-status``) carries ``outcome`` so a
 program never has to guess.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Literal
 
 import msgspec
 
-EXIT_SETUP_FAILED: Final = 125
-EXIT_NOT_EXECUTABLE: Final = 126
-EXIT_NOT_FOUND: Final = 127
-EXIT_SIGNAL_BASE: Final = 128
+from glove.exits import EXIT_SETUP_FAILED, EXIT_SIGNAL_BASE
 
 Outcome = Literal[
     "exited", "signaled", "limit", "setup_error", "exec_error", "usage_error", "mediation_failed"

@@ -69,7 +69,7 @@ def self_test() -> tuple[bool, str]:
     """
     from glove.container._profile import build_spec, load_profile
     from glove.container.errors import SandboxError
-    from glove.container.linux._supervise import run
+    from glove.container.linux import run
 
     try:
         spec = build_spec(load_profile(None), ["true"], cwd="/", host_env={})

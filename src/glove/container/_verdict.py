@@ -27,9 +27,6 @@ from glove.container._limits import (
     LimitPlan,
 )
 from glove.container._result import (
-    EXIT_NOT_EXECUTABLE,
-    EXIT_NOT_FOUND,
-    EXIT_SETUP_FAILED,
     Durations,
     LimitReport,
     Outcome,
@@ -51,6 +48,7 @@ from glove.container._status import (
     StatusMessage,
 )
 from glove.container._status import Usage as UsageLine
+from glove.exits import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED
 
 #: Scratch usage within this many bytes of the size counts as reaching the disk limit.
 DISK_HIT_SLACK_BYTES: Final = 64 * 1024

@@ -39,8 +39,7 @@ from typing import Any, Final, NoReturn
 
 import msgspec
 
-from glove.actors import Busy, DeadlineExceeded
-from glove.actors._deadline import reset_deadline, set_deadline
+from glove.actors import Busy, DeadlineExceeded, reset_deadline, set_deadline
 from glove.control._auth import PeerCredentials, secret_matches
 from glove.control._registry import HELLO, CallContext, MethodRegistry, MethodSpec
 from glove.control.errors import MethodError

@@ -2,17 +2,9 @@
 
 The runtime directory holds ``gloved.sock`` (0600), ``bootstrap-secret`` (0600, rewritten at
 every start) and ``gloved.lock``; it is a 0700 directory owned by the invoking user. Every
-client and ``gloved`` pick it by the same rule (:func:`choose_runtime_dir`), first usable of:
-
-1. ``$XDG_RUNTIME_DIR/glove``, when ``XDG_RUNTIME_DIR`` is an absolute path that does not
-   exist yet or is a directory (not a symlink) of ours that group and others cannot write;
-2. ``/run/user/<uid>/glove``, when systemd-logind's directory of ours exists by that rule;
-3. ``$XDG_STATE_HOME/glove/run`` (``~/.local/state/glove/run``): inside the user's own 0700
-   state directory, so no other user can create or replace it.
-
-A shared directory (``/tmp``) is never a candidate: another user could create the name first
-and keep ``gloved`` from starting (issue 20, item 5). A directory that exists with another
-owner, a group/other permission bit, or as a symlink is refused, never "fixed".
+client and ``gloved`` pick it by the same rule, :func:`glove.config.choose_runtime_dir` (its
+docstring has the rule; never a shared directory such as ``/tmp``). A directory that exists
+with another owner, a group/other permission bit, or as a symlink is refused, never "fixed".
 
 A Unix socket's path is at most :data:`MAX_SOCKET_PATH_BYTES` (``sun_path`` is 108 bytes with
 its NUL on Linux, 104 on macOS). Where ``gloved.sock``'s path is longer, both ends use
@@ -38,11 +30,12 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
+from glove.config import choose_runtime_dir
 from glove.control.errors import DaemonAlreadyRunning, SocketPathTooLong, UnsafeRuntimeDir
 
 SOCKET_NAME: Final = "gloved.sock"
@@ -50,15 +43,9 @@ LOCK_NAME: Final = "gloved.lock"
 SECRET_NAME: Final = "bootstrap-secret"  # noqa: S105 - a file name, not a secret
 DIR_MODE: Final = 0o700
 SOCKET_MODE: Final = 0o600
-RUNTIME_DIR_NAME: Final = "glove"
-STATE_RUNTIME_NAME: Final = "run"
-"""The fallback runtime directory's name inside the state directory (``.../glove/run``)."""
-RUN_USER: Final = Path("/run/user")
 MAX_SOCKET_PATH_BYTES: Final = 103 if sys.platform == "darwin" else 107
 """Longest socket path ``bind``/``connect`` take, in bytes (``sun_path`` less its NUL)."""
 PROC_FD: Final = Path("/proc/self/fd")
-
-RuntimeSource = Literal["XDG_RUNTIME_DIR", "/run/user", "state"]
 
 #: How long a start waits for the descendants of a gone gloved to let go of its lock.
 LOCK_STALE_GRACE_S: Final = 5.0
@@ -90,80 +77,6 @@ class RuntimePaths:
     def lock(self) -> Path:
         """The single-instance lock file."""
         return self.directory / LOCK_NAME
-
-
-@dataclass(frozen=True, slots=True)
-class RuntimeDirChoice:
-    """Which runtime directory this user's clients and gloved use, and why."""
-
-    directory: Path
-    source: RuntimeSource
-    reason: str
-    passed_over: tuple[str, ...] = ()
-    """Why each earlier candidate was not used, in order."""
-
-
-def glove_state_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_STATE_HOME/glove`` (``$HOME/.local/state/glove`` when it is unset or relative)."""
-    env = os.environ if environ is None else environ
-    value = env.get("XDG_STATE_HOME", "")
-    if value.startswith("/"):  # the XDG spec: a relative value is ignored
-        return Path(value) / "glove"
-    home = env.get("HOME") or str(Path.home())
-    return Path(home) / ".local" / "state" / "glove"
-
-
-def _unusable_base(path: Path, *, missing_ok: bool) -> str | None:  # noqa: PLR0911 - one per refusal
-    """Why ``path`` cannot hold the runtime directory, or None if it can."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return None if missing_ok else f"{path} does not exist"
-    except OSError as exc:
-        return f"{path} cannot be examined ({exc.strerror})"
-    if stat.S_ISLNK(info.st_mode):
-        return f"{path} is a symlink"
-    if not stat.S_ISDIR(info.st_mode):
-        return f"{path} is not a directory"
-    if info.st_uid != os.getuid():
-        return f"{path} is owned by uid {info.st_uid}, not by uid {os.getuid()}"
-    if stat.S_IMODE(info.st_mode) & 0o022:
-        return f"{path} has mode {stat.S_IMODE(info.st_mode):04o}: group or others can write it"
-    return None
-
-
-def choose_runtime_dir(environ: Mapping[str, str] | None = None) -> RuntimeDirChoice:
-    """The runtime directory for this user (not created), by the rule of the module
-    docstring, with the reason for the choice and for each candidate passed over."""
-    env = os.environ if environ is None else environ
-    passed: list[str] = []
-    xdg = env.get("XDG_RUNTIME_DIR", "")
-    if not xdg:
-        passed.append("XDG_RUNTIME_DIR is not set")
-    elif not xdg.startswith("/"):
-        passed.append(f"XDG_RUNTIME_DIR={xdg!r} is not an absolute path")
-    elif (why := _unusable_base(Path(xdg), missing_ok=True)) is not None:
-        passed.append(f"XDG_RUNTIME_DIR: {why}")
-    else:
-        return RuntimeDirChoice(
-            Path(xdg) / RUNTIME_DIR_NAME, "XDG_RUNTIME_DIR", "XDG_RUNTIME_DIR is set", ()
-        )
-    run_user = RUN_USER / str(os.getuid())
-    why = _unusable_base(run_user, missing_ok=False)
-    if why is None:
-        return RuntimeDirChoice(
-            run_user / RUNTIME_DIR_NAME,
-            "/run/user",
-            "systemd-logind's directory of this user exists",
-            tuple(passed),
-        )
-    passed.append(why)
-    return RuntimeDirChoice(
-        glove_state_dir(env) / STATE_RUNTIME_NAME,
-        "state",
-        "no per-user runtime directory: a private one under this user's state directory",
-        tuple(passed),
-    )
 
 
 def default_runtime_dir() -> Path:

@@ -14,6 +14,7 @@ Pure cores (no asyncio, os or socket): :mod:`._rules`, :mod:`._addresses`, :mod:
 """
 
 from glove.egress._addresses import address_class, is_public
+from glove.egress._admission import AuditSink, DeniedDestination, EgressStats, ProxyLimits
 from glove.egress._channel import INET_FAMILIES, UNIX_FAMILIES, ChannelReceiver, Kind
 from glove.egress._check import (
     Explanation,
@@ -27,7 +28,6 @@ from glove.egress._check import (
     policy_from_toml,
     sandbox_sockets,
 )
-from glove.egress._core import AuditSink, DeniedDestination, EgressStats, ProxyLimits
 from glove.egress._dns import (
     DnsAnswer,
     DnsFrameReader,
@@ -43,6 +43,8 @@ from glove.egress._guest import (
     GUEST_DIR,
     RESOLV_TARGET,
     EgressGuest,
+    EgressParts,
+    prepare_egress,
     prepare_guest,
     resolv_conf,
     write_guest_files,
@@ -113,6 +115,7 @@ __all__ = [
     "DnsQuery",
     "EgressError",
     "EgressGuest",
+    "EgressParts",
     "EgressProtocolError",
     "EgressProxy",
     "EgressStats",
@@ -159,6 +162,7 @@ __all__ = [
     "parse_query",
     "parse_rule",
     "policy_from_toml",
+    "prepare_egress",
     "prepare_guest",
     "proxy_environment",
     "proxy_target",

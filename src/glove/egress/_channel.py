@@ -1,6 +1,6 @@
 """The host end of an inherited descriptor channel: one kind byte carrying one descriptor.
 
-The same mechanism as ``glove run``'s MCP channel (:class:`glove.mcp._run.ConnectionReceiver`),
+The same mechanism as ``glove run``'s MCP channel (:class:`glove.mcp.ConnectionReceiver`),
 generalized to several kinds of connection on one channel, so one helper in the sandbox
 (``glove-egress``) can serve the egress listeners and the MCP socket together:
 

@@ -17,7 +17,7 @@ import socket
 import tempfile
 from importlib import resources
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 import msgspec
 
@@ -99,3 +99,30 @@ def prepare_guest(
         pass_fds={GUEST_CHANNEL_FD: guest_end.fileno()},
     )
     return guest, host_end, guest_end
+
+
+class EgressParts(NamedTuple):
+    """The guest parts of one proxied sandbox and the channel's two ends.
+
+    ``host_end`` goes to the :class:`~glove.egress.EgressProxy`; ``guest_end`` is passed into
+    the sandbox as descriptor 3 and closed by its owner once the sandbox has started.
+    """
+
+    guest: EgressGuest
+    host_end: socket.socket
+    guest_end: socket.socket
+
+    def close(self) -> None:
+        """Close both ends (each is idempotent; the proxy may already own the host end)."""
+        self.guest_end.close()
+        self.host_end.close()
+
+
+def prepare_egress(directory: Path | None = None) -> EgressParts:
+    """Write the helper into ``directory`` (default: a fresh 0700 one) and make the channel.
+
+    Raises:
+        OSError: the directory or the socketpair cannot be made.
+    """
+    guest, host_end, guest_end = prepare_guest(directory)
+    return EgressParts(guest, host_end, guest_end)

@@ -36,14 +36,14 @@ from typing import Final
 import msgspec
 
 from glove.actors import Actor
-from glove.egress._channel import INET_FAMILIES, UNIX_FAMILIES, ChannelReceiver, Kind
-from glove.egress._core import (
+from glove.egress._admission import (
     END_FLUSH_INTERVAL_S,
     AuditSink,
     EgressCore,
     EgressStats,
     ProxyLimits,
 )
+from glove.egress._channel import INET_FAMILIES, UNIX_FAMILIES, ChannelReceiver, Kind
 from glove.egress._listeners import KIND_DNS, KIND_HTTP, KIND_SOCKS
 from glove.egress._resolve import Resolver
 from glove.egress._rules import RuleSet

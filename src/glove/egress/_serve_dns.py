@@ -20,7 +20,7 @@ import asyncio
 import socket
 
 from glove.egress._addresses import IPAddress
-from glove.egress._core import EgressCore, Exchange, PeerGone, Refused, recv_some, send_all
+from glove.egress._admission import EgressCore, Exchange, PeerGone, Refused, recv_some, send_all
 from glove.egress._dns import (
     CLASS_IN,
     OPCODE_QUERY,

@@ -35,7 +35,7 @@ import socket
 from dataclasses import dataclass
 
 from glove.egress._addresses import IPAddress
-from glove.egress._core import (
+from glove.egress._admission import (
     EgressCore,
     Exchange,
     PeerGone,

@@ -1,6 +1,6 @@
 """The SOCKS5 listener's connections: CONNECT with the proxy resolving names.
 
-The same decision path as the HTTP proxy (:mod:`glove.egress._core`); a refusal is the
+The same decision path as the HTTP proxy (:mod:`glove.egress._admission`); a refusal is the
 RFC 1928 reply that fits (the protocol has no text, so the audit record and
 ``glove network check`` name the rule):
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from glove.egress._core import (
+from glove.egress._admission import (
     EgressCore,
     Exchange,
     PeerGone,

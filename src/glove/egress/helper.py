@@ -65,9 +65,13 @@ CONNECT_TIMEOUT_S = 30.0
 COPY_CHUNK_BYTES = 64 * 1024
 _S = signal.Signals
 FORWARDED_SIGNALS = (_S.SIGTERM, _S.SIGINT, _S.SIGHUP, _S.SIGQUIT, _S.SIGUSR1, _S.SIGUSR2)
-EXIT_USAGE = 125
-EXIT_CANNOT_RUN = 127
-EXIT_REFUSED = 1
+# Exit codes: glove.exits's values (a standard-library script run by the sandbox's own Python
+# cannot import it; tests/test_exits.py holds them equal). A helper started wrongly means the
+# sandbox was set up wrongly: nothing ran (125).
+EXIT_SETUP_FAILED = 125
+EXIT_USAGE = EXIT_SETUP_FAILED  # the former name
+EXIT_CANNOT_RUN = 127  # glove.exits.EXIT_NOT_FOUND: the command could not be started at all
+EXIT_REFUSED = 1  # ``connect``: the egress rules refused it, or the tunnel failed
 SIGNAL_EXIT_BASE = 128
 RESOLV_CONF = (
     "# glove egress: the sandbox's DNS stub answers only names the egress rules allow;\n"
@@ -585,7 +589,7 @@ def main(argv: list[str] | None = None) -> int:
         return serve(fd, command, mcp=mcp, dns=dns)
     except UsageError as exc:
         sys.stderr.write(f"glove-egress: {exc}\n")
-        return EXIT_USAGE
+        return EXIT_SETUP_FAILED
     except CannotRun as exc:
         sys.stderr.write(f"glove-egress: {exc}\n")
         return EXIT_CANNOT_RUN

@@ -33,6 +33,7 @@ from glove.host._service_units import (
     render_systemd_unit,
     template_text,
 )
+from glove.host._setup import setup
 from glove.host.errors import (
     ExecutableNotFound,
     HostError,
@@ -85,6 +86,7 @@ __all__ = [
     "resolve_gloved",
     "run_checks",
     "run_tool",
+    "setup",
     "status",
     "template_text",
     "uninstall",

@@ -194,8 +194,7 @@ def check_landlock() -> Check:
 
 def check_unix_socket_gate() -> Check:
     """What keeps a sandbox from a host Unix socket in a directory it sees (decision 0034)."""
-    from glove.container import probe_unix_gate
-    from glove.container._socket_gate import LANDLOCK_RESOLVE_UNIX_ABI
+    from glove.container import LANDLOCK_RESOLVE_UNIX_ABI, probe_unix_gate
 
     support = probe_unix_gate()
     abi = support.landlock_abi
@@ -357,8 +356,7 @@ def check_limits() -> Check:
     """Which mechanism enforces each of the six limits and the CPU rate (``cpus``) here, why
     not a better one, or why the limit is refused; and what a cgroup v2 group gives every
     sandbox."""
-    from glove.container import limit_support, probe_host_limits
-    from glove.container._limits import explain_limit
+    from glove.container import explain_limit, limit_support, probe_host_limits
 
     host = probe_host_limits()
     support = limit_support(host)

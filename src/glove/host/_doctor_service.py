@@ -70,11 +70,12 @@ def check_runtime_dir(environ: Mapping[str, str] | None = None) -> Check:
     """Which runtime directory clients and gloved use here, and why."""
     from glove.control import (
         MAX_SOCKET_PATH_BYTES,
+        SOCKET_NAME,
         ControlError,
         check_owner_only_dir,
         choose_runtime_dir,
+        long_socket_route,
     )
-    from glove.control._paths import SOCKET_NAME, long_socket_route
 
     choice = choose_runtime_dir(environ)
     where = choice.directory

@@ -16,7 +16,7 @@ from typing import Final
 
 import msgspec
 
-from glove.host._paths import GlovePaths, create_private_file, ensure_private_dir, glove_paths
+from glove.config import GlovePaths, create_private_file, ensure_private_dir, glove_paths
 
 #: Bytes of the journals' HMAC key.
 HMAC_KEY_BYTES: Final = 32

@@ -1,11 +1,9 @@
-"""Errors of host integration: setup, gloved's configuration, the per-user service.
+"""Errors of host integration: setup and the per-user service.
 
 ::
 
     GloveError
     └── HostError
-        ├── UnsafePath                   a Glove file or directory is not owner-only (never fixed)
-        ├── GlovedConfigError            gloved.toml is missing, malformed or invalid
         └── ServiceError                 glove daemon could not do what was asked
             ├── UnsupportedPlatform      neither systemd (Linux) nor launchd (macOS)
             ├── ExecutableNotFound       no installed gloved next to the interpreter or on PATH
@@ -14,25 +12,36 @@
             ├── ServiceFileModified      an installed file is not what install wrote (--force)
             ├── ManifestError            the install manifest is unreadable or not ours
             └── ServiceManagerFailed     systemctl/launchctl failed (its argv and stderr)
+
+``UnsafePath`` and ``GlovedConfigError``, which this module names too, are
+:mod:`glove.config`'s (``glove.config.errors``): Glove's own files and gloved.toml are read
+by layers below this one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from glove.config.errors import GlovedConfigError, UnsafePath
 from glove.errors import GloveError
+
+__all__ = [
+    "ExecutableNotFound",
+    "GlovedConfigError",
+    "HostError",
+    "ManifestError",
+    "ServiceError",
+    "ServiceFileModified",
+    "ServiceManagerFailed",
+    "TemplateError",
+    "UnsafeExecutable",
+    "UnsafePath",
+    "UnsupportedPlatform",
+]
 
 
 class HostError(GloveError):
     """Base class of host integration errors."""
-
-
-class UnsafePath(HostError):
-    """A path Glove keeps its own files in is someone else's, open to others, or a link."""
-
-
-class GlovedConfigError(HostError):
-    """gloved.toml cannot be read, does not decode strictly, or breaks a rule."""
 
 
 class ServiceError(HostError):

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
         sign_checkpoint,
     )
     from glove.journal._codec import MAX_PAYLOAD_BYTES, MAX_RECORD_BYTES, RecordKind
-    from glove.journal._entries import Entry
+    from glove.journal._entries import Entry, iter_entries, read_entry_at
+    from glove.journal._group import GroupCommit, SyncPacer
     from glove.journal._handle import APPEND_TIMEOUT_S, CLOSE_TIMEOUT_S, Journal, open_journal
     from glove.journal._keyfile import (
         default_signing_key_path,
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
         read_witness_key_file,
     )
     from glove.journal._keys import SigningKey, VerifierKey, parse_signing_key, parse_verifier_key
+    from glove.journal._layout import LOCK_NAME
     from glove.journal._limits import JournalKind, JournalLimits, OnFull
     from glove.journal._merkle import (
         EMPTY_ROOT,
@@ -53,7 +55,7 @@ if TYPE_CHECKING:
     from glove.journal._note import OpenedNote, add_cosignature, open_note, sign_note, verify_note
     from glove.journal._offline import consistency_offline, export_offline
     from glove.journal._receipts import MAX_RECEIPT_PAGE, Receipt, ReceiptPage
-    from glove.journal._storage import FileStat, PosixStorage, Storage
+    from glove.journal._storage import FILE_MODE, FileStat, LockHeld, PosixStorage, Storage
     from glove.journal._tlog import TransparencyLog, open_transparency_log
     from glove.journal._verify import TailReport, VerifyReport, parse_checkpoint, repair, verify
     from glove.journal._witness import Cosignature, WitnessKey, WitnessSigningKey, parse_witness_key
@@ -86,9 +88,14 @@ if TYPE_CHECKING:
         UnverifiedSignature,
     )
 
-# Imported on first use (PEP 562) so that `glove.journal.cli`, loaded by `glove --help`,
+# Imported on first use (PEP 562) so that `glove.cli._journal`, loaded by `glove --help`,
 # does not pull in the writer, the actor runtime and msgspec.
 _EXPORTS: dict[str, str] = {
+    "FILE_MODE": "glove.journal._storage",
+    "LockHeld": "glove.journal._storage",
+    "LOCK_NAME": "glove.journal._layout",
+    "iter_entries": "glove.journal._entries",
+    "read_entry_at": "glove.journal._entries",
     "APPEND_TIMEOUT_S": "glove.journal._handle",
     "BUNDLE_FORMAT": "glove.journal._bundle",
     "CLOSE_TIMEOUT_S": "glove.journal._handle",
@@ -105,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     "Entry": "glove.journal._entries",
     "EntryMismatch": "glove.journal.errors",
     "FileStat": "glove.journal._storage",
+    "GroupCommit": "glove.journal._group",
     "Journal": "glove.journal._handle",
     "JournalChanged": "glove.journal.errors",
     "JournalClosed": "glove.journal.errors",
@@ -141,6 +149,7 @@ _EXPORTS: dict[str, str] = {
     "SigningKeyError": "glove.journal.errors",
     "SigningKeyUnsafe": "glove.journal.errors",
     "Storage": "glove.journal._storage",
+    "SyncPacer": "glove.journal._group",
     "TailReport": "glove.journal._verify",
     "TransparencyLog": "glove.journal._tlog",
     "UnsupportedFormat": "glove.journal.errors",
@@ -198,7 +207,9 @@ __all__ = [
     "BUNDLE_FORMAT",
     "CLOSE_TIMEOUT_S",
     "EMPTY_ROOT",
+    "FILE_MODE",
     "KEY_MIN_BYTES",
+    "LOCK_NAME",
     "MAX_BUNDLE_BYTES",
     "MAX_PAYLOAD_BYTES",
     "MAX_RECEIPT_PAGE",
@@ -210,6 +221,7 @@ __all__ = [
     "Entry",
     "EntryMismatch",
     "FileStat",
+    "GroupCommit",
     "Journal",
     "JournalChanged",
     "JournalClosed",
@@ -224,6 +236,7 @@ __all__ = [
     "JournalTampered",
     "JournalTruncated",
     "JournalWriter",
+    "LockHeld",
     "LogMismatch",
     "NotSealed",
     "NoteError",
@@ -246,6 +259,7 @@ __all__ = [
     "SigningKeyError",
     "SigningKeyUnsafe",
     "Storage",
+    "SyncPacer",
     "TailReport",
     "TransparencyLog",
     "UnsupportedFormat",
@@ -262,6 +276,7 @@ __all__ = [
     "encode_bundle",
     "export_offline",
     "generate_signing_key",
+    "iter_entries",
     "leaf_hash",
     "load_signing_key",
     "node_hash",
@@ -275,6 +290,7 @@ __all__ = [
     "parse_signing_key",
     "parse_verifier_key",
     "parse_witness_key",
+    "read_entry_at",
     "read_verifier_key_file",
     "read_witness_key_file",
     "repair",

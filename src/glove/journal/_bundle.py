@@ -46,7 +46,7 @@ from glove.journal.errors import (
     ProofInvalid,
     ReceiptPayloadInvalid,
 )
-from glove.protocol._json import dumps_compact, dumps_pretty, loads_strict
+from glove.protocol import dumps_compact, dumps_pretty, loads_strict
 
 BUNDLE_FORMAT: Final = "glove-receipt-bundle/v1"
 MAX_BUNDLE_BYTES: Final = 8 * 1024 * 1024

@@ -18,10 +18,10 @@ from typing import Any, Final
 import msgspec
 
 from glove.actors import Actor
+from glove.mcp._agent_session import INSTRUCTIONS, MAX_INFLIGHT_CALLS, SERVER_INFO, AgentSession
 from glove.mcp._framing import OVERSIZED, LineSplitter, decode_message
 from glove.mcp._kernel import Mediator
 from glove.mcp._messages import RequestId
-from glove.mcp._session import INSTRUCTIONS, MAX_INFLIGHT_CALLS, SERVER_INFO, AgentSession
 from glove.mcp.errors import INVALID_REQUEST, FramingError
 
 __all__ = [

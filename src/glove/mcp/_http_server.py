@@ -43,6 +43,8 @@ import msgspec
 
 from glove.actors import Actor, ChildSpec
 from glove.errors import GloveError
+from glove.exits import EXIT_FAILED
+from glove.mcp._agent_session import AgentSession
 from glove.mcp._config import McpConfig
 from glove.mcp._endpoint import MAX_AGENT_FRAME_BYTES
 from glove.mcp._framing import decode_message, encode_error
@@ -63,7 +65,6 @@ from glove.mcp._http_checks import (
 from glove.mcp._http_streams import Session, SessionActor, Stream
 from glove.mcp._messages import Notification, Request
 from glove.mcp._service import Mediation, start_mediation
-from glove.mcp._session import AgentSession
 from glove.mcp.errors import (
     INVALID_REQUEST,
     UPSTREAM_FAILED,
@@ -547,7 +548,7 @@ async def serve_http(
     if task.done():
         started.cancel()
         task.result()  # raises the bind failure
-        return 1
+        return EXIT_FAILED
     assert front.port is not None
     if ready is not None:
         ready(front.port)

@@ -22,8 +22,8 @@ from glove.mcp._http_checks import HttpOptions
 from glove.mcp._messages import RequestId
 
 if TYPE_CHECKING:
+    from glove.mcp._agent_session import AgentSession
     from glove.mcp._service import Mediation
-    from glove.mcp._session import AgentSession
 
 #: Messages for no open stream kept until the GET stream opens (oldest dropped beyond).
 MAX_BACKLOG: Final = 256

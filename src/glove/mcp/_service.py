@@ -40,6 +40,8 @@ from glove.actors import (
     DeadlineExceeded,
     Supervisor,
 )
+from glove.exits import EXIT_FAILED, EXIT_OK
+from glove.mcp._agent_session import AgentSession
 from glove.mcp._catalog import Catalog
 from glove.mcp._config import McpConfig
 from glove.mcp._contracts import Refusal, arguments_digest
@@ -47,7 +49,6 @@ from glove.mcp._endpoint import AgentEndpoint, Notify, ToolsChanged
 from glove.mcp._features import client_capabilities as declared_capabilities
 from glove.mcp._kernel import RUN_ID_BYTES, ExposedTool, Mediator
 from glove.mcp._messages import ToolInfo
-from glove.mcp._session import AgentSession
 from glove.mcp._text import printable
 from glove.mcp._upstream import CallTool, Forward, UpstreamActor
 from glove.mcp.errors import METHOD_NOT_FOUND, McpError, UpstreamError
@@ -511,7 +512,7 @@ async def start_mediation(
 
     Without ``reader`` and ``writer`` no agent is attached yet: call
     :meth:`Mediation.attach` for each connection, or register an
-    :class:`~glove.mcp._session.AgentSession` in :attr:`Mediation.sessions` (the HTTP
+    :class:`~glove.mcp._agent_session.AgentSession` in :attr:`Mediation.sessions` (the HTTP
     front does). The other arguments are :func:`build_mediation`'s.
 
     Raises:
@@ -641,5 +642,5 @@ async def serve(
             loop.remove_signal_handler(signum)
     if failure is not None:
         _log.error("glove mcp: the session failed: %s", failure)
-        return 1
-    return 0
+        return EXIT_FAILED
+    return EXIT_OK

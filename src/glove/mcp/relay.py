@@ -44,8 +44,12 @@ FORWARDED_SIGNALS = (
     signal.SIGUSR1,
     signal.SIGUSR2,
 )
-EXIT_USAGE = 125
-EXIT_CANNOT_RUN = 127
+# Exit codes: glove.exits's values (a standard-library script run by the sandbox's own Python
+# cannot import it; tests/test_exits.py holds them equal). A relay started wrongly means the
+# sandbox was set up wrongly: nothing ran (125).
+EXIT_SETUP_FAILED = 125
+EXIT_USAGE = EXIT_SETUP_FAILED  # the former name
+EXIT_CANNOT_RUN = 127  # glove.exits.EXIT_NOT_FOUND: the agent could not be started at all
 SIGNAL_EXIT_BASE = 128
 
 
@@ -242,7 +246,7 @@ def main() -> int:
         return relay(fd, command)
     except UsageError as exc:
         sys.stderr.write(f"glove-relay: {exc}\n")
-        return EXIT_USAGE
+        return EXIT_SETUP_FAILED
     except CannotRun as exc:
         sys.stderr.write(f"glove-relay: {exc}\n")
         return EXIT_CANNOT_RUN

@@ -20,7 +20,7 @@ import sys
 import threading
 
 CHUNK_BYTES = 256 * 1024
-EXIT_NO_MEDIATOR = 69
+EXIT_NO_MEDIATOR = 69  # glove.exits.EXIT_UNAVAILABLE (this script cannot import it)
 DEFAULT_NAME = "@glove-mcp"
 
 

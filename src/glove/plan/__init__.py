@@ -15,10 +15,14 @@ from glove.plan._canonical import canonical_bytes, ecmascript_number, jcs_dumps
 from glove.plan._decode import REJECTED_MEMBERS, decode_plan
 from glove.plan._digest import PlanDigests, plan_digests
 from glove.plan._model import (
+    CONTAINER_LIMIT_NAMES,
+    IDENTIFIER_PATTERN,
     MAX_EXPOSURES,
     MAX_NETWORK_RULES,
     MAX_PLAN_BYTES,
     MAX_PLAN_DEPTH,
+    MAX_TERMINAL_CELLS,
+    MIN_TERMINAL_CELLS,
     PLAN_LIMIT_NAMES,
     PLAN_VERSION,
     ExposurePolicy,
@@ -34,10 +38,14 @@ from glove.plan._validate import host_mechanisms, mechanism_is_full, validate_pl
 from glove.plan.errors import CanonicalError, LocalPolicyError, PlanError, PlanProblem
 
 __all__ = [
+    "CONTAINER_LIMIT_NAMES",
+    "IDENTIFIER_PATTERN",
     "MAX_EXPOSURES",
     "MAX_NETWORK_RULES",
     "MAX_PLAN_BYTES",
     "MAX_PLAN_DEPTH",
+    "MAX_TERMINAL_CELLS",
+    "MIN_TERMINAL_CELLS",
     "PLAN_LIMIT_NAMES",
     "PLAN_VERSION",
     "REJECTED_MEMBERS",

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 import msgspec
 
-from glove.egress._rules import parse_rule
+from glove.egress import parse_rule
 from glove.egress.errors import RuleError
 from glove.plan._model import (
     IDENTIFIER_RE,
@@ -38,7 +38,7 @@ from glove.plan._model import (
     ProxyNetwork,
 )
 from glove.plan.errors import PlanError, PlanProblem, member_path
-from glove.protocol._json import loads_strict
+from glove.protocol import loads_strict
 
 #: Most problems one refusal lists: enough for every validation problem of a plan at its
 #: bounds (a harness, 32 exposures, six limits, network, terminal), while a 64 KiB plan of

@@ -22,8 +22,8 @@ from typing import Annotated, Final, Literal, TypeVar
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from glove.container._limits import MIN_DISK_BYTES, MIN_MEMORY_BYTES, MIN_PIDS, Limits
-from glove.egress._rules import RuleSet
+from glove.container import MIN_DISK_BYTES, MIN_MEMORY_BYTES, MIN_PIDS, Limits
+from glove.egress import RuleSet
 from glove.egress.errors import RuleError
 from glove.plan._digest import PlanDigests
 from glove.plan.errors import LocalPolicyError

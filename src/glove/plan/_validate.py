@@ -24,7 +24,7 @@ from typing import Final
 
 import msgspec
 
-from glove.container._limits import (
+from glove.container import (
     MECH_CGROUP_V1_CPU_CFS,
     MECH_CGROUP_V1_CPUACCT,
     MECH_CGROUP_V1_MEMORY,
@@ -50,8 +50,7 @@ from glove.container._limits import (
     plan_limits,
 )
 from glove.container.errors import LimitRefused, SandboxError
-from glove.egress._check import narrow
-from glove.egress._rules import RuleSet
+from glove.egress import RuleSet, narrow
 from glove.egress.errors import RuleError
 from glove.plan._canonical import canonical_bytes
 from glove.plan._decode import capped, decode_plan

@@ -42,7 +42,8 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Final, TextIO
 
-from glove.protocol._frames import FrameDecoder
+from glove.exits import EXIT_IO, EXIT_OK, EXIT_PROTOCOL
+from glove.protocol import FrameDecoder
 from glove.protocol.errors import ProtocolError
 from glove.remote._identity import IDENTITY_PATH, verify_identity
 from glove.remote._wire import (
@@ -67,10 +68,6 @@ EXECUTOR_UMASK: Final = 0o077
 EXECUTOR_IDLE_DEADLINE_S: Final = 300.0
 #: How long a frame may take to arrive once its first byte is there (the channel deadline).
 FRAME_RECEIVE_DEADLINE_S: Final = 10.0
-#: Exit statuses (sysexits.h where one fits).
-EXIT_OK: Final = 0
-EXIT_IO: Final = 74
-EXIT_PROTOCOL: Final = 76
 #: Interpreter variables that would change what code runs; refused unless ignored (-E/-I).
 _INTERPRETER_VARIABLES: Final = (
     "PYTHONPATH",

@@ -53,6 +53,7 @@ MEASURED_MODULES: Final = (
     "glove",
     "glove._version",
     "glove.errors",
+    "glove.exits",
     "glove.protocol",
     "glove.protocol._frames",
     "glove.protocol._json",

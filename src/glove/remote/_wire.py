@@ -25,7 +25,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from glove.protocol._frames import encode_frame
+from glove.protocol import encode_frame
 from glove.protocol.control import ErrorBody, Response, encode
 from glove.protocol.errors import MalformedFrame
 from glove.remote.errors import TtlExhausted

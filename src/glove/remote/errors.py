@@ -25,6 +25,7 @@ length-prefixed framing as the control socket.
 from __future__ import annotations
 
 from glove.errors import GloveError
+from glove.exits import EXIT_DEADLINE, EXIT_EXECUTOR_REFUSED, EXIT_IDENTITY, EXIT_USAGE
 
 
 class RemoteBackendError(GloveError):
@@ -72,13 +73,13 @@ class RemoteMethodNotFound(RemoteBackendError):
 class ExecutorError(RemoteBackendError):
     """The forced remote executor refused to serve (it exits with ``exit_code``)."""
 
-    exit_code = 1
+    exit_code = EXIT_EXECUTOR_REFUSED
 
 
 class ExecutorUsageError(ExecutorError):
     """The executor was started with arguments other than exactly ``--stdio``."""
 
-    exit_code = 64  # EX_USAGE
+    exit_code = EXIT_USAGE
 
 
 class IdentityError(ExecutorError):
@@ -90,7 +91,7 @@ class IdentityError(ExecutorError):
             ``too_large``, ``mismatch``, ``unmeasurable``).
     """
 
-    exit_code = 78  # EX_CONFIG
+    exit_code = EXIT_IDENTITY
 
     def __init__(self, fault: str, message: str) -> None:
         super().__init__(message)
@@ -100,7 +101,7 @@ class IdentityError(ExecutorError):
 class DeadlineError(ExecutorError):
     """A receive or response deadline of the executor's channel passed."""
 
-    exit_code = 75  # EX_TEMPFAIL
+    exit_code = EXIT_DEADLINE
 
 
 class FrameDeadlineExceeded(DeadlineError):

@@ -1,7 +1,7 @@
 """``glove run``: the agent in the sandbox, its MCP tools mediated on the host.
 
 The sandbox is built from the same options as ``glove exec`` (:mod:`glove.run._prepare`),
-plus the guest parts of the mediation (:mod:`glove.mcp._run`: the read-only ``/opt/glove``
+plus the guest parts of the mediation (:mod:`glove.mcp`'s channel: the read-only ``/opt/glove``
 directory, the channel as descriptor 3, the relay wrapping the agent) and the mediator's
 own files as protected paths: its configuration, policy, audit log (and rotated files), and
 each upstream's working directory (the directory and its files) are never shown to the
@@ -17,13 +17,10 @@ import logging
 import os
 import secrets
 import shutil
-import signal
-import stat
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from glove.actors import Actor, ChildSpec, Supervisor
+from glove.actors import ChildSpec, Supervisor
 from glove.container import (
     Bind,
     Protected,
@@ -31,22 +28,24 @@ from glove.container import (
     SandboxResult,
     SandboxSpec,
     describe,
+    setup_failure,
 )
-from glove.container._result import setup_failure
-from glove.container.linux._async_run import FdWriter, raw_terminal
-from glove.egress import EgressStats
+from glove.container.linux import FdWriter, raw_terminal
+from glove.egress import EgressParts, EgressStats, prepare_egress
 from glove.errors import GloveError
-from glove.mcp._config import McpConfig, UpstreamConfig, child_environment, load_config
-from glove.mcp._kernel import RUN_ID_BYTES
-from glove.mcp._run import (
+from glove.mcp import (
     GUEST_CHANNEL_FD,
     GUEST_DIR,
+    RUN_ID_BYTES,
     GuestSetup,
+    McpConfig,
+    build_mediation,
     guest_env,
+    load_config,
+    mediator_protected,
     prepare_guest_dir,
 )
-from glove.mcp._service import build_mediation
-from glove.run._egress import EgressParts, NetworkChoice, network_choice, prepare_egress
+from glove.run._egress import NetworkChoice, egress_additions, network_choice
 from glove.run._exec import dry_run, print_notes, report_result, write_status
 from glove.run._options import SandboxOptions
 from glove.run._prepare import (
@@ -58,78 +57,21 @@ from glove.run._prepare import (
     prepare_agent_for,
     profile_for,
 )
-from glove.run._proxied import all_started
-from glove.run._tree import forward_signals, session_result
-from glove.session import SANDBOX_CHILD, SandboxActor, run_session, session_tree
-from glove.session._wiring import GuestParts, SessionWiring
+from glove.run._signals import forward_signals
+from glove.session import (
+    SANDBOX_CHILD,
+    GuestParts,
+    SandboxActor,
+    SessionWiring,
+    run_session,
+    session_result,
+    session_tree,
+)
 
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
 
 PROG: Final = "glove run"
-#: Exit code when the mediation failed while the agent ran (the agent was stopped).
-EXIT_MEDIATION_FAILED: Final = 124
-#: The operator's signals passed on to the agent.
-FORWARDED_SIGNALS: Final = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-#: Rotated audit files protected beside the log (``audit.log.1`` .. ``.N``).
-PROTECTED_ROTATIONS: Final = 16
-
-
-def _program_of(upstream: UpstreamConfig, cwd: str) -> str | None:
-    """The host file an upstream runs, as the subprocess would find it."""
-    name = upstream.command[0]
-    if "/" in name:
-        return os.path.normpath(Path(cwd, name))
-    path = child_environment(upstream, dict(os.environ)).get("PATH", os.defpath)
-    return shutil.which(name, path=path)
-
-
-def _files_among(arguments: list[str], cwd: str) -> list[str]:
-    """Arguments that name an existing regular file (a script the upstream loads)."""
-    found: list[str] = []
-    for argument in arguments:
-        if not argument or argument.startswith("-") or "\0" in argument:
-            continue
-        candidate = os.path.normpath(Path(cwd, argument))
-        try:
-            if stat.S_ISREG(Path(candidate).stat().st_mode):
-                found.append(candidate)
-        except (OSError, ValueError):
-            continue
-    return found
-
-
-def mediator_protected(config_path: str, config: McpConfig) -> tuple[Protected, ...]:
-    """Every host path of the mediation the sandbox must not see (or not write)."""
-    items = [
-        Protected(str(Path(config_path).absolute()), "the mediator's configuration"),
-        Protected(config.policy, "the mediator's policy file"),
-        Protected(config.audit, "the mediator's audit log"),
-        Protected(f"{config.audit}.lock", "the audit log's lock"),
-    ]
-    items += [
-        Protected(f"{config.audit}.{n}", "a rotated audit log")
-        for n in range(1, PROTECTED_ROTATIONS + 1)
-    ]
-    for upstream_id, upstream in config.upstreams.items():
-        for header, source in upstream.headers.items():
-            if source.file is not None:  # a key file (a bearer token): never seen at all
-                what = f"the {header} header's key file of upstream {upstream_id!r}"
-                items.append(Protected(source.file, what))
-        if not upstream.command:
-            continue  # a Streamable HTTP upstream: no process, no working directory
-        cwd = upstream.cwd or str(Path(config_path).absolute().parent)
-        # The directory itself and its files, never a subdirectory: a workspace beside the
-        # configuration (config/ws) is fine, a workspace that is (or holds) it is not.
-        items.append(Protected(cwd, f"the working directory of upstream {upstream_id!r}"))
-        program = _program_of(upstream, cwd)
-        if program is not None:
-            what = f"the program of upstream {upstream_id!r}"
-            items.append(Protected(program, what, writable_only=True))
-        for path in _files_among(upstream.command[1:], cwd):
-            what = f"a file upstream {upstream_id!r} is started with"
-            items.append(Protected(path, what, writable_only=True))
-    return tuple(items)
 
 
 def _spec_for(
@@ -147,7 +89,7 @@ def _spec_for(
     additions = Additions(protected=protected)
     if isinstance(setup, EgressParts):
         argv = agent_argv(opts, agent)
-        additions = setup.additions(argv, protected=protected, mcp_env=guest_env())
+        additions = egress_additions(setup, argv, protected=protected, mcp_env=guest_env())
     elif setup is not None:
         additions = Additions(
             binds=(Bind(source=setup.bind_dir, target=GUEST_DIR, mode="ro"),),
@@ -287,12 +229,6 @@ async def _session(
     denied = (mediator.denied, mediator.first_denied) if mediator is not None else (0, None)
     stats = wiring.proxy.stats if wiring.proxy is not None else None
     return _Run(session_result(outcome), *denied, stats)
-
-
-async def _all_ready(mediation: asyncio.Future[None], *actors: Actor) -> None:
-    """The mediation is ready and the channel and proxy have started: the agent may start."""
-    await asyncio.shield(mediation)
-    await all_started(*actors)
 
 
 def run_agent(opts: SandboxOptions, config_path: str) -> int:

@@ -23,22 +23,17 @@ protected path: the sandbox never sees it. No record, no connection (fail closed
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from glove.container import Bind, Profile, Protected, SpecError
-from glove.container._spec import DEFAULT_HOSTNAME, NetworkMode
+from glove.container import DEFAULT_HOSTNAME, Bind, NetworkMode, Profile, Protected, SpecError
 from glove.run._options import SandboxOptions
 from glove.run._prepare import Additions, network_mode
 
 if TYPE_CHECKING:
-    from glove.actors import Supervisor
-    from glove.egress import EgressGuest, RuleSet
+    from glove.egress import EgressParts, RuleSet
 
-#: Where the guest directory appears inside (the same as ``glove run``'s MCP directory).
-GUEST_DIR: Final = "/opt/glove"
 #: The default egress audit log of ``glove exec``, under ``$XDG_STATE_HOME/glove/``.
 EXEC_AUDIT_NAME: Final = "egress-audit.log"
 #: Rotated audit files protected beside a log (``audit.log.1`` .. ``.N``).
@@ -93,52 +88,27 @@ def network_choice(opts: SandboxOptions, profile: Profile) -> NetworkChoice:
     )
 
 
-class EgressParts(NamedTuple):
-    """The guest parts of one proxied run and the channel's two ends.
+def egress_additions(
+    parts: EgressParts,
+    argv: tuple[str, ...],
+    *,
+    protected: tuple[Protected, ...],
+    mcp_env: Mapping[str, str] | None = None,
+) -> Additions:
+    """What the spec gets: the helper directory, the proxy env, fd 3, the helper's argv.
 
-    ``host_end`` goes to the :class:`~glove.egress.EgressProxy`; ``guest_end`` is passed into
-    the sandbox as descriptor 3 and closed here once the sandbox has started.
+    With ``mcp_env`` (``glove run``) the helper also relays MCP connections (``--mcp``).
     """
+    from glove.egress import GUEST_DIR
 
-    guest: EgressGuest
-    host_end: socket.socket
-    guest_end: socket.socket
-
-    def additions(
-        self,
-        argv: tuple[str, ...],
-        *,
-        protected: tuple[Protected, ...],
-        mcp_env: Mapping[str, str] | None = None,
-    ) -> Additions:
-        """What the spec gets: the helper directory, the proxy env, fd 3, the helper's argv.
-
-        With ``mcp_env`` (``glove run``) the helper also relays MCP connections (``--mcp``).
-        """
-        return Additions(
-            binds=(Bind(source=self.guest.bind_dir, target=GUEST_DIR, mode="ro"),),
-            env={**(mcp_env or {}), **self.guest.env},
-            pass_fds=dict(self.guest.pass_fds),
-            protected=protected,
-            argv=self.guest.command(argv, mcp=mcp_env is not None),
-        )
-
-    def close(self) -> None:
-        """Close both ends (each is idempotent; the proxy may already own the host end)."""
-        self.guest_end.close()
-        self.host_end.close()
-
-
-def prepare_egress(directory: Path | None = None) -> EgressParts:
-    """Write the helper into ``directory`` (default: a fresh 0700 one) and make the channel.
-
-    Raises:
-        OSError: the directory or the socketpair cannot be made.
-    """
-    from glove.egress import prepare_guest
-
-    guest, host_end, guest_end = prepare_guest(directory)
-    return EgressParts(guest, host_end, guest_end)
+    guest = parts.guest
+    return Additions(
+        binds=(Bind(source=guest.bind_dir, target=GUEST_DIR, mode="ro"),),
+        env={**(mcp_env or {}), **guest.env},
+        pass_fds=dict(guest.pass_fds),
+        protected=protected,
+        argv=guest.command(argv, mcp=mcp_env is not None),
+    )
 
 
 def exec_audit_path(opts: SandboxOptions, cwd: str, environ: Mapping[str, str]) -> str:
@@ -151,8 +121,7 @@ def exec_audit_path(opts: SandboxOptions, cwd: str, environ: Mapping[str, str]) 
     """
     if opts.audit is not None:
         return os.path.normpath(Path(cwd, opts.audit))
-    from glove.host._paths import ensure_private_dir, glove_paths
-    from glove.host.errors import UnsafePath
+    from glove.config import UnsafePath, ensure_private_dir, glove_paths
 
     state = glove_paths(environ).state_dir
     try:
@@ -169,33 +138,3 @@ def audit_protected(path: str, what: str) -> tuple[Protected, ...]:
         Protected(f"{path}.lock", f"the lock of {what}"),
         *(Protected(f"{path}.{n}", f"a rotated {what}") for n in range(1, PROTECTED_ROTATIONS + 1)),
     )
-
-
-class RunAudit:
-    """The run's shared audit log, as the egress proxy's sink: the mediation's ``audit``
-    child, looked up at each append, with the run id on every record.
-
-    Raises (from :meth:`append`): :class:`~glove.audit.AuditUnavailable` when that child is
-    not running (the proxy then refuses: no record, no connection).
-    """
-
-    def __init__(self, mediation: Supervisor, run_id: str) -> None:
-        """Append through ``mediation``'s ``audit`` child, adding ``"run": run_id``."""
-        self._mediation = mediation
-        self._run_id = run_id
-
-    async def append(self, record: Mapping[str, object]) -> object:
-        """Append ``record`` (with the run id) durably.
-
-        Raises:
-            AuditError: the log refused or failed the append, or is not running.
-        """
-        from glove.audit import AuditLog, AuditUnavailable
-
-        try:
-            audit = self._mediation.child("audit")
-        except KeyError:
-            audit = None
-        if not isinstance(audit, AuditLog):
-            raise AuditUnavailable("the run's audit log is not running")
-        return await audit.append({**record, "run": self._run_id})

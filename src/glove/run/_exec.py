@@ -21,15 +21,15 @@ from glove.container import (
     plan_limits,
     probe_host_limits,
     run,
+    setup_failure,
 )
-from glove.container._result import setup_failure
 from glove.errors import GloveError
 from glove.run._egress import (
     NetworkChoice,
     audit_protected,
+    egress_additions,
     exec_audit_path,
     network_choice,
-    prepare_egress,
 )
 from glove.run._options import SandboxOptions
 from glove.run._prepare import (
@@ -45,7 +45,7 @@ from glove.run._report import exit_summary, notes_before, render_description
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
     from glove.container import Profile
-    from glove.run._egress import EgressParts
+    from glove.egress import EgressParts
 
 
 def say(prog: str, line: str) -> None:
@@ -205,6 +205,7 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
     import asyncio
     import shutil
 
+    from glove.egress import prepare_egress
     from glove.run._proxied import new_session_id, run_proxied
 
     egress: dict[str, object] | None = None
@@ -221,7 +222,7 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
             cwd=cwd,
             host_env=dict(os.environ),
             status_path=status_path,
-            additions=parts.additions(agent_argv(opts, agent), protected=protected),
+            additions=egress_additions(parts, agent_argv(opts, agent), protected=protected),
             agent=agent,
             profile=profile,
             network="proxy",

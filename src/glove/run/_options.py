@@ -10,13 +10,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from dataclasses import dataclass, field
-from typing import Final, Literal, NoReturn
-
-#: Exit code of a usage error (an unknown or malformed option) in every glove command:
-#: ``EX_USAGE`` of sysexits.h, which no command uses for anything else (docs/cli.md).
-EXIT_USAGE: Final = 64
+from typing import Final, Literal
 
 LIMIT_FLAGS: Final = (
     ("--wall-time", "SECONDS", "wall-clock time, e.g. 90, 30m, 8h"),
@@ -27,15 +22,6 @@ LIMIT_FLAGS: Final = (
     ("--output", "BYTES", "stdout+stderr (or terminal) bytes before the cut, e.g. 1G"),
     ("--cpus", "N", "CPU rate of the whole tree in CPUs, e.g. 0.5, 2 (throttles, never ends)"),
 )
-
-
-class UsageParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors name the command and exit :data:`EXIT_USAGE`."""
-
-    def error(self, message: str) -> NoReturn:
-        """Print the usage and one line naming the problem, then exit :data:`EXIT_USAGE`."""
-        self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,7 +209,7 @@ def _bad_rule(allow: list[str], deny: list[str]) -> str | None:
     """What is wrong with the first malformed ``--allow``/``--deny`` rule, or None."""
     if not allow and not deny:
         return None  # the rules module is imported only when rules are given
-    from glove.egress._rules import parse_rule
+    from glove.egress import parse_rule
     from glove.egress.errors import RuleError
 
     for flag, action, rules in (("--allow", "allow", allow), ("--deny", "deny", deny)):

@@ -16,6 +16,7 @@ import msgspec
 
 from glove.container import (
     Bind,
+    NetworkMode,
     Overrides,
     Profile,
     Protected,
@@ -28,7 +29,6 @@ from glove.container import (
     parse_seconds,
     parse_size,
 )
-from glove.container._spec import NetworkMode
 from glove.run._options import SandboxOptions
 
 if TYPE_CHECKING:

@@ -19,20 +19,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
-import socket
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from glove.actors import Actor, ChildSpec, Supervisor
+from glove.actors import ChildSpec, Supervisor
 from glove.audit import AuditLog
 from glove.container import SandboxResult, SandboxSpec
-from glove.container.linux._async_run import FdWriter, raw_terminal
+from glove.container.linux import FdWriter, raw_terminal
 from glove.egress import EgressProxy, EgressStats
-from glove.run._tree import forward_signals, session_result
-from glove.session import SANDBOX_CHILD, SandboxActor, run_session, session_tree
+from glove.run._signals import forward_signals
+from glove.session import (
+    SANDBOX_CHILD,
+    SandboxActor,
+    all_started,
+    close_once_launched,
+    run_session,
+    session_result,
+    session_tree,
+)
 
 if TYPE_CHECKING:
-    from glove.egress import RuleSet
-    from glove.run._egress import EgressParts
+    from glove.egress import EgressParts, RuleSet
 
 #: Random bytes of an exec session's id (hex in every audit record).
 SESSION_ID_BYTES: Final = 8
@@ -51,22 +57,6 @@ class ProxiedRun(NamedTuple):
 def new_session_id() -> str:
     """A fresh id for one proxied ``glove exec`` (``exec-<16 hex>``)."""
     return SESSION_PREFIX + secrets.token_hex(SESSION_ID_BYTES)
-
-
-async def all_started(*actors: Actor) -> None:
-    """Return once every actor has started (the sandbox waits on it: no connection before
-    the proxy and its audit log are up)."""
-    for actor in actors:
-        await actor.started.wait()
-
-
-async def close_once_launched(tree: Supervisor, guest_end: socket.socket) -> None:
-    """Close the host's copy of the guest end once the sandbox holds its own, so the proxy
-    sees end of file when the helper exits."""
-    sandbox = tree.child(SANDBOX_CHILD)
-    assert isinstance(sandbox, SandboxActor)
-    await sandbox.launched.wait()
-    guest_end.close()
 
 
 async def run_proxied(

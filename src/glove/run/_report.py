@@ -14,9 +14,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-from glove.container import SandboxDescription, SandboxResult, SandboxSpec
-from glove.container._limits import LimitPlan
-from glove.container._spec import sandbox_owned
+from glove.container import (
+    LimitPlan,
+    SandboxDescription,
+    SandboxResult,
+    SandboxSpec,
+    sandbox_owned,
+)
 
 #: Distinct denied syscalls named in the summary line (the rest are counted).
 SUMMARY_SYSCALLS: Final = 6

@@ -3,8 +3,19 @@
 
 from typing import TYPE_CHECKING, Any
 
+from glove.session._escape import LogFilter, ModeTracker, TerminalModes
+from glove.session._faults import FAULT_STAGES, arm_fault_hook
 from glove.session._sandbox import Kill, SandboxActor, SendSignal
-from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
+from glove.session._tree import (
+    SANDBOX_CHILD,
+    SessionOutcome,
+    all_started,
+    close_once_launched,
+    run_session,
+    session_result,
+    session_tree,
+)
+from glove.session._wiring import GuestParts, SessionWiring
 from glove.session.errors import (
     ExposureError,
     RecoveryRefused,
@@ -15,12 +26,14 @@ from glove.session.errors import (
 )
 
 if TYPE_CHECKING:
+    from glove.session._attach import SIGNALS
     from glove.session._methods import SESSION_ERROR_CODES, SessionMethods
     from glove.session._registry import SessionRegistry, SessionView
     from glove.session._service import LIFECYCLE_METHODS, SessionService, load_service
 
 #: gloved's parts, imported on first use: ``glove run`` needs only the session tree.
 _LAZY = {
+    "SIGNALS": "glove.session._attach",
     "SESSION_ERROR_CODES": "glove.session._methods",
     "SessionMethods": "glove.session._methods",
     "SessionRegistry": "glove.session._registry",
@@ -41,11 +54,16 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "FAULT_STAGES",
     "LIFECYCLE_METHODS",
     "SANDBOX_CHILD",
     "SESSION_ERROR_CODES",
+    "SIGNALS",
     "ExposureError",
+    "GuestParts",
     "Kill",
+    "LogFilter",
+    "ModeTracker",
     "RecoveryRefused",
     "SandboxActor",
     "SendSignal",
@@ -58,7 +76,13 @@ __all__ = [
     "SessionRegistry",
     "SessionService",
     "SessionView",
+    "SessionWiring",
+    "TerminalModes",
+    "all_started",
+    "arm_fault_hook",
+    "close_once_launched",
     "load_service",
     "run_session",
+    "session_result",
     "session_tree",
 ]

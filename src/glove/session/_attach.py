@@ -28,7 +28,7 @@ from msgspec import Meta
 
 from glove.actors import ActorDead, Busy
 from glove.control import CallContext, MethodError, MethodRegistry
-from glove.plan._model import MAX_TERMINAL_CELLS, MIN_TERMINAL_CELLS
+from glove.plan import MAX_TERMINAL_CELLS, MIN_TERMINAL_CELLS
 from glove.session._escape import TerminalModes
 from glove.session._methods import SessionId
 from glove.session._pty_drain import PtyDrain

@@ -32,7 +32,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Final, NamedTuple
 
-from glove.container.linux import _syscalls as sc
+from glove.container.linux import filesystem_magic
 from glove.session.errors import ExposureError
 
 #: Entries a contents check walks at most before refusing (about 5 s at 5 us an entry).
@@ -163,7 +163,7 @@ def filesystem_refusal(fd: int, mounts: list[MountEntry] | None = None) -> str |
     Raises:
         OSError: ``fstatfs`` or ``/proc/self`` failed.
     """
-    magic = sc.filesystem_magic(fd)
+    magic = filesystem_magic(fd)
     if magic in KERNEL_FS_MAGIC:
         return f"it is on a {KERNEL_FS_MAGIC[magic]} filesystem, the kernel's own"
     mounts = _mounts() if mounts is None else mounts

@@ -36,10 +36,9 @@ from typing import Final, Literal, NamedTuple
 
 import msgspec
 
-from glove.container import Bind, Protected
-from glove.container._protect import Shown, check_protected
+from glove.container import Bind, Protected, Shown, check_protected
 from glove.container.errors import SpecError
-from glove.container.linux import _syscalls as sc
+from glove.container.linux import RESOLVE_NO_MAGICLINKS, RESOLVE_NO_SYMLINKS, openat2
 from glove.session._exposure_checks import check_contents, check_directory, check_text
 from glove.session.errors import ExposureError
 
@@ -48,7 +47,7 @@ MAX_EXPOSURES: Final = 256
 REGISTRY_VERSION: Final = 1
 
 _O_PATH_DIR: Final = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_RESOLVE_STRICT: Final = sc.RESOLVE_NO_SYMLINKS | sc.RESOLVE_NO_MAGICLINKS
+_RESOLVE_STRICT: Final = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
 
 Mode = Literal["ro", "rw"]
 
@@ -91,7 +90,7 @@ class Candidate(NamedTuple):
 
 def _open_strict(path: str) -> int:
     try:
-        return sc.openat2(path, _O_PATH_DIR, _RESOLVE_STRICT)
+        return openat2(path, _O_PATH_DIR, _RESOLVE_STRICT)
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise ExposureError(f"{path} goes through a symlink; give the resolved path") from exc
@@ -226,7 +225,7 @@ class ExposureRegistry:
                 a symlink, not a directory, holding Glove's own files, not the owner's,
                 writable by others, on a refused filesystem, or holding a FIFO.
         """
-        from glove.container._spec import normalize_inside, sandbox_owned
+        from glove.container import normalize_inside, sandbox_owned
 
         check_text(path, "path")
         if target is not None:

@@ -22,8 +22,7 @@ from msgspec import Meta
 
 from glove.control import CallContext, MethodError, MethodRegistry
 from glove.journal.errors import JournalError, ReceiptAckError, ReceiptError
-from glove.plan import PlanError
-from glove.plan._model import IDENTIFIER_PATTERN
+from glove.plan import IDENTIFIER_PATTERN, PlanError
 from glove.session._registry import MAX_LIST_PAGE, SessionRegistry, SessionView
 from glove.session.errors import (
     ExposureError,

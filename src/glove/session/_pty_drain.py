@@ -37,8 +37,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from glove.actors import Actor
-from glove.container.linux._events import READ_CHUNK_BYTES
-from glove.container.linux._pty import set_winsize
+from glove.container.linux import READ_CHUNK_BYTES, set_winsize
 from glove.session._drain import StreamDigest
 from glove.session._escape import ModeTracker, TerminalModes
 from glove.session._sandbox import SandboxActor, SendSignal

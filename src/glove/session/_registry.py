@@ -47,6 +47,7 @@ from typing import Any, Final, TypeVar
 import msgspec
 
 from glove.actors import Actor, ActorError, ChildSpec, Supervisor
+from glove.config import GlovedConfig, GlovePaths
 from glove.container import (
     LimitRefused,
     SandboxError,
@@ -55,15 +56,19 @@ from glove.container import (
     probe_host_limits,
     probe_unix_gate,
 )
-from glove.container.linux._pty import DEFAULT_WINSIZE
+from glove.container.linux import DEFAULT_WINSIZE
 from glove.errors import GloveError
-from glove.host._gloved_config import GlovedConfig
-from glove.host._paths import GlovePaths
-from glove.journal import Journal, JournalError, JournalWriter, RecordKind
-from glove.journal._entries import Entry
-from glove.journal._keys import SigningKey
-from glove.journal._tlog import TransparencyLog
+from glove.journal import (
+    Entry,
+    Journal,
+    JournalError,
+    JournalWriter,
+    RecordKind,
+    SigningKey,
+    TransparencyLog,
+)
 from glove.plan import (
+    CONTAINER_LIMIT_NAMES,
     ExposurePolicy,
     HarnessPolicy,
     LocalPolicy,
@@ -73,22 +78,21 @@ from glove.plan import (
     jcs_dumps,
     validate_plan,
 )
-from glove.plan._model import CONTAINER_LIMIT_NAMES
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
 from glove.session._exposures import ExposureRegistry
 from glove.session._faults import fault_point
-from glove.session._pty_drain import PtyDrain
-from glove.session._receipt import outcome_of, terminal_receipt
-from glove.session._sandbox import SandboxActor
-from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
-from glove.session._tools import (
+from glove.session._mediated import (
     AUDIT_NAME,
     SessionTools,
     audit_digest,
     digest_builtins,
     session_tools,
 )
+from glove.session._pty_drain import PtyDrain
+from glove.session._receipt import outcome_of, terminal_receipt
+from glove.session._sandbox import SandboxActor
+from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
 from glove.session._transcript import recovered_summary
 from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
 from glove.session._viewers import TerminalHub
@@ -271,8 +275,7 @@ class SessionRegistry(Actor):
             await self.log.checkpoint()
 
     def _index_receipts(self) -> None:
-        from glove.journal import PosixStorage
-        from glove.journal._entries import iter_entries
+        from glove.journal import PosixStorage, iter_entries
 
         path = self._receipts_writer.path
         for entry in iter_entries(PosixStorage(), path, None):
@@ -290,8 +293,7 @@ class SessionRegistry(Actor):
         Raises:
             JournalError: the receipt journal is not running.
         """
-        from glove.journal import PosixStorage
-        from glove.journal._entries import read_entry_at
+        from glove.journal import PosixStorage, read_entry_at
 
         assert self.log is not None
         page = await self.log.journal.page(after=after, limit=limit)
@@ -331,8 +333,7 @@ class SessionRegistry(Actor):
 
     def _receipt_body(self, seq: int) -> dict[str, Any]:
         """The decoded payload of receipt ``seq`` (blocking: a read of one record)."""
-        from glove.journal import PosixStorage
-        from glove.journal._entries import read_entry_at
+        from glove.journal import PosixStorage, read_entry_at
 
         place = self._places.get(seq)
         if place is None:

@@ -18,7 +18,7 @@ import msgspec
 
 from glove.actors import Actor
 from glove.container import AsyncSandbox, SandboxResult, SandboxSpec
-from glove.container.linux._async import OutputHandler
+from glove.container.linux import OutputHandler
 
 #: How long a stop waits for the killed tree to end and drain before forcing it.
 STOP_GRACE_S: Final = 5.0

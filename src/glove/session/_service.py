@@ -27,13 +27,17 @@ from typing import Any, Final
 import msgspec
 
 from glove.actors import ChildSpec, Supervisor
+from glove.config import (
+    GlovedConfig,
+    GlovePaths,
+    glove_paths,
+    load_gloved_config,
+    read_private_file,
+)
 from glove.container import LIMIT_NAMES, limit_support, probe_host_limits
 from glove.control import Composition
 from glove.errors import GloveError
-from glove.host._gloved_config import GlovedConfig, load_gloved_config
-from glove.host._paths import GlovePaths, glove_paths, read_private_file
-from glove.journal import JournalKind, JournalWriter
-from glove.journal._keys import SigningKey
+from glove.journal import JournalKind, JournalWriter, SigningKey
 from glove.protocol import PROTOCOL_VERSION, Capabilities, unavailable_capabilities
 from glove.protocol.control import UNAVAILABLE
 from glove.session._registry import SessionRegistry

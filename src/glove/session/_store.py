@@ -73,7 +73,7 @@ class SessionStore:
         Raises:
             RecoveryRefused: the journal does not verify, or a record is not an event.
         """
-        from glove.journal._entries import iter_entries
+        from glove.journal import iter_entries
 
         status = await self.journal.status()
         path = self.journal.writer.path

@@ -31,13 +31,13 @@ import hashlib
 import struct
 from typing import Final, NamedTuple
 
+from glove.config import MAX_RING_BYTES, MIN_RING_BYTES
 from glove.session.errors import TranscriptCorrupt
 
 #: The digest's block: fixed, so anyone holding the bytes can recompute it.
 TRANSCRIPT_BLOCK_BYTES: Final = 64 * 1024
-#: Ring sizes gloved.toml may choose (``[terminal] transcript_bytes``).
-MIN_RING_BYTES: Final = 256 * 1024
-MAX_RING_BYTES: Final = 4 * 1024**3
+#: Ring sizes gloved.toml may choose (``[terminal] transcript_bytes``): MIN_RING_BYTES and
+#: MAX_RING_BYTES, :mod:`glove.config`'s, which checks them when it loads gloved.toml.
 #: The most written past the last durable end: a quarter of the ring, at most 4 MiB.
 MAX_WINDOW_BYTES: Final = 4 * 1024 * 1024
 META_SLOT_BYTES: Final = 512

@@ -12,18 +12,22 @@ and stops the tree (reverse start order: the sandbox is killed first, the audit 
 drain are closed last), so teardown order, exit codes and audit placement are the same for
 every caller. A failure of any child (an upstream that dies, a failed audit append, an
 output drain that cannot write) kills the sandbox at once: the caller learns it as
-:attr:`SessionOutcome.failure`.
+:attr:`SessionOutcome.failure`, and :func:`session_result` turns the outcome into the
+command's exit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 from collections.abc import Callable
 from typing import NamedTuple
 
-from glove.actors import ChildFailed, ChildSpec, Supervisor
-from glove.container import SandboxResult
+from glove.actors import Actor, ChildFailed, ChildSpec, Supervisor
+from glove.container import SandboxResult, setup_failure
+from glove.errors import GloveError
+from glove.exits import EXIT_HOST_PART_FAILED
 from glove.session._sandbox import SandboxActor
 
 #: The sandbox child's name in every session tree.
@@ -130,3 +134,47 @@ async def run_session(  # noqa: PLR0912 - one branch per way a session ends
     if failure is not None and child == SANDBOX_CHILD:
         result = None  # the sandbox itself failed (its launch): there is no command result
     return SessionOutcome(result, failure, child)
+
+
+async def all_started(*actors: Actor) -> None:
+    """Return once every actor has started (a sandbox's ``start_after`` waits on it: no
+    connection before the proxy and its audit log are up)."""
+    for actor in actors:
+        await actor.started.wait()
+
+
+async def close_once_launched(tree: Supervisor, guest_end: socket.socket) -> None:
+    """Close the host's copy of the guest end once the sandbox holds its own, so the proxy
+    sees end of file when the helper exits."""
+    sandbox = tree.child(SANDBOX_CHILD)
+    assert isinstance(sandbox, SandboxActor)
+    await sandbox.launched.wait()
+    guest_end.close()
+
+
+def session_result(
+    outcome: SessionOutcome, what: str = "the mediation", whom: str = "the agent"
+) -> SandboxResult:
+    """The exit of the session: the command's, or why the session ended without it.
+
+    ``what`` names the host-side part that can fail under a running command (``glove
+    run``'s mediation, ``glove exec``'s egress proxy) and ``whom`` the command, in the
+    result's error.
+    """
+    failure, result = outcome.failure, outcome.result
+    if failure is None:
+        return result if result is not None else setup_failure("the sandbox never started")
+    if outcome.failed_child == SANDBOX_CHILD or result is None or result.outcome == "setup_error":
+        # Nothing ran: the sandbox's launch failed, or a host-side part failed to start.
+        why = str(failure) if isinstance(failure, GloveError) else repr(failure)
+        return setup_failure(why)
+    # One strike: a host-side part (an upstream, the audit log, the proxy) failed under a
+    # running command, so its whole sandbox was killed with it.
+    return SandboxResult(
+        outcome="mediation_failed",
+        exit_code=EXIT_HOST_PART_FAILED,
+        # A Glove error says itself (an upstream's names its last stderr lines); anything
+        # else is a bug, named by its type.
+        error=f"{what} failed ({failure if isinstance(failure, GloveError) else repr(failure)}); "
+        f"{whom} was stopped",
+    )

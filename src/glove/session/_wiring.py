@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from glove.actors import Actor, ChildSpec, Supervisor
 
 if TYPE_CHECKING:
-    from glove.egress import EgressProxy, RuleSet
-    from glove.mcp._service import Mediation
-    from glove.run._egress import EgressParts
+    from glove.egress import EgressParts, EgressProxy, RuleSet
+    from glove.mcp import Mediation
 
 
 class GuestParts(NamedTuple):
@@ -58,7 +57,7 @@ class SessionWiring:
     ) -> None:
         """Compose the children for tools (``mediation``), network (``rules``) or both.
 
-        ``private`` is the guest directory ``glove.mcp._run.prepare_guest_dir`` made (with
+        ``private`` is the guest directory ``glove.mcp.prepare_guest_dir`` made (with
         tools); ``audit_path`` is the egress audit log when there is no mediation (whose own
         log then takes the egress records, with the run id).
 
@@ -94,7 +93,7 @@ class SessionWiring:
             return
         assert mediation is not None
         assert private is not None
-        from glove.mcp._run import GUEST_CHANNEL_FD, GUEST_DIR, AgentChannel, GuestSetup, guest_env
+        from glove.mcp import GUEST_CHANNEL_FD, GUEST_DIR, AgentChannel, GuestSetup, guest_env
 
         host_end, self.guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         setup = GuestSetup(
@@ -117,9 +116,8 @@ class SessionWiring:
         audit_path: str | None,
     ) -> None:
         from glove.audit import AuditLog
-        from glove.egress import UNIX_FAMILIES, EgressProxy, Kind
-        from glove.mcp._run import CONNECTION_BYTE, AgentChannel
-        from glove.run._egress import RunAudit, prepare_egress
+        from glove.egress import UNIX_FAMILIES, EgressProxy, Kind, prepare_egress
+        from glove.mcp import CONNECTION_BYTE, AgentChannel, MediationAudit
 
         self._channel: AgentChannel | None = None
         self._audit: AuditLog | None = None
@@ -130,7 +128,7 @@ class SessionWiring:
         if mediation is not None:
             channel = AgentChannel(None, mediation)
             self._channel = channel
-            sink = RunAudit(mediation.supervisor, run_id)
+            sink = MediationAudit(mediation.supervisor, run_id)
             other = {CONNECTION_BYTE: Kind(UNIX_FAMILIES, channel.take)}
             self.before.append(ChildSpec("channel", lambda: channel))
         else:
@@ -152,8 +150,8 @@ class SessionWiring:
     def guest(self, argv: tuple[str, ...]) -> GuestParts:
         """The guest parts for a sandbox whose command is ``argv``."""
         if self.parts is not None:
-            from glove.mcp._run import guest_env
-            from glove.run._egress import GUEST_DIR
+            from glove.egress import GUEST_DIR
+            from glove.mcp import guest_env
 
             guest = self.parts.guest
             env = {**(guest_env() if self._mcp else {}), **guest.env}
@@ -175,7 +173,7 @@ class SessionWiring:
         """Once the sandbox holds the guest end, close ours (the proxy then sees the helper's
         end of file); offline the relay's channel stays as it always was."""
         if self.parts is not None and self.guest_end is not None:
-            from glove.run._proxied import close_once_launched
+            from glove.session._tree import close_once_launched
 
             self.waiters.append(
                 asyncio.get_running_loop().create_task(close_once_launched(tree, self.guest_end))

@@ -23,9 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from glove.actors import running
-from glove.control._paths import RuntimePaths, prepare_runtime_dir
-from glove.control._registry import MethodRegistry
-from glove.control._server import ControlServer
+from glove.control import ControlServer, MethodRegistry, RuntimePaths, prepare_runtime_dir
 from glove.protocol import CONTROL_MAX_RESPONSE_BYTES, HEADER_BYTES, PROTOCOL_VERSION
 
 REPLY_DEADLINE_S: Final = 10.0

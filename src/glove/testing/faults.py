@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Final
 
-from glove.session._faults import FAULT_STAGES, arm_fault_hook
+from glove.session import FAULT_STAGES, arm_fault_hook
 
 __all__ = ["FAULT_STAGES", "INJECTED_MESSAGE", "InjectedFault", "SessionFault", "session_fault"]
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import sys
 
-from glove.session._faults import FAULT_STAGES, arm_fault_hook
+from glove.exits import EXIT_USAGE
+from glove.session import FAULT_STAGES, arm_fault_hook
 from glove.testing.faults import SessionFault
-
-EXIT_USAGE = 64
 
 
 def _split(argv: list[str]) -> tuple[list[SessionFault], list[str]]:
@@ -36,7 +35,7 @@ def _split(argv: list[str]) -> tuple[list[SessionFault], list[str]]:
 
 def main(argv: list[str] | None = None) -> None:
     """Arm the faults, then run gloved's own ``main`` with the remaining arguments."""
-    from glove.control.daemon_main import main as gloved_main
+    from glove.daemon import main as gloved_main
 
     try:
         faults, rest = _split(sys.argv[1:] if argv is None else argv)

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final
 
-from glove.control._notify_wire import decode_message
+from glove.control import decode_notify_message
 
 RECV_BYTES: Final = 4096
 POLL_S: Final = 0.05
@@ -105,7 +105,7 @@ class NotifyListener:
             for level, kind, payload in ancillary:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS:
                     pid = _UCRED.unpack(payload[: _UCRED.size])[0]
-            note = Notification(time.monotonic(), pid, decode_message(data))
+            note = Notification(time.monotonic(), pid, decode_notify_message(data))
             with self._cond:
                 self._received.append(note)
                 self._cond.notify_all()

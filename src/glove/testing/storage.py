@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from glove.journal._storage import FILE_MODE, FileStat, PosixStorage
+from glove.journal import FILE_MODE, FileStat, PosixStorage
 
 CrashMode = Literal["random", "sequential", "safe_append"]
 DEFAULT_SECTOR_BYTES = 512

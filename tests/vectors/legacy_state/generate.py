@@ -94,7 +94,7 @@ class Home:
     def start(self) -> None:
         log = (self.base / "gloved.log").open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "glove.control.daemon_main"],
+            [sys.executable, "-m", "glove.daemon"],
             env=self.env,
             stdout=subprocess.DEVNULL,
             stderr=log,

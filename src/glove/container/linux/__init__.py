@@ -1,1 +1,87 @@
-"""Linux implementation of the sandbox (namespaces, mounts, seccomp, cgroups, PTY)."""
+"""Linux implementation of the sandbox (namespaces, mounts, seccomp, cgroups, PTY).
+
+Each name below is imported from its private module on first use (PEP 562): importing this
+package costs nothing, so a caller that needs only the PTY helpers does not load the
+launcher, and on another platform nothing here runs until asked for (``glove.container``
+chooses the backend by ``sys.platform``).
+"""
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from glove.container.linux._async import AsyncSandbox, OutputHandler
+    from glove.container.linux._async_run import FdWriter, raw_terminal, run_async
+    from glove.container.linux._cgroups import claim_cgroup_v2, probe_host_limits
+    from glove.container.linux._describe import describe
+    from glove.container.linux._events import READ_CHUNK_BYTES
+    from glove.container.linux._launch import SandboxProcess, launch
+    from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize, set_winsize
+    from glove.container.linux._supervise import run
+    from glove.container.linux._syscalls import (
+        RESOLVE_NO_MAGICLINKS,
+        RESOLVE_NO_SYMLINKS,
+        create_file_no_symlinks,
+        filesystem_magic,
+        openat2,
+    )
+    from glove.container.linux._unix_gate import probe_unix_gate
+
+_LAZY: dict[str, str] = {
+    "DEFAULT_WINSIZE": "glove.container.linux._pty",
+    "READ_CHUNK_BYTES": "glove.container.linux._events",
+    "RESOLVE_NO_MAGICLINKS": "glove.container.linux._syscalls",
+    "RESOLVE_NO_SYMLINKS": "glove.container.linux._syscalls",
+    "AsyncSandbox": "glove.container.linux._async",
+    "FdWriter": "glove.container.linux._async_run",
+    "OutputHandler": "glove.container.linux._async",
+    "SandboxProcess": "glove.container.linux._launch",
+    "claim_cgroup_v2": "glove.container.linux._cgroups",
+    "create_file_no_symlinks": "glove.container.linux._syscalls",
+    "describe": "glove.container.linux._describe",
+    "filesystem_magic": "glove.container.linux._syscalls",
+    "get_winsize": "glove.container.linux._pty",
+    "launch": "glove.container.linux._launch",
+    "openat2": "glove.container.linux._syscalls",
+    "probe_host_limits": "glove.container.linux._cgroups",
+    "probe_unix_gate": "glove.container.linux._unix_gate",
+    "raw_terminal": "glove.container.linux._async_run",
+    "run": "glove.container.linux._supervise",
+    "run_async": "glove.container.linux._async_run",
+    "set_winsize": "glove.container.linux._pty",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'glove.container.linux' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "DEFAULT_WINSIZE",
+    "READ_CHUNK_BYTES",
+    "RESOLVE_NO_MAGICLINKS",
+    "RESOLVE_NO_SYMLINKS",
+    "AsyncSandbox",
+    "FdWriter",
+    "OutputHandler",
+    "SandboxProcess",
+    "claim_cgroup_v2",
+    "create_file_no_symlinks",
+    "describe",
+    "filesystem_magic",
+    "get_winsize",
+    "launch",
+    "openat2",
+    "probe_host_limits",
+    "probe_unix_gate",
+    "raw_terminal",
+    "run",
+    "run_async",
+    "set_winsize",
+]

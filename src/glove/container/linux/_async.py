@@ -33,7 +33,7 @@ from concurrent.futures import Executor
 from typing import Final
 
 from glove.container._observe import DenialTable, OomWatch, OutputCap
-from glove.container._result import EXIT_SETUP_FAILED, Durations, SandboxResult
+from glove.container._result import Durations, SandboxResult
 from glove.container._spec import SandboxSpec
 from glove.container._status import StatusDecoder, StatusLineError
 from glove.container._verdict import Observed, decide
@@ -53,6 +53,7 @@ from glove.container.linux._events import (
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize
 from glove.container.linux._unix_gate import ConnectGate
+from glove.exits import EXIT_SETUP_FAILED, EXIT_SIGNAL_BASE
 
 #: How often the CPU watchdog samples the group's usage.
 CPU_POLL_INTERVAL_S: Final = 0.05
@@ -545,7 +546,7 @@ class AsyncSandbox:
             self._done.set_result(
                 SandboxResult(
                     outcome="signaled",
-                    exit_code=128 + signal.SIGKILL,
+                    exit_code=EXIT_SIGNAL_BASE + signal.SIGKILL,
                     signal=signal.SIGKILL,
                     error="stopped by its owner",
                 )

@@ -56,7 +56,6 @@ from glove.container._limits import (
     plan_limits,
 )
 from glove.container._protect import check_protected
-from glove.container._result import EXIT_SETUP_FAILED
 from glove.container._spec import MAX_PASSED_FD, SandboxSpec
 from glove.container._status import (
     MAX_STATUS_LINE_BYTES,
@@ -84,7 +83,7 @@ from glove.container.linux._cgroups import (
 )
 from glove.container.linux._mounts import (
     OpenedSource,
-    build_root,
+    build_rootfs,
     forbid_nested_user_namespaces,
     harden_proc,
     open_sources,
@@ -100,6 +99,7 @@ from glove.container.linux._retained import (
 )
 from glove.container.linux._seccomp import seccomp_program
 from glove.container.linux._unix_gate import is_unix_datagram, probe_unix_gate
+from glove.exits import EXIT_NOT_FOUND, EXIT_SETUP_FAILED
 
 #: Environment variable that forces the fork + unshare + fork launch path.
 LAUNCH_MODE_ENV: Final = "GLOVE_SANDBOX_LAUNCH"
@@ -317,7 +317,7 @@ def _exec_command(ctx: LaunchContext, exec_write: int) -> NoReturn:
         _report(exec_write, ExecFailed(exc.errno or errno.ENOENT))
     except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
         _report(exec_write, ExecFailed(errno.EINVAL, str(exc)))
-    os._exit(127)
+    os._exit(EXIT_NOT_FOUND)
 
 
 def _fork_command(ctx: LaunchContext) -> tuple[int, bytes]:
@@ -491,7 +491,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
             os._exit(EXIT_SETUP_FAILED)
         placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
         os.close(ctx.go_read)
-        build_root(ctx.spec, ctx.sources, ctx.retained)
+        build_rootfs(ctx.spec, ctx.sources, ctx.retained)
         if ctx.spec.pty:
             ctx = _own_terminal(ctx)
         forbid_nested_user_namespaces()

@@ -3,7 +3,7 @@
 Two halves. :func:`open_sources` runs in the launcher: every bind source is opened as an
 ``O_PATH`` descriptor with ``openat2(RESOLVE_NO_SYMLINKS)``, so a path that contains a
 symlink (or was swapped for one) fails instead of widening the view; a source whose last
-component *is* a symlink is recorded as a symlink to recreate. :func:`build_root` runs in
+component *is* a symlink is recorded as a symlink to recreate. :func:`build_rootfs` runs in
 the sandbox's init, in its fresh user and mount namespaces: it mounts a size-limited tmpfs,
 creates every mount point by walking descriptors (never following a link, so no target can
 point outside the new root), bind-mounts each source *from its descriptor*, checks that the
@@ -490,7 +490,7 @@ def _attach_detached(root_fd: int, target: str, mount_fd: int) -> None:
         os.close(parent_fd)
 
 
-def build_root(
+def build_rootfs(
     spec: SandboxSpec, sources: list[OpenedSource], detached: tuple[tuple[str, int], ...] = ()
 ) -> None:
     """Assemble the sandbox root and pivot into it (runs in the sandbox's init).

@@ -26,7 +26,7 @@ import time
 from typing import Final
 
 from glove.container._observe import DenialTable, OomWatch, OutputCap
-from glove.container._result import EXIT_SETUP_FAILED, Durations, SandboxResult
+from glove.container._result import Durations, SandboxResult
 from glove.container._spec import SandboxSpec
 from glove.container._status import StatusDecoder, StatusLineError, StatusMessage
 from glove.container._verdict import Observed, decide
@@ -45,6 +45,7 @@ from glove.container.linux._events import (
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize, host_terminal
 from glove.container.linux._unix_gate import ConnectGate
+from glove.exits import EXIT_SETUP_FAILED
 
 #: How often the CPU watchdog samples the group's usage.
 CPU_POLL_INTERVAL_S: Final = 0.05

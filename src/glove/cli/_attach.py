@@ -1,0 +1,238 @@
+"""``glove attach`` and ``glove session log/input/resize/signal``: a session's terminal.
+
+``glove attach ID`` is a person's client (raw mode, the detach key, the window size
+followed); the others are for scripts. Exit codes as the rest of ``glove session``
+(docs/cli.md): 0 done, 1 the daemon refused (its code is printed), 64 a usage error, 69 no
+gloved. ``glove attach`` exits 0 when detached; when the session ended while attached, as
+``glove session wait`` does (the command's own exit code, or 1).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Final
+
+import typer
+
+from glove.cli._session import (
+    _RUNTIME_HELP,
+    _fail,
+    _print_json,
+    _with_client,
+    outcome_text,
+    wait_exit_code,
+)
+from glove.exits import EXIT_REFUSED, EXIT_USAGE
+
+#: What ``glove attach`` replays by default: the last bytes of the transcript.
+DEFAULT_TAIL_BYTES: Final = 256 * 1024
+#: How long ``glove attach`` waits for a session that ended to have its receipt.
+FINAL_STATE_WAIT_S: Final = 10.0
+LOG_CALL_TIMEOUT_S: Final = 24 * 3600.0
+
+
+def _start(verb: str, offset: int | None, tail: int | None) -> dict[str, int]:
+    if offset is not None and tail is not None:
+        _fail(verb, "give --from or --tail, not both", EXIT_USAGE)
+    for name, value in (("--from", offset), ("--tail", tail)):
+        if value is not None and value < 0:
+            _fail(verb, f"{name} must be 0 or more", EXIT_USAGE)
+    if offset is not None:
+        return {"from": offset}
+    return {"tail": tail} if tail is not None else {}
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``attach`` to ``app``."""
+
+    @app.command("attach")
+    def attach_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
+        session_id: str = typer.Argument(..., help="The session (its plan says terminal pty)."),
+        offset: int | None = typer.Option(
+            None, "--from", help="Replay from this byte offset (the one a detach printed)."
+        ),
+        tail: int | None = typer.Option(
+            None, "--tail", help=f"Replay the last N bytes (default {DEFAULT_TAIL_BYTES})."
+        ),
+        read_only: bool = typer.Option(False, "--read-only", help="Watch; never type."),
+        detach_key: str = typer.Option(
+            "^]", "--detach-key", help="The key that detaches (^X, a character, or none)."
+        ),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Attach this terminal to a session's: type to the agent, Ctrl-] detaches."""
+        from glove.cli._terminal_client import parse_detach_key
+
+        start = _start("attach", offset, tail)
+        if not start:
+            start = {"tail": DEFAULT_TAIL_BYTES}
+        try:
+            key = parse_detach_key(detach_key)
+        except ValueError as exc:
+            _fail("attach", str(exc), EXIT_USAGE)
+        end, final = _run_attach(session_id, start, read_only, key, runtime_dir)
+        if end.session_ended:
+            outcome = outcome_text((final or {}).get("outcome"))
+            sys.stderr.write(f"\n[glove: session {session_id} ended: {outcome}]\n")
+            raise typer.Exit(wait_exit_code(final) if final is not None else 0)
+        sys.stderr.write(
+            f"\n[glove: detached from {session_id} at offset {end.offset}; "
+            f"`glove attach {session_id} --from {end.offset}` resumes]\n"
+        )
+
+
+def _run_attach(
+    session_id: str,
+    start: dict[str, int],
+    read_only: bool,
+    key: bytes | None,
+    runtime_dir: Path | None,
+) -> tuple[Any, dict[str, Any] | None]:
+    import asyncio
+
+    from glove.cli._terminal_client import AttachBroken, TerminalClient
+    from glove.control import AsyncClient, ControlError, DaemonUnavailable, RemoteError
+
+    def notice(text: str) -> None:
+        sys.stderr.write(f"\r\n[glove: {text}]\r\n")
+        sys.stderr.flush()
+
+    async def main() -> tuple[Any, dict[str, Any] | None]:
+        async with AsyncClient.for_runtime_dir(runtime_dir) as client:
+            stdin = sys.stdin.fileno() if sys.stdin is not None else None
+            terminal = TerminalClient(
+                client,
+                session_id,
+                stdin=stdin,
+                out=sys.stdout.fileno(),
+                read_only=read_only,
+                start=start,
+                detach_key=key,
+                notice=notice,
+            )
+            end = await terminal.run()
+            final = None
+            if end.session_ended:
+                final = await _final_state(client, session_id)
+            return end, final
+
+    try:
+        return asyncio.run(main())
+    except RemoteError as exc:
+        _fail("attach", f"{exc.code}: {exc.message}", EXIT_REFUSED)
+    except DaemonUnavailable as exc:
+        _fail("attach", f"{exc} (start it with `glove daemon install` or `gloved`)", 69)
+    except (ControlError, AttachBroken) as exc:
+        _fail("attach", str(exc), EXIT_REFUSED)
+
+
+async def _final_state(client: Any, session_id: str) -> dict[str, Any] | None:
+    from glove.control import ControlError
+
+    last = None
+    try:
+        async with client.stream(
+            "session.watch", {"session_id": session_id}, timeout=FINAL_STATE_WAIT_S
+        ) as views:
+            async for view in views:
+                last = view
+    except ControlError:
+        return None
+    return last if last is not None and last.get("state") == "terminal" else None
+
+
+def register_session_verbs(session: typer.Typer) -> None:
+    """Add ``log``, ``input``, ``resize`` and ``signal`` to ``glove session``."""
+
+    @session.command("log")
+    def log_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
+        session_id: str = typer.Argument(..., help="The session."),
+        raw: bool = typer.Option(
+            False, "--raw", help="The exact bytes, escape sequences included (unsafe to a tty)."
+        ),
+        offset: int | None = typer.Option(None, "--from", help="Start at this byte offset."),
+        tail: int | None = typer.Option(None, "--tail", help="Only the last N bytes."),
+        follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing live output."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """The session's transcript; without --raw, sequences that act on a terminal are
+        shown inert (^[ notation)."""
+        params: dict[str, Any] = {
+            "session_id": session_id,
+            "mode": "read",
+            "follow": follow,
+            **_start("session log", offset, tail),
+        }
+        _with_client("session log", runtime_dir, lambda c: _print_log(c, params, raw))
+
+    @session.command("input")
+    def input_cmd(
+        session_id: str = typer.Argument(..., help="The session."),
+        data: str = typer.Option(..., "--data", help="The text to type."),
+        enter: bool = typer.Option(False, "--enter", help="Then press Enter (a CR)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Type text into the session's terminal."""
+        text = data + ("\r" if enter else "")
+        params = {"session_id": session_id, "data": text}
+        result = _with_client(
+            "session input", runtime_dir, lambda c: c.call("session.input", params)
+        )
+        if as_json:
+            _print_json(result)
+
+    @session.command("resize")
+    def resize_cmd(
+        session_id: str = typer.Argument(..., help="The session."),
+        rows: int = typer.Argument(..., help="Rows (1-1000)."),
+        cols: int = typer.Argument(..., help="Columns (1-1000)."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Resize the session's terminal (the agent gets SIGWINCH)."""
+        if not (1 <= rows <= 1000 and 1 <= cols <= 1000):
+            _fail("session resize", "rows and columns are 1-1000", EXIT_USAGE)
+        params = {"session_id": session_id, "rows": rows, "cols": cols}
+        _with_client("session resize", runtime_dir, lambda c: c.call("session.resize", params))
+
+    @session.command("signal")
+    def signal_cmd(
+        session_id: str = typer.Argument(..., help="The session."),
+        sig: str = typer.Argument(..., help="INT, QUIT, TSTP, TERM, HUP, USR1 or USR2."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Signal the agent: INT, QUIT, TSTP reach its terminal's foreground job."""
+        from glove.session import SIGNALS
+
+        name = sig.upper().removeprefix("SIG")
+        if name not in SIGNALS:
+            _fail("session signal", f"{sig!r} is not one of {', '.join(SIGNALS)}", EXIT_USAGE)
+        params = {"session_id": session_id, "signal": name}
+        result = _with_client(
+            "session signal", runtime_dir, lambda c: c.call("session.signal", params)
+        )
+        typer.echo(f"SIG{name} -> {result['to']}")
+
+
+def _print_log(client: Any, params: dict[str, Any], raw: bool) -> None:
+    import base64
+
+    from glove.session import LogFilter
+
+    out = sys.stdout.buffer
+    text = LogFilter()
+    for event in client.stream("session.attach", params, timeout=LOG_CALL_TIMEOUT_S):
+        kind = event.get("kind")
+        if kind == "data":
+            data = base64.b64decode(event["data"])
+            out.write(data if raw else text.feed(data).encode())
+            out.flush()
+        elif kind == "gap":
+            sys.stderr.write(
+                f"[glove: bytes {event['offset']}..{event['until']} were evicted "
+                f"({event['evicted']} in all)]\n"
+            )
+    if not raw:
+        out.write(text.close().encode())
+    out.flush()

@@ -1,0 +1,419 @@
+"""``glove receipts public-key|export|verify|consistency``: parse, call the library, print.
+
+``page`` and ``ack`` ask the running ``gloved`` (the controller's cursor over the receipt
+journal). ``export`` reads the receipts journal directory offline (no daemon, no HMAC key);
+``verify`` and ``consistency`` need only the files named and the log's public key. Every
+failure is one line on stderr (and a JSON object on stdout with ``--json``) and one of these
+exit codes:
+
+==  ==========================================================================================
+0   verified
+1   a signature does not verify with the given public key, a witness named did not cosign,
+    or the checkpoint carries a signature line of a key not given (``--public-key``,
+    ``--witness``): a bundle verifies only with exactly the signatures it was exported with
+11  gloved refused the request, or the connection failed (``page``, ``ack``; the code is
+    printed)
+69  no gloved is running (``page``, ``ack``), as for every ``glove session`` command
+64  usage error (a missing or unknown argument)
+3   a proof does not hold: inclusion, consistency, or NEW is not an extension of OLD
+4   the entry does not match the receipt shown, or the session named
+5   an input is malformed: a bundle, a checkpoint, a key
+6   an input cannot be read, or a key file is unsafe (symlink, other owner, open to others)
+7   the journal holds no receipt of that session
+8   the session is not sealed yet: no stored checkpoint covers its final receipt
+9   the journal and its checkpoint disagree (a cut tail, a rewrite), or the journal is damaged
+10  no consistency proof is available (NEW carries none from OLD's size; pass --journal)
+==  ==========================================================================================
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, TypeVar
+
+import typer
+
+from glove.exits import (
+    EXIT_RECEIPT_ENTRY,
+    EXIT_RECEIPT_LOG,
+    EXIT_RECEIPT_MALFORMED,
+    EXIT_RECEIPT_NO_PROOF,
+    EXIT_RECEIPT_NOT_FOUND,
+    EXIT_RECEIPT_NOT_SEALED,
+    EXIT_RECEIPT_PROOF,
+    EXIT_RECEIPT_SIGNATURE,
+    EXIT_RECEIPT_UNREADABLE,
+    EXIT_RECEIPTS_REFUSED,
+    EXIT_UNAVAILABLE,
+)
+
+if TYPE_CHECKING:
+    from glove.journal import SignedCheckpoint, VerifiedReceipt, VerifierKey, WitnessKey
+
+EXIT_BY_ERROR: Final = {
+    "SignatureInvalid": EXIT_RECEIPT_SIGNATURE,
+    "UnverifiedSignature": EXIT_RECEIPT_SIGNATURE,
+    "ProofInvalid": EXIT_RECEIPT_PROOF,
+    "EntryMismatch": EXIT_RECEIPT_ENTRY,
+    "BundleMalformed": EXIT_RECEIPT_MALFORMED,
+    "NoteError": EXIT_RECEIPT_MALFORMED,
+    "SigningKeyError": EXIT_RECEIPT_UNREADABLE,
+    "SigningKeyUnsafe": EXIT_RECEIPT_UNREADABLE,
+    "SessionNotFound": EXIT_RECEIPT_NOT_FOUND,
+    "NotSealed": EXIT_RECEIPT_NOT_SEALED,
+    "LogMismatch": EXIT_RECEIPT_LOG,
+    "NoProof": EXIT_RECEIPT_NO_PROOF,
+}
+MAX_INPUT_BYTES: Final = 8 * 1024 * 1024 + 1
+RECEIPTS_JOURNAL_NAME: Final = "receipts"
+T = TypeVar("T")
+
+
+def default_receipts_journal() -> Path:
+    """``$XDG_STATE_HOME/glove/receipts`` (``~/.local/state`` when XDG is unset)."""
+    state = os.environ.get("XDG_STATE_HOME")
+    base = Path(state) if state and Path(state).is_absolute() else Path.home() / ".local/state"
+    return base / "glove" / RECEIPTS_JOURNAL_NAME
+
+
+class _Failure(Exception):
+    """One failure to report: its kind (an error class name) and its one-line message."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``receipts`` command group to ``app``."""
+    group = typer.Typer(
+        help="Receipts: page and acknowledge them (gloved); export, verify, prove offline.",
+        no_args_is_help=True,
+    )
+    group.command("page")(page_cmd)
+    group.command("ack")(ack_cmd)
+    group.command("public-key")(public_key_cmd)
+    group.command("export")(export_cmd)
+    group.command("verify")(verify_cmd)
+    group.command("consistency")(consistency_cmd)
+    app.add_typer(group, name="receipts")
+
+
+def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[str, Any]) -> Any:
+    from glove.control import Client, ControlError, RemoteError
+    from glove.control.errors import DaemonUnavailable
+
+    try:
+        with Client.for_runtime_dir(runtime_dir) as client:
+            return client.call(method, params)
+    except DaemonUnavailable as exc:
+        typer.echo(f"glove receipts {verb}: {exc}", err=True)
+        raise typer.Exit(EXIT_UNAVAILABLE) from exc
+    except RemoteError as exc:
+        typer.echo(f"glove receipts {verb}: {exc.code}: {exc.message}", err=True)
+        raise typer.Exit(EXIT_RECEIPTS_REFUSED) from exc
+    except ControlError as exc:
+        typer.echo(f"glove receipts {verb}: {exc}", err=True)
+        raise typer.Exit(EXIT_RECEIPTS_REFUSED) from exc
+
+
+def page_cmd(
+    after: int = typer.Option(0, "--after", help="Receipts after this sequence number."),
+    limit: int = typer.Option(100, "--limit", help="At most this many (1-1000)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
+    runtime_dir: Path | None = typer.Option(
+        None,
+        "--runtime-dir",
+        help="gloved's runtime directory (default: the one `glove doctor` names).",
+    ),
+) -> None:
+    """A page of terminal receipts from gloved, in order, with the acknowledged position."""
+    page = _daemon_call("page", runtime_dir, "receipts.page", {"after": after, "limit": limit})
+    if as_json:
+        typer.echo(json.dumps(page, sort_keys=True))
+        return
+    typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  CHECKPOINT")
+    for item in page["receipts"]:
+        outcome = (item.get("receipt") or {}).get("outcome") or {}
+        kind = str(outcome.get("kind", "-"))
+        if kind == "exited":
+            kind = f"exited {outcome.get('exit_code')}"
+        typer.echo(
+            f"{item['seq']:>6}  {item.get('session_id') or '-':<34}  {kind:<20}  "
+            f"{item.get('checkpoint') or '-'}"
+        )
+    typer.echo(f"acknowledged through {page['acked']}; next: --after {page['next_cursor']}")
+
+
+def ack_cmd(
+    seq: int = typer.Argument(..., help="The next unacknowledged receipt's sequence number."),
+    runtime_dir: Path | None = typer.Option(
+        None,
+        "--runtime-dir",
+        help="gloved's runtime directory (default: the one `glove doctor` names).",
+    ),
+) -> None:
+    """Acknowledge receipt SEQ (in order: exactly the next one)."""
+    result = _daemon_call("ack", runtime_dir, "receipts.ack", {"seq": seq})
+    typer.echo(f"acknowledged through {result['acked']}")
+
+
+def _run(verb: str, as_json: bool, action: Callable[[], T]) -> T:
+    """Run ``action``; turn every expected failure into one line and its exit code."""
+    from glove.journal import JournalError
+
+    try:
+        return action()
+    except _Failure as exc:
+        kind, message = exc.kind, str(exc)
+    except JournalError as exc:
+        kind, message = type(exc).__name__, str(exc)
+    except OSError as exc:
+        kind, message = "OSError", f"{exc.filename or 'file'}: {exc.strerror or exc}"
+    code = EXIT_BY_ERROR.get(kind)
+    if code is None:
+        code = EXIT_RECEIPT_UNREADABLE if kind == "OSError" else EXIT_RECEIPT_LOG
+    if as_json:
+        typer.echo(json.dumps({"verified": False, "error": kind, "message": message}))
+    typer.echo(f"glove receipts {verb}: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _read(path: Path, what: str) -> bytes:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_INPUT_BYTES)
+    except OSError as exc:
+        raise _Failure("OSError", f"cannot read {what} {path}: {exc.strerror}") from exc
+    if len(data) >= MAX_INPUT_BYTES:
+        raise _Failure("BundleMalformed", f"{what} {path} is larger than any bundle")
+    return data
+
+
+_WITNESS_HELP: Final = (
+    "A witness's public key file (C2SP vkey, type 0x04) whose cosignature the checkpoint must "
+    "carry; repeat for each witness. Without it, a checkpoint with any cosignature is refused."
+)
+
+
+def _witnesses(paths: list[Path] | None) -> list[WitnessKey]:
+    from glove.journal import read_witness_key_file
+
+    return [read_witness_key_file(path) for path in paths or ()]
+
+
+def _load_head(
+    path: Path, verifier: VerifierKey, witnesses: list[WitnessKey] | None = None
+) -> SignedCheckpoint:
+    """A signed checkpoint from a checkpoint file or a bundle, verified with ``verifier``
+    and ``witnesses`` (exactly: no other signature line)."""
+    from glove.journal import ReceiptError, open_checkpoint, verify_bundle
+
+    data = _read(path, "file")
+    keys = witnesses or []
+    try:
+        if data.lstrip()[:1] == b"{":
+            return verify_bundle(data, verifier, witnesses=keys).checkpoint
+        return open_checkpoint(data, verifier, witnesses=keys)
+    except ReceiptError as exc:
+        raise _Failure(type(exc).__name__, f"{path}: {exc}") from exc
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with tmp.open("wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise _Failure("OSError", f"cannot write {path}: {exc.strerror}") from exc
+
+
+def public_key_cmd(
+    key: Path | None = typer.Option(
+        None, "--key", help="The signing key file (default: the one glove setup made)."
+    ),
+) -> None:
+    """Print the log's verifier key (C2SP signed-note format) for third parties."""
+    from glove.journal import load_signing_key
+
+    signing = _run("public-key", False, lambda: load_signing_key(key))
+    typer.echo(signing.verifier.text)
+
+
+def export_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
+    session_id: str = typer.Argument(..., help="The session whose final receipt to export."),
+    output: Path = typer.Option(..., "-o", "--output", help="Where to write the bundle."),
+    journal: Path | None = typer.Option(
+        None, "--journal", help="The receipts journal directory (default: the state dir's)."
+    ),
+    key: Path | None = typer.Option(
+        None, "--key", help="The signing key file, to check the stored checkpoint with."
+    ),
+    since: Path | None = typer.Option(
+        None,
+        "--since",
+        help="An older checkpoint or bundle the recipient holds: embed a consistency proof.",
+    ),
+    witness: list[Path] | None = typer.Option(None, "--witness", help=_WITNESS_HELP + " (--since)"),
+) -> None:
+    """Export a self-contained bundle of a session's final receipt, offline."""
+    from glove.journal import export_offline, load_signing_key
+
+    def action() -> str:
+        verifier = load_signing_key(key).verifier
+        witnesses = _witnesses(witness)
+        old = _load_head(since, verifier, witnesses).checkpoint if since is not None else None
+        where = journal if journal is not None else default_receipts_journal()
+        data = export_offline(where, session_id, verifier, since=old)
+        _write_atomically(output, data)
+        return verifier.name
+
+    origin = _run("export", False, action)
+    typer.echo(f"wrote the receipt of session {session_id} (log {origin}) to {output}")
+
+
+def _report(verified: VerifiedReceipt) -> dict[str, Any]:
+    import base64
+
+    head = verified.checkpoint.checkpoint
+    report: dict[str, Any] = {
+        "verified": True,
+        "session_id": verified.session_id,
+        "origin": head.origin,
+        "tree_size": head.size,
+        "root": base64.b64encode(head.root).decode(),
+        "leaf_index": verified.leaf_index,
+        "receipt": verified.receipt,
+    }
+    if verified.checkpoint.cosignatures:
+        report["cosigned_by"] = [
+            {"witness": c.witness.name, "key_id": f"{c.witness.key_hash:08x}", "time": c.timestamp}
+            for c in verified.checkpoint.cosignatures
+        ]
+    if verified.consistency_from is not None:
+        report["consistent_with"] = {
+            "tree_size": verified.consistency_from[0],
+            "root": base64.b64encode(verified.consistency_from[1]).decode(),
+        }
+    return report
+
+
+def verify_cmd(
+    bundle: Path = typer.Argument(..., help="The bundle file."),
+    public_key: Path = typer.Option(..., "--public-key", help="The log's verifier key file."),
+    witness: list[Path] | None = typer.Option(None, "--witness", help=_WITNESS_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Verify a bundle offline: signature, inclusion proof and entry must all hold.
+
+    The checkpoint must carry exactly the log's signature and one cosignature of each
+    --witness: a signature line of any other key is refused (exit 1), never ignored.
+    """
+    from glove.journal import read_verifier_key_file, verify_bundle
+
+    def action() -> VerifiedReceipt:
+        verifier = read_verifier_key_file(public_key)
+        witnesses = _witnesses(witness)
+        return verify_bundle(_read(bundle, "bundle"), verifier, witnesses=witnesses)
+
+    report = _report(_run("verify", as_json, action))
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False))
+        return
+    typer.echo(
+        f"OK: the receipt of session {report['session_id']} is entry {report['leaf_index']} "
+        f"of log {report['origin']} at tree size {report['tree_size']} (root {report['root']})"
+    )
+    for cosigned in report.get("cosigned_by", ()):
+        when = datetime.datetime.fromtimestamp(cosigned["time"], datetime.UTC)
+        typer.echo(
+            f"  cosigned by witness {cosigned['witness']} ({cosigned['key_id']}) "
+            f"at {cosigned['time']} ({when:%Y-%m-%dT%H:%M:%SZ})"
+        )
+    if "consistent_with" in report:
+        old = report["consistent_with"]
+        typer.echo(f"  and that tree extends the one of size {old['tree_size']} ({old['root']})")
+    typer.echo(f"  receipt: {json.dumps(report['receipt'], ensure_ascii=False)}")
+
+
+def _consistency(
+    old_path: Path,
+    new_path: Path,
+    verifier: VerifierKey,
+    journal: Path | None,
+    witnesses: list[WitnessKey],
+) -> tuple[SignedCheckpoint, SignedCheckpoint, str]:
+    from glove.journal import consistency_offline, decode_bundle, verify_consistency
+
+    old = _load_head(old_path, verifier, witnesses)
+    new = _load_head(new_path, verifier, witnesses)
+    if new.size < old.size:
+        raise _Failure(
+            "ProofInvalid",
+            f"NEW covers {new.size} entries, fewer than OLD's {old.size}: it does not extend "
+            "OLD (a cut tail, or the files are swapped)",
+        )
+    if new.size == old.size:
+        if new.root != old.root:
+            raise _Failure("ProofInvalid", f"two different roots for the tree of size {old.size}")
+        return old, new, "the same tree"
+    data = _read(new_path, "file")
+    evidence = decode_bundle(data).consistency if data.lstrip()[:1] == b"{" else None
+    if evidence is not None and evidence.from_size == old.size:
+        if evidence.from_root != old.root:
+            raise _Failure("ProofInvalid", "NEW's consistency proof starts from another root")
+        return old, new, "the consistency proof NEW carries"  # verified by _load_head
+    if journal is None:
+        raise _Failure(
+            "NoProof",
+            f"NEW carries no consistency proof from size {old.size}: re-export NEW with "
+            "--since OLD, or pass --journal DIR",
+        )
+    proof = consistency_offline(journal, old.checkpoint, new.checkpoint, verifier)
+    verify_consistency(old.size, new.size, old.root, new.root, proof)
+    return old, new, f"a consistency proof from the journal {journal}"
+
+
+def consistency_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
+    old: Path = typer.Argument(..., help="The older checkpoint file or bundle."),
+    new: Path = typer.Argument(..., help="The newer checkpoint file or bundle."),
+    public_key: Path = typer.Option(..., "--public-key", help="The log's verifier key file."),
+    journal: Path | None = typer.Option(
+        None, "--journal", help="A receipts journal to compute the proof from (the operator)."
+    ),
+    witness: list[Path] | None = typer.Option(None, "--witness", help=_WITNESS_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Prove that NEW's tree extends OLD's: same log, nothing removed or changed."""
+    from glove.journal import read_verifier_key_file
+
+    def action() -> tuple[SignedCheckpoint, SignedCheckpoint, str]:
+        verifier = read_verifier_key_file(public_key)
+        return _consistency(old, new, verifier, journal, _witnesses(witness))
+
+    old_head, new_head, how = _run("consistency", as_json, action)
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "verified": True,
+                    "origin": new_head.checkpoint.origin,
+                    "old_size": old_head.size,
+                    "new_size": new_head.size,
+                    "proof": how,
+                }
+            )
+        )
+        return
+    typer.echo(
+        f"OK: the tree of size {new_head.size} extends the tree of size {old_head.size} "
+        f"(log {new_head.checkpoint.origin}; by {how})"
+    )

@@ -1,0 +1,404 @@
+"""``glove init``, ``glove capabilities``, ``glove plan``, ``glove session``: gloved's client.
+
+Each command is one authenticated call (or a watch) on the owner's ``gloved`` socket.
+Human output is a short table or line; ``--json`` prints the daemon's result as is, for
+programs. Exit codes (docs/cli.md, :mod:`glove.exits`): 0 done; 1 the daemon refused (the
+error's code is printed) or the plan is invalid; 64 a usage error; 69 no gloved is running
+(or its socket is not this user's); 75 ``session wait --timeout`` expired (the session goes
+on). ``session wait`` exits 0 only if the command exited 0: with the command's own code when
+it exited non-zero, and 1 for every other outcome (a limit, a signal, a stop, a lost daemon,
+a setup error).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Final, NoReturn, TypeVar
+
+import typer
+
+from glove.exits import EXIT_DEADLINE, EXIT_NOT_AN_EXIT, EXIT_REFUSED, EXIT_UNAVAILABLE
+
+MAX_EXIT_STATUS: Final = 255
+#: How long one call may take (a create persists the plan; the default is generous).
+CALL_TIMEOUT_S: Final = 30.0
+#: The largest plan file read (the daemon refuses more than 64 KiB anyway).
+MAX_PLAN_FILE_BYTES: Final = 1024 * 1024
+
+T = TypeVar("T")
+
+_RUNTIME_HELP = "gloved's runtime directory (default: the one `glove doctor` names)."
+
+
+def _fail(verb: str, message: str, code: int) -> NoReturn:
+    typer.echo(f"glove {verb}: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _with_client(verb: str, runtime_dir: Path | None, action: Callable[[Any], T]) -> T:
+    """Run ``action(client)`` on a connected client; every failure is one line and a code."""
+    from glove.control import Client, ControlError, DaemonUnavailable, RemoteError
+
+    try:
+        with Client.for_runtime_dir(runtime_dir, timeout=CALL_TIMEOUT_S) as client:
+            return action(client)
+    except RemoteError as exc:
+        if exc.code == "method_not_found":
+            _fail(
+                verb,
+                f"{exc.message} (gloved runs no sessions: see `glove capabilities`)",
+                EXIT_REFUSED,
+            )
+        _fail(verb, f"{exc.code}: {exc.message}", EXIT_REFUSED)
+    except DaemonUnavailable as exc:
+        _fail(verb, f"{exc} (start it with `glove daemon install` or `gloved`)", EXIT_UNAVAILABLE)
+    except ControlError as exc:
+        _fail(verb, str(exc), EXIT_REFUSED)
+
+
+def _print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, sort_keys=True))
+
+
+def _read_plan(verb: str, path: Path) -> str:
+    """The plan file's text (sent as is: the daemon judges its exact bytes)."""
+    try:
+        if str(path) == "-":
+            import sys
+
+            data = sys.stdin.buffer.read(MAX_PLAN_FILE_BYTES + 1)
+        else:
+            with path.open("rb") as handle:
+                data = handle.read(MAX_PLAN_FILE_BYTES + 1)
+    except OSError as exc:
+        _fail(verb, f"cannot read {path}: {exc.strerror or exc}", EXIT_REFUSED)
+    if len(data) > MAX_PLAN_FILE_BYTES:
+        _fail(verb, f"{path} is larger than {MAX_PLAN_FILE_BYTES} bytes", EXIT_REFUSED)
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _table(rows: list[list[str]], headers: list[str]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=False)]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    )
+
+
+def outcome_text(outcome: dict[str, Any] | None) -> str:
+    """A session outcome in a few words."""
+    if not outcome:
+        return "-"
+    kind = str(outcome.get("kind"))
+    if kind == "exited":
+        return f"exited {outcome.get('exit_code')}"
+    if kind == "limit":
+        return f"limit {outcome.get('limit')} ({outcome.get('mechanism')})"
+    if kind == "signaled":
+        return f"signal {outcome.get('signal')}"
+    return kind
+
+
+def _session_rows(sessions: list[dict[str, Any]]) -> list[list[str]]:
+    rows = []
+    for view in sessions:
+        created = time.strftime(
+            "%Y-%m-%d %H:%M:%S", time.localtime(int(view["created_ns"]) // 10**9)
+        )
+        seq = view.get("receipt_seq")
+        rows.append(
+            [
+                view["session_id"],
+                view["state"],
+                view.get("harness", ""),
+                outcome_text(view.get("outcome")),
+                "-" if seq is None else str(seq),
+                created,
+            ]
+        )
+    return rows
+
+
+_SESSION_HEADERS: Final = ["SESSION", "STATE", "HARNESS", "OUTCOME", "RECEIPT", "CREATED"]
+
+
+def wait_exit_code(view: dict[str, Any]) -> int:
+    """``session wait``'s exit code for a terminal session (see the module docstring)."""
+    outcome = view.get("outcome") or {}
+    if outcome.get("kind") == "exited":
+        code = outcome.get("exit_code")
+        if isinstance(code, int) and 0 <= code <= MAX_EXIT_STATUS:
+            return code
+    return EXIT_NOT_AN_EXIT
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``init``, ``capabilities``, ``plan`` and ``session`` to ``app``."""
+    _register_init(app)
+    _register_capabilities(app)
+    _register_plan(app)
+    _register_session(app)
+
+
+def _register_init(app: typer.Typer) -> None:
+    @app.command("init")
+    def init_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
+        alias: str = typer.Argument(..., help="The name plans use for this directory."),
+        path: Path | None = typer.Argument(None, help="The directory to expose."),
+        mode: str = typer.Option("ro", "--mode", help="ro (read-only) or rw."),
+        target: str | None = typer.Option(
+            None, "--target", help="Where it appears in the sandbox (default /workspace/ALIAS)."
+        ),
+        revoke: bool = typer.Option(False, "--revoke", help="Revoke the exposure ALIAS."),
+        as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Expose a directory to sessions by alias (pinned, generation-bound), or revoke it."""
+        if mode not in ("ro", "rw"):
+            _fail("init", f"--mode must be ro or rw, not {mode!r}", 64)
+        if revoke:
+            if path is not None:
+                _fail("init", "--revoke takes the alias only", 64)
+            result = _with_client(
+                "init", runtime_dir, lambda c: c.call("exposure.revoke", {"alias": alias})
+            )
+        else:
+            if path is None:
+                _fail("init", "give the directory to expose: glove init ALIAS PATH", 64)
+            params: dict[str, Any] = {
+                "alias": alias,
+                "path": str(Path.cwd() / path) if not path.is_absolute() else str(path),
+                "mode": mode,
+            }
+            if target is not None:
+                params["target"] = target
+            result = _with_client("init", runtime_dir, lambda c: c.call("exposure.create", params))
+        if as_json:
+            _print_json(result)
+        elif revoke:
+            typer.echo(f"revoked {alias} (generation {result['generation']})")
+        else:
+            typer.echo(
+                f"exposed {result['path']} as {alias!r} ({result['mode']}, generation "
+                f"{result['generation']}) at {result['target']}"
+            )
+
+
+def _register_capabilities(app: typer.Typer) -> None:
+    @app.command("capabilities")
+    def capabilities_cmd(
+        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """What this gloved can run: schema, runtimes, each limit's mechanism."""
+        caps = _with_client("capabilities", runtime_dir, lambda c: c.call("capabilities"))
+        if as_json:
+            _print_json(caps)
+            return
+        state = "operational" if caps["lifecycle_operational"] else "not operational"
+        typer.echo(f"schema {caps['schema_version']}, protocol {caps['protocol']}: {state}")
+        if caps.get("reason"):
+            typer.echo(f"reason: {caps['reason']}")
+        typer.echo(f"backend: {caps.get('backend', '-')}")
+        typer.echo(f"runtimes: {', '.join(caps['runtimes']) or '-'}")
+        typer.echo(f"networks: {', '.join(caps['networks']) or '-'}")
+        typer.echo(f"terminals: {', '.join(caps['terminals']) or '-'}")
+        rows = [[name, mech] for name, mech in sorted(caps["limits"].items())]
+        typer.echo(_table(rows, ["LIMIT", "MECHANISM"]))
+
+
+def _register_plan(app: typer.Typer) -> None:
+    plan = typer.Typer(help="Check plans against this gloved's local policy.")
+
+    @plan.command("validate")
+    def validate_cmd(
+        file: Path = typer.Argument(..., help="The plan (JSON); - reads stdin."),
+        as_json: bool = typer.Option(False, "--json", help="Print the verdict as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Validate a plan: its digests when valid, every problem with its path when not."""
+        text = _read_plan("plan validate", file)
+        verdict = _with_client(
+            "plan validate", runtime_dir, lambda c: c.call("plan.validate", {"plan": text})
+        )
+        if as_json:
+            _print_json(verdict)
+        elif verdict["valid"]:
+            typer.echo(f"valid\nsha256: {verdict['sha256']}\nblake3: {verdict['blake3']}")
+        else:
+            typer.echo("invalid", err=True)
+            for problem in verdict["errors"]:
+                typer.echo(f"  {problem['path']}: {problem['message']}", err=True)
+        if not verdict["valid"]:
+            raise typer.Exit(EXIT_REFUSED)
+
+    app.add_typer(plan, name="plan")
+
+
+def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure per verb
+    session = typer.Typer(help="Create, watch and stop gloved sessions.", no_args_is_help=True)
+
+    @session.command("create")
+    def create_cmd(
+        file: Path = typer.Argument(..., help="The plan (JSON); - reads stdin."),
+        as_json: bool = typer.Option(False, "--json", help="Print the new session as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Start a session from a plan; prints its id once the plan is durable."""
+        from glove.control import RemoteError
+
+        text = _read_plan("session create", file)
+
+        def action(client: Any) -> Any:
+            try:
+                return client.call("session.create", {"plan": text})
+            except RemoteError as exc:
+                if exc.code == "invalid_plan" and isinstance(exc.data, dict):
+                    if as_json:
+                        _print_json({"valid": False, "errors": exc.data.get("errors", [])})
+                    for problem in exc.data.get("errors", []):
+                        typer.echo(f"  {problem['path']}: {problem['message']}", err=True)
+                raise
+
+        view = _with_client("session create", runtime_dir, action)
+        if as_json:
+            _print_json(view)
+        else:
+            typer.echo(view["session_id"])
+
+    @session.command("status")
+    def status_cmd(
+        session_id: str = typer.Argument(..., help="The session."),
+        as_json: bool = typer.Option(False, "--json", help="Print the state as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """A session's state, and its outcome once terminal."""
+        view = _with_client(
+            "session status",
+            runtime_dir,
+            lambda c: c.call("session.status", {"session_id": session_id}),
+        )
+        if as_json:
+            _print_json(view)
+        else:
+            typer.echo(_table(_session_rows([view]), _SESSION_HEADERS))
+
+    @session.command("list")
+    def list_cmd(
+        state: str | None = typer.Option(None, "--state", help="Only sessions in this state."),
+        after: str | None = typer.Option(None, "--after", help="Start after this session id."),
+        limit: int = typer.Option(100, "--limit", help="At most this many (1-500)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Sessions by id (paged; --after the last id for the next page)."""
+        params: dict[str, Any] = {"limit": limit}
+        if state is not None:
+            params["state"] = state
+        if after is not None:
+            params["after"] = after
+        page = _with_client("session list", runtime_dir, lambda c: c.call("session.list", params))
+        if as_json:
+            _print_json(page)
+            return
+        typer.echo(_table(_session_rows(page["sessions"]), _SESSION_HEADERS))
+        if page["next"] is not None:
+            typer.echo(f"more: glove session list --after {page['next']}")
+
+    @session.command("wait")
+    def wait_cmd(
+        session_id: str = typer.Argument(..., help="The session."),
+        timeout: float | None = typer.Option(
+            None, "--timeout", help="Give up after this many seconds (exit 75)."
+        ),
+        as_json: bool = typer.Option(False, "--json", help="Print the final state as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Wait until the session is terminal; exit 0 only if its command exited 0."""
+        from glove.control import ClientTimeout, RemoteError
+
+        budget = timeout if timeout is not None else 24 * 3600.0
+        if budget <= 0:
+            _fail("session wait", "--timeout must be positive", 64)
+
+        def action(client: Any) -> Any:
+            last = None
+            try:
+                stream = client.stream("session.watch", {"session_id": session_id}, timeout=budget)
+                for view in stream:
+                    last = view
+            except ClientTimeout:
+                return None
+            except RemoteError as exc:
+                if exc.code == "deadline_exceeded":
+                    return None
+                raise
+            return last if last is not None and last.get("state") == "terminal" else None
+
+        final = _with_client("session wait", runtime_dir, action)
+        if final is None:
+            _fail("session wait", f"session {session_id} is not terminal yet", EXIT_DEADLINE)
+        if as_json:
+            _print_json(final)
+        else:
+            typer.echo(f"{session_id}: {outcome_text(final.get('outcome'))}")
+        raise typer.Exit(wait_exit_code(final))
+
+    @session.command("watch")
+    def watch_cmd(
+        session_id: str = typer.Argument(..., help="The session."),
+        as_json: bool = typer.Option(False, "--json", help="One JSON object per line."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Print each state of the session as it happens, until terminal."""
+
+        def action(client: Any) -> None:
+            for view in client.stream("session.watch", {"session_id": session_id}):
+                if as_json:
+                    _print_json(view)
+                else:
+                    typer.echo(f"{view['state']} {outcome_text(view.get('outcome'))}".rstrip(" -"))
+
+        _with_client("session watch", runtime_dir, action)
+
+    @session.command("stop")
+    def stop_cmd(
+        session_id: str = typer.Argument(..., help="The session."),
+        as_json: bool = typer.Option(False, "--json", help="Print the state as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Stop a session: its sandbox is killed; the receipt says cancelled."""
+        view = _with_client(
+            "session stop",
+            runtime_dir,
+            lambda c: c.call("session.stop", {"session_id": session_id}),
+        )
+        if as_json:
+            _print_json(view)
+        else:
+            typer.echo(f"{session_id}: {view['state']} (stopping)")
+
+    @session.command("cleanup")
+    def cleanup_cmd(
+        session_id: str = typer.Argument(..., help="The terminal session."),
+        as_json: bool = typer.Option(False, "--json", help="Print the state as JSON."),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """Remove a terminal session's output files (its record and receipt stay)."""
+        view = _with_client(
+            "session cleanup",
+            runtime_dir,
+            lambda c: c.call("session.cleanup", {"session_id": session_id}),
+        )
+        if as_json:
+            _print_json(view)
+        else:
+            typer.echo(f"{session_id}: output removed")
+
+    from glove.cli._attach import register_session_verbs
+
+    register_session_verbs(session)
+    app.add_typer(session, name="session")

@@ -1,0 +1,5 @@
+"""``python -m glove.daemon``: ``gloved`` without its console script."""
+
+from glove.daemon import main
+
+main()

@@ -1,0 +1,319 @@
+"""The channel between a sandbox and the mediation: the guest directory and the host end.
+
+``glove run`` and a ``gloved`` session with tools: an agent in the sandbox, its MCP tools
+mediated on the host.
+
+The channel is an **inherited descriptor**: the host makes a Unix socketpair, keeps one
+end and passes the other into the sandbox as descriptor :data:`GUEST_CHANNEL_FD`. A fresh
+private directory (mode 0700, removed afterwards) holding two standard-library scripts
+and nothing else is bound **read-only** at :data:`GUEST_DIR`:
+
+* ``/opt/glove/glove-relay`` (:mod:`glove.mcp.relay`) is the sandbox's command: it
+  listens on the abstract name ``@glove-mcp`` inside the sandbox's own network namespace,
+  starts the agent (which inherits neither the channel nor the listener), and sends each
+  accepted connection to the host over the channel with ``SCM_RIGHTS``;
+* ``/opt/glove/glove-mcp`` (:mod:`glove.mcp.shim`, ``GLOVE_MCP_COMMAND``) is the stdio
+  MCP server command the agent launches; it connects to ``@glove-mcp``
+  (``GLOVE_MCP_SOCKET``).
+
+Why a relay and not the descriptor itself in the agent: stock MCP clients close every
+descriptor above 2 when they spawn a stdio server (Python's ``close_fds``), so a
+descriptor handed to the agent would never reach the shim. A name the shim connects to
+survives that, and the relay turns each connection back into a descriptor for the host.
+
+On the host, :class:`ConnectionReceiver` reads the channel, accepts only connected
+``AF_UNIX`` stream sockets, caps the number of live agent connections, and attaches each
+one to the mediation as one more agent endpoint. Nothing of the upstreams (processes,
+files, sockets) is visible inside: they run in the host's namespaces, the sandbox has its
+own pid, mount and (route-less) network namespaces, and the channel is the only way out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import stat
+import tempfile
+from collections.abc import Callable, Coroutine
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+
+from glove.actors import Actor
+from glove.mcp._service import READ_LIMIT_BYTES, Mediation
+
+_log = logging.getLogger(__name__)
+
+GUEST_DIR: Final = "/opt/glove"
+SHIM_NAME: Final = "glove-mcp"
+RELAY_NAME: Final = "glove-relay"
+GUEST_CHANNEL_FD: Final = 3
+ABSTRACT_NAME: Final = "@glove-mcp"
+ENV_COMMAND: Final = "GLOVE_MCP_COMMAND"
+ENV_SOCKET: Final = "GLOVE_MCP_SOCKET"
+CONNECTION_BYTE: Final = b"c"
+#: One byte per ``recvmsg``: a message is one byte carrying one descriptor.
+MESSAGE_BYTES: Final = 1
+FDS_PER_MESSAGE: Final = 1
+MAX_MESSAGES_PER_WAKEUP: Final = 16
+#: Live agent connections (MCP clients in the agent) at once; more are closed on arrival.
+MAX_AGENT_CONNECTIONS: Final = 32
+#: Refusals logged per session; later ones are only counted.
+MAX_REFUSALS_LOGGED: Final = 16
+
+
+class GuestSetup(msgspec.Struct, frozen=True):
+    """What the sandbox needs for ``glove run``.
+
+    Attributes:
+        bind_dir: the host directory to bind read-only at :data:`GUEST_DIR`.
+        env: variables to add to the sandbox's environment.
+        pass_fds: ``{fd inside: fd here}``, for ``SandboxSpec.pass_fds``.
+    """
+
+    bind_dir: str
+    env: dict[str, str]
+    pass_fds: dict[int, int]
+
+    def command(self, argv: list[str] | tuple[str, ...]) -> tuple[str, ...]:
+        """The sandbox's command line: the relay, then the agent's ``argv``."""
+        return (f"{GUEST_DIR}/{RELAY_NAME}", str(GUEST_CHANNEL_FD), "--", *argv)
+
+
+def guest_env() -> dict[str, str]:
+    """The variables that tell the agent where its MCP server is."""
+    return {ENV_COMMAND: f"{GUEST_DIR}/{SHIM_NAME}", ENV_SOCKET: ABSTRACT_NAME}
+
+
+def _stream_socket(fd: int) -> socket.socket | None:
+    """Own ``fd``; return it as a socket if it is a connected AF_UNIX stream, else close it."""
+    try:
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        sock = socket.socket(fileno=fd)
+    except OSError:
+        os.close(fd)
+        return None
+    try:
+        domain = sock.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN)
+        kind = sock.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE)
+        listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
+        if domain == socket.AF_UNIX and kind == socket.SOCK_STREAM and not listening:
+            sock.getpeername()  # ENOTCONN for a socket that was never connected
+            return sock
+    except OSError:
+        pass
+    sock.close()
+    return None
+
+
+class ConnectionReceiver:
+    """Receives agent connections that ``glove-relay`` sends over the host end of the channel.
+
+    A message is one byte (``b"c"``) carrying one descriptor (``SCM_RIGHTS``). A descriptor
+    that is not a connected ``AF_UNIX`` stream socket, a message without exactly one
+    descriptor or whose descriptors were cut (``MSG_CTRUNC``), or a connection beyond
+    ``max_connections`` live ones is closed and logged, never served. Every descriptor
+    received is either handed to ``on_connection`` (which then owns it) or closed here.
+    End of file on the channel (the relay is gone) ends receiving.
+    """
+
+    def __init__(
+        self,
+        channel: socket.socket,
+        on_connection: Callable[[socket.socket], None],
+        live_connections: Callable[[], int],
+        *,
+        max_connections: int = MAX_AGENT_CONNECTIONS,
+    ) -> None:
+        """Take ownership of ``channel`` (the host end); call :meth:`start` to begin."""
+        self._channel = channel
+        self._on_connection = on_connection
+        self._live = live_connections
+        self._max = max_connections
+        self.accepted = 0
+        self.refused = 0
+        self.closed = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def start(self) -> None:
+        """Start reading the channel on the running loop."""
+        self._channel.setblocking(False)
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._channel.fileno(), self._on_readable)
+
+    def close(self) -> None:
+        """Stop reading and close the channel (idempotent)."""
+        if self.closed.is_set():
+            return
+        if self._loop is not None:
+            self._loop.remove_reader(self._channel.fileno())
+        self._channel.close()
+        self.closed.set()
+
+    def _on_readable(self) -> None:
+        for _ in range(MAX_MESSAGES_PER_WAKEUP):
+            try:
+                data, fds, flags, _ = socket.recv_fds(self._channel, MESSAGE_BYTES, FDS_PER_MESSAGE)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                _log.warning("the relay channel failed: %s", exc)
+                self.close()
+                return
+            if not data and not fds:
+                self.close()  # the relay exited: no more connections
+                return
+            self._take(data, fds, flags)
+
+    def _take(self, data: bytes, fds: list[int], flags: int) -> None:
+        if flags & socket.MSG_CTRUNC or len(fds) != FDS_PER_MESSAGE or data != CONNECTION_BYTE:
+            for fd in fds:
+                os.close(fd)
+            self._refuse("a malformed message (not one byte with one descriptor)")
+            return
+        sock = _stream_socket(fds[0])
+        if sock is None:
+            self._refuse("a descriptor that is not a connected Unix stream socket")
+            return
+        if self._live() >= self._max:
+            sock.close()
+            self._refuse(f"a connection beyond the limit of {self._max}")
+            return
+        self.accepted += 1
+        self._on_connection(sock)
+
+    def _refuse(self, what: str) -> None:
+        self.refused += 1
+        if self.refused <= MAX_REFUSALS_LOGGED:
+            _log.warning("refused %s from the sandbox", what)
+
+
+def prepare_guest_dir(*, relay: bool = True) -> Path:
+    """Create the private host directory bound read-only at :data:`GUEST_DIR` (0700).
+
+    Without ``relay`` (network ``proxy``: the egress helper relays MCP itself, ``glove-egress
+    --mcp``) only the shim is written.
+    """
+    private = Path(tempfile.mkdtemp(prefix="glove-run-"))
+    private.chmod(0o700)
+    package = resources.files("glove.mcp")
+    files = [("shim.py", SHIM_NAME)] + ([("relay.py", RELAY_NAME)] if relay else [])
+    for source, name in files:
+        target = private / name
+        target.write_bytes(package.joinpath(source).read_bytes())
+        target.chmod(0o555)
+    return private
+
+
+class _Attacher:
+    """Turns received sockets into agent endpoints of ``mediation``; owns them until then.
+
+    Each attach runs as a task of the owning actor (``spawn``): a connection that cannot be
+    wrapped is closed and logged; anything else is a bug that crashes the owner.
+    """
+
+    def __init__(
+        self,
+        mediation: Mediation,
+        spawn: Callable[[Coroutine[Any, Any, None]], asyncio.Task[None]],
+    ) -> None:
+        self._mediation = mediation
+        self._spawn = spawn
+        self._pending: set[asyncio.Task[None]] = set()
+
+    def live(self) -> int:
+        return len(self._mediation.endpoints) + len(self._pending)
+
+    def __call__(self, sock: socket.socket) -> None:
+        task = self._spawn(self._attach(sock))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def _attach(self, sock: socket.socket) -> None:
+        try:
+            reader, writer = await asyncio.open_connection(sock=sock, limit=READ_LIMIT_BYTES)
+        except OSError as exc:
+            sock.close()
+            _log.warning("an agent connection could not be served: %s", exc)
+            return
+        except BaseException:
+            sock.close()
+            raise
+        if self._mediation.supervisor.state != "running":
+            writer.close()  # the session is ending: nothing will serve it
+            return
+        self._mediation.attach(reader, writer)
+
+    async def cancel(self) -> None:
+        for task in list(self._pending):
+            task.cancel()
+        await asyncio.gather(*self._pending, return_exceptions=True)
+
+
+class AgentChannel(Actor):
+    """The host end of ``glove run``'s channel, as an actor of the session tree.
+
+    Once the mediation is ready it reads the channel (:class:`ConnectionReceiver`) and turns
+    each connection into an agent endpoint of the mediation; at stop it closes the channel
+    and every connection not yet attached. It owns ``host_end`` from construction on.
+
+    With ``host_end=None`` it reads no channel of its own: another reader of the sandbox's
+    channel (the egress proxy, when ``glove-egress --mcp`` relays MCP connections as kind
+    ``c``) hands each connection to :meth:`take`.
+    """
+
+    def __init__(self, host_end: socket.socket | None, mediation: Mediation) -> None:
+        super().__init__("channel", mailbox_size=1)
+        self._host_end = host_end
+        self._mediation = mediation
+        self._receiver: ConnectionReceiver | None = None
+        self._attacher: _Attacher | None = None
+        self.refused = 0
+
+    async def on_start(self) -> None:
+        """Wait for the mediation to be ready, then start receiving connections."""
+        await self._mediation.ready
+        self._attacher = _Attacher(
+            self._mediation, lambda coro: self.spawn_task(coro, name="attach")
+        )
+        if self._host_end is not None:
+            self._receiver = ConnectionReceiver(self._host_end, self._attacher, self._attacher.live)
+            self._receiver.start()
+
+    def take(self, kind: bytes, sock: socket.socket) -> None:
+        """Attach one MCP connection another channel reader received (it owns ``sock`` now).
+
+        Closed instead when the channel is not ready or already holds
+        :data:`MAX_AGENT_CONNECTIONS` live connections.
+        """
+        del kind  # always CONNECTION_BYTE: the reader dispatches by kind
+        attacher = self._attacher
+        if attacher is None or self.state != "running" or attacher.live() >= MAX_AGENT_CONNECTIONS:
+            sock.close()
+            self.refused += 1
+            if self.refused <= MAX_REFUSALS_LOGGED:
+                _log.warning("refused an MCP connection from the sandbox (not ready or full)")
+            return
+        attacher(sock)
+
+    async def on_stop(self) -> None:
+        """Close the channel and every connection not yet attached."""
+        if self._receiver is not None:
+            self._receiver.close()
+        elif self._host_end is not None:
+            self._host_end.close()
+        if self._attacher is not None:
+            await self._attacher.cancel()
+
+    def force_kill(self) -> None:
+        """Close the channel at once."""
+        if self._host_end is not None:
+            with contextlib.suppress(OSError):
+                self._host_end.close()
