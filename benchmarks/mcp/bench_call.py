@@ -3,6 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/mcp/bench_call.py [--calls 2000] [--rounds 5] [--concurrency 8]
+        [--dir PATH]
 
 Every row is a raw newline-JSON client doing sequential warm ``tools/call`` round trips
 against the SDK echo fixture (``tests/mcp/fixtures/sdk_server.py echo``), interleaved in
@@ -13,7 +14,8 @@ rounds so machine noise hits every row alike:
   only counts (what mediation costs without a log);
 * ``glove, tmpfs log``: the real :class:`glove.audit.AuditLog` (shared mode, as
   ``glove mcp serve`` opens it) on /dev/shm (the log's own cost without a disk flush);
-* ``glove, disk log``: the same on the work tree's disk, one fdatasync per decision (what
+* ``glove, disk log``: the same on disk (a fresh directory under ``--dir``, the system temp
+  directory by default, removed afterwards), one fdatasync per decision (what
   production does): the decision is written before the forward and synced while the
   upstream works, the answer waits for it (decision 0046);
 * ``glove, disk log, serial``: the same log with the decision synced before the forward
@@ -32,6 +34,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import sys
@@ -223,8 +226,9 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--dir", type=Path, default=None, help="where the disk rows write")
     args = parser.parse_args()
-    disk = Path(tempfile.mkdtemp(prefix="glove-bench-call-", dir=REPO))
+    disk = Path(tempfile.mkdtemp(prefix="glove-bench-call-", dir=args.dir))
     shm = Path(tempfile.mkdtemp(prefix="glove-bench-call-", dir="/dev/shm"))
     per_round = max(1, args.calls // args.rounds)
     closers = []
@@ -294,4 +298,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # A SIGTERM (a timeout's kill) unwinds like Ctrl-C, so the scratch directories go.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     asyncio.run(main())
