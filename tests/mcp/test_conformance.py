@@ -74,6 +74,7 @@ async def test_every_scenario_passing_directly_passes_through_glove(tmp_path: Pa
     assert len(runs) >= 20  # one mediation (its own run id) per HTTP session that decided
 
 
+@pytest.mark.timeout(900)
 async def test_the_same_through_an_http_upstream(tmp_path: Path) -> None:
     """The suite through Glove when Glove reaches the reference server over HTTP too."""
     async with reference_http() as upstream:
