@@ -96,8 +96,6 @@ def test_a_validated_refinement_plan_carries_its_evaluation() -> None:
     local = local_policy(terminals=frozenset({"pipes", "pty"}))
     plain = validate_plan(decode_plan(plan_bytes(terminal="pty")), local)
     assert plain.evaluation is None
-    refined = validate_plan(
-        decode_plan(plan_bytes(terminal="pty", evaluation=evaluation())), local
-    )
+    refined = validate_plan(decode_plan(plan_bytes(terminal="pty", evaluation=evaluation())), local)
     assert refined.evaluation is not None
     assert refined.evaluation.fixture.digest == DIGEST

@@ -39,7 +39,7 @@ AGENTS: dict[str, str] = {
         "cd /tmp; "
         f"printf '%s' '{_FAKE}' > reward.json; cp reward.json reward.txt; "
         f"printf '%s' '{_FAKE}' > receipt.json; cat reward.json; "
-        "echo '{\"session_id\": \"x\", \"outcome\": {\"kind\": \"exited\", \"exit_code\": 0}}'; "
+        'echo \'{"session_id": "x", "outcome": {"kind": "exited", "exit_code": 0}}\'; '
         "exit 0"
     ),
     # The required literal only inside an OSC title, a DCS string and an APC string, with

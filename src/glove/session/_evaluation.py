@@ -108,19 +108,24 @@ def read_fixture(root: Path, digest: str, size: int) -> Fixture:
             finally:
                 os.close(copy)
     except LibraryError as exc:
-        raise FixtureRefused(exc.code, f"fixture {digest}: {exc}") from exc
+        raise FixtureRefused(exc.code, f"fixture {digest} refused ({exc.code}): {exc}") from exc
     except OSError as exc:
         raise FixtureRefused(
-            FIXTURE_UNREADABLE, f"fixture {digest} could not be copied: {exc.strerror}"
+            FIXTURE_UNREADABLE,
+            f"fixture {digest} refused ({FIXTURE_UNREADABLE}): it could not be copied: "
+            f"{exc.strerror}",
         ) from exc
     if len(data) != size:
         raise FixtureRefused(
-            FIXTURE_UNREADABLE, f"fixture {digest}: {len(data)} bytes copied of {size}"
+            FIXTURE_UNREADABLE,
+            f"fixture {digest} refused ({FIXTURE_UNREADABLE}): {len(data)} bytes copied of {size}",
         )
     try:
         return decode_fixture(data)
     except FixtureError as exc:
-        raise FixtureRefused(FIXTURE_INVALID, f"fixture {digest} is refused: {exc}") from exc
+        raise FixtureRefused(
+            FIXTURE_INVALID, f"fixture {digest} refused ({FIXTURE_INVALID}): {exc}"
+        ) from exc
 
 
 class Feed(msgspec.Struct, frozen=True):
