@@ -53,7 +53,7 @@ def test_the_evaluation_needs_a_pty() -> None:
 @pytest.mark.parametrize(
     ("member", "path"),
     [
-        ({"kind": "refinement-eval-v2", "fixture": {"digest": DIGEST, "size": 1}}, "$.evaluation.kind"),
+        ({**evaluation(), "kind": "refinement-eval-v2"}, "$.evaluation.kind"),
         (evaluation(digest="sha256:" + "AB" * 32), "$.evaluation.fixture.digest"),
         (evaluation(digest="/etc/passwd"), "$.evaluation.fixture.digest"),
         (evaluation(digest="sha256-" + "ab" * 32), "$.evaluation.fixture.digest"),

@@ -186,7 +186,7 @@ def test_plan_validate_shows_the_evaluation_and_refuses_it_without_a_pty(ran: Ra
     [
         (lambda home: {"digest": "sha256:" + "0" * 64, "size": 10}, "projection_missing"),
         (lambda home: {**add_fixture(home, version=1), "size": 11}, "projection_size_mismatch"),
-        (lambda home: add_bundle(home, b'{"version": 1, "version": 1}', "dup.json"), "fixture_invalid"),
+        (lambda home: add_bundle(home, b'{"version": 1, "version": 1}', "d"), "fixture_invalid"),
         (lambda home: add_bundle(home, b"not json at all", "junk.json"), "fixture_invalid"),
     ],
 )  # fmt: skip
