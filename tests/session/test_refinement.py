@@ -250,3 +250,36 @@ def test_an_unprivileged_owner_gets_the_same_verdicts(
         assert refused["reasons"][0]["infra_error"] == "projection_missing"
     finally:
         assert home.stop() == 0
+
+
+def test_a_refinement_session_lost_with_its_daemon_keeps_its_kind() -> None:
+    """kill -9 of gloved while a refinement session runs: the restarted daemon gives it one
+    REFINEMENT envelope (infra_error, daemon_lost), receipts.page and status keep its kind
+    and evaluation, and a later restart changes nothing."""
+    base = Path(tempfile.mkdtemp(prefix="glove-refine-", dir="/var/tmp"))
+    home = refinement_home(base)
+    fixture = add_fixture(home)
+    home.start()
+    try:
+        session_id = home.call("session.create", {"plan": refinement_plan("ev-wall", fixture)})[
+            "session_id"
+        ]
+        with home.client() as client:
+            for view in client.stream("session.watch", {"session_id": session_id}, timeout=60):
+                if view["state"] == "running":
+                    break
+        home.kill9()
+        for _ in range(2):  # recovered once; the second start finds it terminal already
+            home.start()
+            view = home.call("session.status", {"session_id": session_id})
+            assert view["state"] == "terminal"
+            assert view["outcome"]["kind"] == "daemon_lost"
+            assert view["evaluation"]["verdict"] == "infra_error"
+            assert view["evaluation"]["reasons"][0]["infra_error"] == "daemon_lost"
+            items = [r for r in home.all_receipts() if r["session_id"] == session_id]
+            assert [r["kind"] for r in items] == ["refinement"]
+            assert items[0]["receipt"]["receipt"] == "glove-refinement/v1"
+            assert home.stop() == 0
+    finally:
+        home.stop()
+        shutil.rmtree(base, ignore_errors=True)
