@@ -830,7 +830,18 @@ class SessionRegistry(Actor):
         """The evaluator's evidence, once the stream ended (never raises: a failure is the
         ``evaluator_failed`` infrastructure error of the verdict)."""
         try:
-            run.finished = await evaluator.finish(drain.evicted)
+            finished = await evaluator.finish(drain.evicted)
+            # Defense in depth: the evaluator saw exactly the bytes the transcript holds.
+            seen = drain.digests()["pty"].bytes
+            if finished.evidence.bytes_total != seen:
+                _log.error(
+                    "session %s: the evaluator saw %d bytes of the %d on the terminal",
+                    record.session_id,
+                    finished.evidence.bytes_total,
+                    seen,
+                )
+                finished = Finished(finished.evidence, complete=False)
+            run.finished = finished
         except Exception as exc:  # noqa: BLE001 - the verdict says it; the session ends normally
             _log.error(
                 "session %s: the evaluator failed (%s); the verdict is infra_error",
