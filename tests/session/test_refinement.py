@@ -151,6 +151,16 @@ def test_wait_and_status_show_the_evaluation_once_terminal(ran: Ran) -> None:
         assert {"outcome", "receipt_seq", "launch_binding", "plan_sha256"} <= set(shown)
 
 
+def test_receipts_page_names_each_records_kind_and_a_refinements_verdict(ran: Ran) -> None:
+    """`glove receipts page` prints the record kind of every receipt and, for a refinement
+    envelope, its verdict beside the outcome."""
+    shown = ran.home.glove("receipts", "page", "--limit", "1000")
+    assert shown.returncode == 0, shown.stderr
+    (line,) = [row for row in shown.stdout.splitlines() if ran.ids["ev-exit"] in row]
+    assert "exited 3, fail" in line
+    assert " refinement " in line
+
+
 def test_a_resource_plan_keeps_its_receipt_kind_and_shows_no_evaluation(ran: Ran) -> None:
     """A PTY plan without an evaluation still ends with a RECEIPT record of the resource
     domain, and its status has a null evaluation."""

@@ -136,15 +136,20 @@ def page_cmd(
     if as_json:
         typer.echo(json.dumps(page, sort_keys=True))
         return
-    typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  CHECKPOINT")
+    typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  {'KIND':<10}  CHECKPOINT")
     for item in page["receipts"]:
-        outcome = (item.get("receipt") or {}).get("outcome") or {}
+        body = item.get("receipt") or {}
+        outcome = body.get("outcome") or {}
         kind = str(outcome.get("kind", "-"))
         if kind == "exited":
             kind = f"exited {outcome.get('exit_code')}"
+        record = str(item.get("kind") or "-")
+        verdict = ((body.get("evaluation") or {}).get("outcome") or {}).get("verdict")
+        if record == "refinement" and verdict:
+            kind = f"{kind}, {verdict}"  # a refinement envelope's verdict
         typer.echo(
             f"{item['seq']:>6}  {item.get('session_id') or '-':<34}  {kind:<20}  "
-            f"{item.get('checkpoint') or '-'}"
+            f"{record:<10}  {item.get('checkpoint') or '-'}"
         )
     typer.echo(f"acknowledged through {page['acked']}; next: --after {page['next_cursor']}")
 
