@@ -82,6 +82,7 @@ from glove.plan import (
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
 from glove.session._evaluation import (
+    INFRA_KINDS,
     EvaluatorActor,
     Finished,
     evaluation_entry,
@@ -216,6 +217,8 @@ class _Progress:
     evaluator: EvaluatorActor | None = None
     finished: Finished | None = None
     evaluator_error: str | None = None
+    #: The child whose failure ended the session tree early (any session's).
+    failed_child: str | None = None
 
 
 def _harness_of(record: SessionRecord) -> str:
@@ -888,6 +891,8 @@ class SessionRegistry(Actor):
             session, run.launched_ns = await self._run(record, spec, run)
             run.result = session.result
             failure = session.failure
+            if failure is not None:
+                run.failed_child = session.failed_child or "session"
             if failure is not None and not isinstance(failure, (GloveError, OSError)):
                 return self._internal(record.session_id, session.failed_child or "launch", failure)
             if failure is not None and run.result is None:
@@ -933,11 +938,16 @@ class SessionRegistry(Actor):
                 evidence=None,
                 outcome=infra_outcome(code),
             )
+        infra_error = run.evaluator_error
+        failed = run.failed_child
+        if infra_error is None and failed is not None and outcome.get("kind") not in INFRA_KINDS:
+            # A part of Glove under the run failed (the drain, the evaluator, a tool).
+            infra_error = failed.replace("-", "_")[:56] + "_failed"
         termination = termination_of(
             outcome,
             run.result,
             complete=finished is not None and finished.complete,
-            infra_error=run.evaluator_error,
+            infra_error=infra_error,
         )
         return evaluation_entry(
             fixture_digest=evaluation.fixture.digest,
