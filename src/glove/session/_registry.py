@@ -164,6 +164,8 @@ class SessionView(msgspec.Struct, frozen=True):
     outcome: dict[str, Any] | None = None
     launch_binding: str | None = None
     cleaned: bool = False
+    #: The plan's terminal: ``pipes`` (``glove session output``) or ``pty`` (``session log``).
+    terminal: str = "pipes"
     evaluation: dict[str, Any] | None = None
 
 
@@ -499,6 +501,7 @@ class SessionRegistry(Actor):
             outcome=record.outcome,
             launch_binding=record.details.get("launch_binding"),
             cleaned=record.cleaned,
+            terminal=str(record.plan.get("terminal", "pipes")),
             evaluation=record.evaluation,
         )
 
