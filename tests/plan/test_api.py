@@ -26,6 +26,7 @@ FORBIDDEN_IMPORTS = {
 #: The interface the lead builds on (issue 9, section 3), plus what this package adds.
 EXPORTS = [
     "CONTAINER_LIMIT_NAMES",
+    "EVALUATION_KIND",
     "IDENTIFIER_PATTERN",
     "MAX_EXPOSURES",
     "MAX_NETWORK_RULES",
@@ -38,12 +39,14 @@ EXPORTS = [
     "REJECTED_MEMBERS",
     "CanonicalError",
     "ExposurePolicy",
+    "FixtureRef",
     "HarnessPolicy",
     "LocalPolicy",
     "LocalPolicyError",
     "Plan",
     "PlanDigests",
     "PlanError",
+    "PlanEvaluation",
     "PlanLimits",
     "PlanProblem",
     "ProxyNetwork",

@@ -252,7 +252,9 @@ def test_unknown_members_are_refused_where_they_are() -> None:
     """An unknown member at the top or in limits is refused at its own path."""
     problems = refused(plan_bytes(limits=limits(gpus=1), extra=True))
     assert [problem.path for problem in problems] == ["$.extra", "$.limits.gpus"]
-    assert problems[0].message.startswith("unknown field `extra` (plan v1 has cols, exposures")
+    assert problems[0].message.startswith(
+        "unknown field `extra` (plan v1 has cols, evaluation, exposures"
+    )
 
 
 def test_a_hostile_key_cannot_break_the_one_line_error() -> None:

@@ -36,6 +36,10 @@ def legacy(tmp_path: Path) -> Iterator[Gloved]:
         gloved.stop()
 
 
+#: Session view keys added since the legacy home was written.
+ADDED_VIEW_KEYS = frozenset({"evaluation", "terminal"})
+
+
 def manifest(gloved: Gloved) -> dict[str, Any]:
     return dict(json.loads((gloved.base / "manifest.json").read_text()))
 
@@ -53,7 +57,13 @@ def test_the_legacy_sessions_are_recovered_as_they_were_written(legacy: Gloved) 
         for s in json.loads(ok(legacy.glove("session", "list", "--json")))["sessions"]
     }
     for name in ("hello", "tty", "ls"):
-        assert listed[expected[name]["id"]] == expected[name]["final"], name
+        shown, final = listed[expected[name]["id"]], expected[name]["final"]
+        assert {key: shown.get(key) for key in final} == final, name
+        # Keys are added, never renamed: only these are new since (resource plans: no
+        # evaluation; the terminal the plan asked for).
+        assert set(shown) - set(final) <= ADDED_VIEW_KEYS, name
+        assert shown.get("evaluation") is None, name
+        assert shown.get("terminal") in {"pipes", "pty"}, name
     lost = listed[expected["interrupted"]["id"]]
     assert lost["state"] == "terminal"
     assert lost["outcome"]["kind"] == "daemon_lost"

@@ -146,14 +146,19 @@ def page_cmd(
     if as_json:
         typer.echo(json.dumps(page, sort_keys=True))
         return
-    typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  CHECKPOINT")
+    typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  {'KIND':<10}  CHECKPOINT")
     from glove.cli._session import outcome_text
 
     for item in page["receipts"]:
-        kind = outcome_text((item.get("receipt") or {}).get("outcome"))  # limit, signal: which
+        body = item.get("receipt") or {}
+        kind = outcome_text(body.get("outcome"))  # limit, signal: which
+        record = str(item.get("kind") or "-")
+        verdict = ((body.get("evaluation") or {}).get("outcome") or {}).get("verdict")
+        if record == "refinement" and verdict:
+            kind = f"{kind}, {verdict}"  # a refinement envelope's verdict
         typer.echo(
             f"{item['seq']:>6}  {item.get('session_id') or '-':<34}  {kind:<20}  "
-            f"{item.get('checkpoint') or '-'}"
+            f"{record:<10}  {item.get('checkpoint') or '-'}"
         )
     typer.echo(f"acknowledged through {page['acked']}; next: --after {page['next_cursor']}")
 

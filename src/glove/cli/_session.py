@@ -293,6 +293,13 @@ def _register_plan(app: typer.Typer) -> None:
             _print_json(verdict)
         elif verdict["valid"]:
             typer.echo(f"valid\nsha256: {verdict['sha256']}\nblake3: {verdict['blake3']}")
+            evaluation = verdict.get("evaluation")
+            if evaluation:
+                fixture = evaluation["fixture"]
+                typer.echo(
+                    f"evaluation: {evaluation['kind']}, fixture {fixture['digest']} "
+                    f"({fixture['size']} bytes)"
+                )
         else:
             typer.echo("invalid", err=True)
             for problem in verdict["errors"]:

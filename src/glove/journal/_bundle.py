@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from glove.journal._checkpoint import MAX_TREE_SIZE, SignedCheckpoint, open_checkpoint
-from glove.journal._codec import MAX_PAYLOAD_BYTES
+from glove.journal._codec import MAX_PAYLOAD_BYTES, RecordKind
 from glove.journal._keys import VerifierKey, b64decode_canonical, b64encode
 from glove.journal._merkle import (
     HASH_BYTES,
@@ -49,6 +49,16 @@ from glove.journal.errors import (
 from glove.protocol import dumps_compact, dumps_pretty, loads_strict
 
 BUNDLE_FORMAT: Final = "glove-receipt-bundle/v1"
+#: The envelope domain of each receipt record kind: the entry's ``receipt`` member. The
+#: record's HMAC domain (``glove/receipt/v1``, ``glove/refinement/v1``) is the journal's;
+#: this one is inside the entry, so the Merkle leaf, and with it every checkpoint
+#: signature, covers it: an entry of one domain never verifies as the other.
+RESOURCE_ENVELOPE: Final = "glove-session/v1"
+REFINEMENT_ENVELOPE: Final = "glove-refinement/v1"
+ENVELOPE_DOMAINS: Final[dict[RecordKind, str]] = {
+    RecordKind.RECEIPT: RESOURCE_ENVELOPE,
+    RecordKind.REFINEMENT: REFINEMENT_ENVELOPE,
+}
 MAX_BUNDLE_BYTES: Final = 8 * 1024 * 1024
 """Largest bundle accepted: a 1 MiB entry in base64, the same decoded, and the rest."""
 MAX_SESSION_ID_BYTES: Final = 256
@@ -118,6 +128,32 @@ def parse_receipt_payload(payload: bytes) -> dict[str, Any]:
     if len(session_id.encode("utf-8", "surrogatepass")) > MAX_SESSION_ID_BYTES:
         raise ReceiptPayloadInvalid(f"a session_id is at most {MAX_SESSION_ID_BYTES} bytes")
     return value
+
+
+def envelope_kind(entry: dict[str, Any]) -> RecordKind | None:
+    """The record kind whose envelope domain ``entry`` carries, or None for neither."""
+    domain = entry.get("receipt")
+    for kind, name in ENVELOPE_DOMAINS.items():
+        if domain == name:
+            return kind
+    return None
+
+
+def check_envelope_domain(entry: dict[str, Any], kind: RecordKind) -> None:
+    """Refuse an entry that is not of ``kind``'s envelope domain.
+
+    Raises:
+        EntryMismatch: the entry's ``receipt`` member is another domain's, or none.
+        ValueError: ``kind`` has no envelope domain (DATA, SEAL).
+    """
+    want = ENVELOPE_DOMAINS.get(kind)
+    if want is None:
+        raise ValueError(f"record kind {kind!r} has no envelope domain")
+    got = entry.get("receipt")
+    if got != want:
+        raise EntryMismatch(
+            f"the entry is of envelope domain {got!r}, not {want!r} ({kind.name.lower()})"
+        )
 
 
 def _hashes_json(hashes: tuple[bytes, ...]) -> list[str]:
@@ -228,12 +264,19 @@ def decode_bundle(data: bytes) -> ReceiptBundle:
 
 
 def verify_bundle(
-    data: bytes | ReceiptBundle, verifier: VerifierKey, *, witnesses: Sequence[WitnessKey] = ()
+    data: bytes | ReceiptBundle,
+    verifier: VerifierKey,
+    *,
+    witnesses: Sequence[WitnessKey] = (),
+    kind: RecordKind | None = None,
 ) -> VerifiedReceipt:
     """Verify a bundle offline: the signature, the proofs and the entry must all hold.
 
     The checkpoint must carry exactly the log's signature and one cosignature of each of
-    ``witnesses``: a line of any other key is refused, never ignored.
+    ``witnesses``: a line of any other key is refused, never ignored. With ``kind``
+    (RECEIPT or REFINEMENT) the entry must also be of that kind's envelope domain
+    (:data:`ENVELOPE_DOMAINS`): a resource receipt never verifies as a refinement
+    envelope, nor the reverse.
 
     Raises:
         BundleMalformed: not a well-formed canonical bundle.
@@ -275,4 +318,6 @@ def verify_bundle(
         raise EntryMismatch(
             f"the entry is a receipt of session {entry['session_id']!r}, not {bundle.session_id!r}"
         )
+    if kind is not None:
+        check_envelope_domain(entry, kind)
     return VerifiedReceipt(bundle.session_id, entry, bundle.leaf_index, signed, since)

@@ -16,6 +16,7 @@ from glove.plan._decode import REJECTED_MEMBERS, decode_plan
 from glove.plan._digest import PlanDigests, plan_digests
 from glove.plan._model import (
     CONTAINER_LIMIT_NAMES,
+    EVALUATION_KIND,
     IDENTIFIER_PATTERN,
     MAX_EXPOSURES,
     MAX_NETWORK_RULES,
@@ -26,9 +27,11 @@ from glove.plan._model import (
     PLAN_LIMIT_NAMES,
     PLAN_VERSION,
     ExposurePolicy,
+    FixtureRef,
     HarnessPolicy,
     LocalPolicy,
     Plan,
+    PlanEvaluation,
     PlanLimits,
     ProxyNetwork,
     ValidatedPlan,
@@ -39,6 +42,7 @@ from glove.plan.errors import CanonicalError, LocalPolicyError, PlanError, PlanP
 
 __all__ = [
     "CONTAINER_LIMIT_NAMES",
+    "EVALUATION_KIND",
     "IDENTIFIER_PATTERN",
     "MAX_EXPOSURES",
     "MAX_NETWORK_RULES",
@@ -51,12 +55,14 @@ __all__ = [
     "REJECTED_MEMBERS",
     "CanonicalError",
     "ExposurePolicy",
+    "FixtureRef",
     "HarnessPolicy",
     "LocalPolicy",
     "LocalPolicyError",
     "Plan",
     "PlanDigests",
     "PlanError",
+    "PlanEvaluation",
     "PlanLimits",
     "PlanProblem",
     "ProxyNetwork",

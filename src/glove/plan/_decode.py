@@ -366,7 +366,21 @@ def plan_problems(plan: Plan) -> list[PlanProblem]:
     problems.extend(_terminal_problems(plan))
     problems.extend(_label_problems(plan))
     problems.extend(_network_problems(plan))
+    problems.extend(_evaluation_problems(plan))
     return problems
+
+
+def _evaluation_problems(plan: Plan) -> list[PlanProblem]:
+    """An evaluation judges the raw terminal stream, so it needs one (``"terminal": "pty"``)."""
+    if plan.evaluation is msgspec.UNSET or plan.terminal == "pty":
+        return []
+    return [
+        PlanProblem.at(
+            "$.evaluation",
+            'evaluation is only for terminal "pty": refinement-eval-v1 judges the raw '
+            "terminal stream",
+        )
+    ]
 
 
 def _network_problems(plan: Plan) -> list[PlanProblem]:

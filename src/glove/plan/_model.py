@@ -25,6 +25,7 @@ from msgspec import UNSET, Meta, UnsetType
 from glove.container import MIN_DISK_BYTES, MIN_MEMORY_BYTES, MIN_PIDS, Limits
 from glove.egress import RuleSet
 from glove.egress.errors import RuleError
+from glove.evaluate import MAX_FIXTURE_BYTES
 from glove.plan._digest import PlanDigests
 from glove.plan.errors import LocalPolicyError
 
@@ -155,6 +156,37 @@ class ProxyNetwork(
         return () if isinstance(self.deny, UnsetType) else self.deny
 
 
+#: The one evaluation kind plan v1 knows (``docs/evaluation.md``).
+EVALUATION_KIND: Final = "refinement-eval-v1"
+#: What a library digest looks like in a plan (``sha256:`` and 64 lower-case hex digits).
+LIBRARY_DIGEST_PATTERN: Final = "^sha256:[0-9a-f]{64}$"
+
+
+class FixtureRef(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``"fixture": {"digest": ..., "size": N}``: a library bundle, named by its content.
+
+    Attributes:
+        digest: ``sha256:<64 lower-case hex>`` of the fixture's exact bytes.
+        size: its size in bytes (1 to the fixture DSL's 64 KiB).
+    """
+
+    digest: Annotated[str, Meta(pattern=LIBRARY_DIGEST_PATTERN)]
+    size: Annotated[int, Meta(ge=1, le=MAX_FIXTURE_BYTES)]
+
+
+class PlanEvaluation(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``"evaluation": {"kind": "refinement-eval-v1", "fixture": {...}}``: Glove judges the
+    run from its raw terminal stream against the fixture (only with ``"terminal": "pty"``).
+
+    Attributes:
+        kind: ``refinement-eval-v1``.
+        fixture: the fixture bundle in the owner's library (read by gloved, never mounted).
+    """
+
+    kind: Literal["refinement-eval-v1"]
+    fixture: FixtureRef
+
+
 #: A plan's network: the mode name ``"none"``, or the ``proxy`` object.
 PlanNetwork = Literal["none"] | ProxyNetwork
 
@@ -177,6 +209,8 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         rows: terminal rows, only with ``"pty"`` and together with ``cols``.
         cols: terminal columns, only with ``"pty"`` and together with ``rows``.
         labels: at most 16 short string pairs kept for the controller's own bookkeeping.
+        evaluation: a refinement-eval-v1 evaluation of the run (a refinement plan), only
+            with ``"terminal": "pty"``.
     """
 
     version: Literal[1]
@@ -188,6 +222,7 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     rows: Cells | UnsetType = UNSET
     cols: Cells | UnsetType = UNSET
     labels: dict[str, str] | UnsetType = UNSET
+    evaluation: PlanEvaluation | UnsetType = UNSET
 
 
 class HarnessPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -329,6 +364,11 @@ class ValidatedPlan(msgspec.Struct, frozen=True):
     limits: Limits
     mechanisms: dict[str, str]
     egress: RuleSet | None = None
+
+    @property
+    def evaluation(self) -> PlanEvaluation | None:
+        """The plan's evaluation (a refinement plan), or None (a resource plan)."""
+        return _given(self.plan.evaluation)
 
     @property
     def terminal_size(self) -> tuple[int, int] | None:

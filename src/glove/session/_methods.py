@@ -118,12 +118,14 @@ class NoParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class PlanVerdict(msgspec.Struct, frozen=True, omit_defaults=True):
-    """``plan.validate``: valid with both digests, or invalid with every problem."""
+    """``plan.validate``: valid with both digests, or invalid with every problem; a valid
+    refinement plan also shows its ``evaluation`` (kind and fixture digest and size)."""
 
     valid: bool
     sha256: str | None = None
     blake3: str | None = None
     errors: list[dict[str, str]] | None = None
+    evaluation: dict[str, Any] | None = None
 
 
 class SessionPage(msgspec.Struct, frozen=True):
@@ -233,8 +235,12 @@ class SessionMethods:
         except PlanError as exc:
             errors = [{"path": p.path, "message": p.message} for p in exc.problems]
             return PlanVerdict(valid=False, errors=errors)
+        evaluation = validated.evaluation
         return PlanVerdict(
-            valid=True, sha256=validated.digests.sha256, blake3=validated.digests.blake3
+            valid=True,
+            sha256=validated.digests.sha256,
+            blake3=validated.digests.blake3,
+            evaluation=msgspec.to_builtins(evaluation) if evaluation is not None else None,
         )
 
     async def create(self, params: PlanParams, _call: CallContext) -> SessionView:

@@ -3,8 +3,10 @@
 The sandbox reads the PTY master on the loop (counting every byte against the output
 limit) and hands each chunk to :meth:`PtyDrain.write`, which, in this order:
 
-1. feeds every raw byte to the observers (the seam for a transcript evaluator: it sees
-   each byte before the ring can evict it) and to the mode tracker and both digests;
+1. feeds every raw byte to the observers (the seam of the ``evaluator`` actor of a
+   refinement session: it sees each byte before the ring can evict it; an observer may
+   return an awaitable, and the sandbox then pauses reading until it completes) and to
+   the mode tracker and both digests;
 2. appends it to the transcript ring (a page-cache write);
 3. wakes the viewers, which read it at their own offsets and pace.
 
@@ -53,7 +55,13 @@ TIOCSIG: Final = 0x40045436
 #: Signals ``TIOCSIG`` may raise (the kernel refuses the others on a pty).
 FOREGROUND_SIGNALS: Final = frozenset({signal.SIGINT, signal.SIGQUIT, signal.SIGTSTP})
 
-Observer = Callable[[bytes], None]
+Observer = Callable[[bytes], Awaitable[None] | None]
+
+
+async def _every(waits: list[Awaitable[None]]) -> None:
+    """Wait for each of ``waits`` (the flush's room and the observers')."""
+    for wait in waits:
+        await wait
 
 
 class PtyDrain(Actor):
@@ -85,6 +93,10 @@ class PtyDrain(Actor):
         self._sandbox: SandboxActor | None = None
         #: Set once the terminal's input side is open (the sandbox launched with a PTY).
         self.terminal_open = asyncio.Event()
+
+    def add_observer(self, observer: Observer) -> None:
+        """Feed ``observer`` every later chunk too (before the ring; see the module doc)."""
+        self._observers.append(observer)
 
     # -- life -------------------------------------------------------------------------------
 
@@ -129,8 +141,11 @@ class PtyDrain(Actor):
         transcript = self.transcript
         if transcript is None or transcript.closed:
             return None
+        waits: list[Awaitable[None]] = []
         for observer in self._observers:
-            observer(data)
+            pending = observer(data)
+            if pending is not None:
+                waits.append(pending)
         self._tracker.feed(data)
         self._plain.update(data)
         try:
@@ -146,8 +161,12 @@ class PtyDrain(Actor):
             self._pressure.set()
             if self._room is None or self._room.done():
                 self._room = asyncio.get_running_loop().create_future()
-            return asyncio.shield(self._room)
-        return None
+            waits.append(asyncio.shield(self._room))
+        if not waits:
+            return None
+        if len(waits) == 1:
+            return waits[0]
+        return _every(waits)
 
     def _commit_now(self, transcript: TranscriptWriter) -> None:
         meta = transcript.snapshot()
@@ -197,6 +216,11 @@ class PtyDrain(Actor):
     def summary(self) -> dict[str, Any] | None:
         """The receipt's ``transcript`` entry (None if the transcript was never created)."""
         return self.transcript.summary() if self.transcript is not None else None
+
+    @property
+    def evicted(self) -> int:
+        """Bytes the transcript ring has evicted so far."""
+        return self.transcript.evicted if self.transcript is not None else 0
 
     def digests(self) -> dict[str, StreamDigest]:
         """The receipt's ``output`` entry: the terminal stream's bytes and SHA-256."""

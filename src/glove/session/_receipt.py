@@ -31,6 +31,13 @@ terminal's bytes as the transcript ring keeps them (``glove.session._transcript_
 ``complete`` is false after a crash (``daemon_lost``): ``bytes`` and ``digest`` are then
 those of the transcript's last durable record; a transcript that does not verify has null
 numbers and an ``error``.
+
+A **refinement plan** (one with an ``evaluation``) ends with a *refinement envelope*
+instead: the same members, ``"receipt": "glove-refinement/v1"`` (its envelope domain),
+and ``evaluation`` (``glove.session._evaluation.evaluation_entry``), appended as a
+``REFINEMENT`` record (its own HMAC domain) to the same journal, so it shares the global
+sequence, the chain head, the Merkle tree and the checkpoints. :func:`check_envelope`
+refuses the wrong kind for a plan, either way, before anything is appended.
 """
 
 from __future__ import annotations
@@ -38,8 +45,44 @@ from __future__ import annotations
 from typing import Any, Final
 
 from glove.container import SandboxResult
+from glove.journal import REFINEMENT_ENVELOPE, RESOURCE_ENVELOPE, RecordKind, envelope_kind
+from glove.session.errors import EnvelopeMismatch
 
-RECEIPT_FORMAT: Final = "glove-session/v1"
+RECEIPT_FORMAT: Final = RESOURCE_ENVELOPE
+REFINEMENT_FORMAT: Final = REFINEMENT_ENVELOPE
+
+
+def is_refinement_plan(plan: dict[str, Any]) -> bool:
+    """Whether a persisted plan (its canonical JSON, decoded) carries an evaluation."""
+    return plan.get("evaluation") is not None
+
+
+def envelope_record_kind(plan: dict[str, Any]) -> RecordKind:
+    """The record kind a plan's terminal envelope must be appended as."""
+    return RecordKind.REFINEMENT if is_refinement_plan(plan) else RecordKind.RECEIPT
+
+
+def check_envelope(plan: dict[str, Any], payload: dict[str, Any], kind: RecordKind) -> None:
+    """Refuse a terminal envelope whose kind or domain does not fit its plan: a resource
+    receipt for a refinement plan, a refinement envelope for a resource plan, or a record
+    kind that is not the payload's domain.
+
+    Raises:
+        EnvelopeMismatch: any of those (a bug; nothing is appended).
+    """
+    want = envelope_record_kind(plan)
+    if kind != want:
+        raise EnvelopeMismatch(
+            f"a {'refinement' if want == RecordKind.REFINEMENT else 'resource'} plan's "
+            f"terminal envelope is a {want.name} record, not {kind.name}"
+        )
+    if envelope_kind(payload) != kind:
+        domain = REFINEMENT_ENVELOPE if kind == RecordKind.REFINEMENT else RESOURCE_ENVELOPE
+        raise EnvelopeMismatch(
+            f"a {kind.name} record carries the {domain} envelope, not {payload.get('receipt')!r}"
+        )
+    if (kind == RecordKind.REFINEMENT) != isinstance(payload.get("evaluation"), dict):
+        raise EnvelopeMismatch("only a refinement envelope carries an evaluation, and it must")
 
 
 def _micro(seconds: float) -> int:
@@ -88,12 +131,14 @@ def terminal_receipt(
     audit: dict[str, Any] | None = None,
     counts: dict[str, int] | None = None,
     transcript: dict[str, Any] | None = None,
+    evaluation: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The receipt as a JSON value (encode it with :func:`glove.plan.jcs_dumps`).
 
     ``audit`` is the digest of the session's audit log (its MCP decisions and egress
     records; null without tools or network), ``counts`` what was refused, and a PTY
-    session's receipt carries its ``transcript``.
+    session's receipt carries its ``transcript``. With ``evaluation`` it is a refinement
+    envelope (module docstring).
     """
     limits: dict[str, Any] = {}
     usage: dict[str, Any] = {
@@ -136,4 +181,7 @@ def terminal_receipt(
     }
     if transcript is not None:
         receipt["transcript"] = transcript
+    if evaluation is not None:
+        receipt["receipt"] = REFINEMENT_FORMAT
+        receipt["evaluation"] = evaluation
     return receipt

@@ -58,6 +58,7 @@ from glove.container import (
 )
 from glove.container.linux import DEFAULT_WINSIZE
 from glove.errors import GloveError
+from glove.evaluate import Fixture
 from glove.journal import (
     Entry,
     Journal,
@@ -80,6 +81,16 @@ from glove.plan import (
 )
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
+from glove.session._evaluation import (
+    INFRA_KINDS,
+    EvaluatorActor,
+    Finished,
+    evaluation_entry,
+    infra_outcome,
+    read_fixture,
+    termination_of,
+    verdict_of,
+)
 from glove.session._exposures import ExposureRegistry
 from glove.session._faults import fault_point
 from glove.session._mediated import (
@@ -90,7 +101,13 @@ from glove.session._mediated import (
     session_tools,
 )
 from glove.session._pty_drain import PtyDrain
-from glove.session._receipt import outcome_of, terminal_receipt
+from glove.session._receipt import (
+    check_envelope,
+    envelope_record_kind,
+    is_refinement_plan,
+    outcome_of,
+    terminal_receipt,
+)
 from glove.session._sandbox import SandboxActor
 from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
 from glove.session._transcript import recovered_summary
@@ -98,6 +115,7 @@ from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, sess
 from glove.session._viewers import TerminalHub
 from glove.session.errors import (
     ExposureError,
+    FixtureRefused,
     RecoveryRefused,
     SessionConflict,
     SessionLimit,
@@ -105,6 +123,15 @@ from glove.session.errors import (
 )
 
 _log = logging.getLogger(__name__)
+
+#: The record kinds of terminal envelopes (resource receipts, refinement envelopes).
+ENVELOPE_KINDS: Final = frozenset({RecordKind.RECEIPT, RecordKind.REFINEMENT})
+#: How ``receipts.page`` names each record kind.
+KIND_NAMES: Final = {
+    int(RecordKind.DATA): "data",
+    int(RecordKind.RECEIPT): "receipt",
+    int(RecordKind.REFINEMENT): "refinement",
+}
 
 #: Largest page of ``session.list``.
 MAX_LIST_PAGE: Final = 500
@@ -123,7 +150,8 @@ PLAN_LIMIT_MAP: Final = {
 
 
 class SessionView(msgspec.Struct, frozen=True):
-    """What ``session.status`` shows of one session."""
+    """What ``session.status`` shows of one session; a refinement plan's shows its
+    ``evaluation`` (``{"verdict": ..., "reasons": [...]}``) once terminal."""
 
     session_id: str
     state: str
@@ -138,6 +166,7 @@ class SessionView(msgspec.Struct, frozen=True):
     cleaned: bool = False
     #: The plan's terminal: ``pipes`` (``glove session output``) or ``pty`` (``session log``).
     terminal: str = "pipes"
+    evaluation: dict[str, Any] | None = None
 
 
 _T = TypeVar("_T")
@@ -183,6 +212,15 @@ class _Progress:
     binding: str | None = None
     launched_ns: int | None = None
     result: SandboxResult | None = None
+    #: A refinement plan's: the fixture (once read), the refusal code if it was refused,
+    #: the evaluator, what it finished with, and the code of its failure.
+    fixture: Fixture | None = None
+    refusal: str | None = None
+    evaluator: EvaluatorActor | None = None
+    finished: Finished | None = None
+    evaluator_error: str | None = None
+    #: The child whose failure ended the session tree early (any session's).
+    failed_child: str | None = None
 
 
 def _harness_of(record: SessionRecord) -> str:
@@ -281,12 +319,12 @@ class SessionRegistry(Actor):
 
         path = self._receipts_writer.path
         for entry in iter_entries(PosixStorage(), path, None):
-            if entry.kind == RecordKind.RECEIPT:
+            if entry.kind in ENVELOPE_KINDS:
                 self._places.setdefault(entry.seq, entry.place)
 
     def _on_receipts_commit(self, entries: Sequence[Entry]) -> None:
         for entry in entries:
-            if entry.kind == RecordKind.RECEIPT:
+            if entry.kind in ENVELOPE_KINDS:
                 self._places[entry.seq] = entry.place
 
     async def receipts_page(self, after: int, limit: int) -> dict[str, Any]:
@@ -317,6 +355,7 @@ class SessionRegistry(Actor):
                         "checkpoint": receipt.checkpoint,
                         "t_ns": receipt.t_ns,
                         "receipt": body,
+                        "kind": KIND_NAMES.get(receipt.kind, str(receipt.kind)),
                     }
                 )
             return out
@@ -355,6 +394,7 @@ class SessionRegistry(Actor):
         assert self.store is not None
         was = record.state
         seq = self.log.receipt_seq(record.session_id)
+        evaluation: dict[str, Any] | None = None
         if seq is not None:
             body = await asyncio.to_thread(self._receipt_body, seq)
             outcome = body.get("outcome")
@@ -363,6 +403,14 @@ class SessionRegistry(Actor):
                     f"receipt {seq} of session {record.session_id} has no outcome: the "
                     "receipt journal and the session journal disagree"
                 )
+            entry = body.get("evaluation")
+            if is_refinement_plan(record.plan):
+                if not isinstance(entry, dict) or not isinstance(entry.get("outcome"), dict):
+                    raise RecoveryRefused(
+                        f"receipt {seq} of refinement session {record.session_id} is no "
+                        "refinement envelope: the two journals disagree"
+                    )
+                evaluation = entry["outcome"]
         else:
             outcome = {
                 "kind": "daemon_lost",
@@ -394,6 +442,7 @@ class SessionRegistry(Actor):
                 )
                 outcome["error"] += f"; its output could not be digested ({type(exc).__name__})"
                 transcript = audit = None
+            entry = self._lost_evaluation(record, "daemon_lost")
             payload = terminal_receipt(
                 session_id=record.session_id,
                 plan_sha256=record.sha256,
@@ -407,10 +456,11 @@ class SessionRegistry(Actor):
                 ended_ns=time.time_ns(),
                 audit=audit,
                 transcript=transcript,
+                evaluation=entry,
             )
-            receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
-            seq = receipt.seq
-        await self.store.terminal(record.session_id, seq, outcome)
+            seq = await self._append_terminal(record, payload)
+            evaluation = entry["outcome"] if entry is not None else None
+        await self.store.terminal(record.session_id, seq, outcome, evaluation)
         self.recovered.append(record.session_id)
         _log.warning(
             "session %s was %s when gloved stopped: receipt %d (%s)",
@@ -452,6 +502,7 @@ class SessionRegistry(Actor):
             launch_binding=record.details.get("launch_binding"),
             cleaned=record.cleaned,
             terminal=str(record.plan.get("terminal", "pipes")),
+            evaluation=record.evaluation,
         )
 
     def _record(self, session_id: str) -> SessionRecord:
@@ -626,11 +677,14 @@ class SessionRegistry(Actor):
     # -- the lifecycle ------------------------------------------------------------------------
 
     async def _prepare(
-        self, record: SessionRecord, validated: ValidatedPlan
+        self, record: SessionRecord, validated: ValidatedPlan, run: _Progress
     ) -> tuple[SandboxSpec, str, SessionTools | None]:
-        """Resolve the exposures, compose the sandbox and its tools; persist each step.
+        """Read a refinement plan's fixture, resolve the exposures, compose the sandbox and
+        its tools; persist each step.
 
         Raises:
+            FixtureRefused: the fixture cannot be read or decoded (its code is kept in
+                ``run.refusal``); nothing is launched.
             ExposureError: an exposure is revoked, stale or gone.
             GloveError: the sandbox or the tools cannot be composed (SandboxError too).
             OSError: the host refused a step.
@@ -638,6 +692,16 @@ class SessionRegistry(Actor):
         """
         await self._move(record, "preparing")
         fault_point("prepare", record.session_id, _harness_of(record))
+        evaluation = validated.evaluation
+        if evaluation is not None:
+            fixture = evaluation.fixture
+            try:
+                run.fixture = await asyncio.to_thread(
+                    read_fixture, self.paths.library_dir, fixture.digest, fixture.size
+                )
+            except FixtureRefused as exc:
+                run.refusal = exc.code
+                raise
         exposures = []
         binds = []
         for alias, generation in record.exposures.items():
@@ -683,13 +747,13 @@ class SessionRegistry(Actor):
         return str(self.paths.gloved_toml.parent / harness.mcp)
 
     async def _run(
-        self,
-        record: SessionRecord,
-        spec: SandboxSpec,
-        drain: OutputDrain | PtyDrain,
-        tools: SessionTools | None,
+        self, record: SessionRecord, spec: SandboxSpec, run: _Progress
     ) -> tuple[SessionOutcome, int | None]:
         """Run the session tree under ``sessions``; persist ``running`` once it launched.
+
+        A refinement session's tree starts with its ``evaluator``; once the sandbox has its
+        result, and before the tree stops, the evaluator takes the rest of the stream and
+        finishes (``run.finished``).
 
         Whatever this raises, the session's tree has ended first (its sandbox killed).
 
@@ -697,9 +761,15 @@ class SessionRegistry(Actor):
             _Unpersisted: the session journal could not persist a step (fatal).
             Exception: anything a step of the launch raised (a bug: ``internal_error``).
         """
+        drain, tools, evaluator = run.drain, run.tools, run.evaluator
+        assert drain is not None
         live = self._live[record.session_id]
         size = drain.size if isinstance(drain, PtyDrain) else None
         before = [ChildSpec(drain.name, lambda: drain)]
+        before_stop = None
+        if evaluator is not None and isinstance(drain, PtyDrain):
+            before.insert(0, ChildSpec(evaluator.name, lambda: evaluator))
+            before_stop = functools.partial(self._finish_evaluation, record, run, drain, evaluator)
         ready = None
         if tools is not None:
             before += tools.wiring.before
@@ -733,7 +803,13 @@ class SessionRegistry(Actor):
             waiter.add_done_callback(mark)
 
         running = asyncio.ensure_future(
-            run_session(tree, on_started=started, stop=live.stop, parent=self._sessions)
+            run_session(
+                tree,
+                on_started=started,
+                stop=live.stop,
+                parent=self._sessions,
+                before_stop=before_stop,
+            )
         )
         launched_ns: int | None = None
         waits: set[asyncio.Future[Any]] = {launched, running}
@@ -753,6 +829,33 @@ class SessionRegistry(Actor):
             raise
         await self._move(record, "finalizing")
         return session, launched_ns
+
+    async def _finish_evaluation(
+        self, record: SessionRecord, run: _Progress, drain: PtyDrain, evaluator: EvaluatorActor
+    ) -> None:
+        """The evaluator's evidence, once the stream ended (never raises: a failure is the
+        ``evaluator_failed`` infrastructure error of the verdict)."""
+        try:
+            finished = await evaluator.finish(drain.evicted)
+            # Defense in depth: the evaluator saw exactly the bytes the transcript holds.
+            seen = drain.digests()["pty"].bytes
+            if finished.evidence.bytes_total != seen:
+                _log.error(
+                    "session %s: the evaluator saw %d bytes of the %d on the terminal",
+                    record.session_id,
+                    finished.evidence.bytes_total,
+                    seen,
+                )
+                finished = Finished(finished.evidence, complete=False)
+            run.finished = finished
+        except Exception as exc:  # noqa: BLE001 - the verdict says it; the session ends normally
+            _log.error(
+                "session %s: the evaluator failed (%s); the verdict is infra_error",
+                record.session_id,
+                type(exc).__name__,
+                exc_info=exc,
+            )
+            run.evaluator_error = "evaluator_failed"
 
     def _open_drain(
         self, record: SessionRecord, validated: ValidatedPlan
@@ -783,11 +886,16 @@ class SessionRegistry(Actor):
         """
         try:
             run.drain = self._open_drain(record, validated)
-            spec, run.binding, run.tools = await self._prepare(record, validated)
+            spec, run.binding, run.tools = await self._prepare(record, validated, run)
             run.stage = "launch"
-            session, run.launched_ns = await self._run(record, spec, run.drain, run.tools)
+            if run.fixture is not None and isinstance(run.drain, PtyDrain):
+                run.evaluator = EvaluatorActor(run.fixture)
+                run.drain.add_observer(run.evaluator.observe)
+            session, run.launched_ns = await self._run(record, spec, run)
             run.result = session.result
             failure = session.failure
+            if failure is not None:
+                run.failed_child = session.failed_child or "session"
             if failure is not None and not isinstance(failure, (GloveError, OSError)):
                 return self._internal(record.session_id, session.failed_child or "launch", failure)
             if failure is not None and run.result is None:
@@ -813,10 +921,84 @@ class SessionRegistry(Actor):
         )
         return internal_outcome(exc, stage)
 
+    def _evaluation(
+        self, validated: ValidatedPlan, run: _Progress, outcome: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """A refinement plan's ``evaluation`` entry, judged now that the session ended and
+        its resources were accounted (None for a resource plan)."""
+        evaluation = validated.evaluation
+        if evaluation is None:
+            return None
+        finished = run.finished
+        evidence = finished.evidence if finished is not None else None
+        if run.refusal is not None or run.fixture is None:
+            code = run.refusal or str(outcome.get("kind") or "fixture_missing")
+            return evaluation_entry(
+                fixture_digest=evaluation.fixture.digest,
+                fixture_size=evaluation.fixture.size,
+                refusal=run.refusal,
+                termination=None,
+                evidence=None,
+                outcome=infra_outcome(code),
+            )
+        infra_error = run.evaluator_error
+        failed = run.failed_child
+        if infra_error is None and failed is not None and outcome.get("kind") not in INFRA_KINDS:
+            # A part of Glove under the run failed (the drain, the evaluator, a tool).
+            infra_error = failed.replace("-", "_")[:56] + "_failed"
+        termination = termination_of(
+            outcome,
+            run.result,
+            complete=finished is not None and finished.complete,
+            infra_error=infra_error,
+        )
+        return evaluation_entry(
+            fixture_digest=evaluation.fixture.digest,
+            fixture_size=evaluation.fixture.size,
+            refusal=None,
+            termination=termination,
+            evidence=evidence,
+            outcome=verdict_of(termination, evidence, run.fixture),
+        )
+
+    def _lost_evaluation(self, record: SessionRecord, code: str) -> dict[str, Any] | None:
+        """The ``infra_error`` evaluation of a refinement session that was never judged
+        (the daemon was lost, or finalizing failed); None for a resource plan."""
+        member = record.plan.get("evaluation")
+        if not isinstance(member, dict):
+            return None
+        fixture = member.get("fixture") or {}
+        return evaluation_entry(
+            fixture_digest=str(fixture.get("digest")),
+            fixture_size=int(fixture.get("size") or 0),
+            refusal=None,
+            termination=None,
+            evidence=None,
+            outcome=infra_outcome(code),
+        )
+
+    async def _append_terminal(self, record: SessionRecord, payload: dict[str, Any]) -> int:
+        """Append the session's terminal envelope as its plan's kind; its sequence number.
+
+        Raises:
+            EnvelopeMismatch: the payload is not the envelope its plan needs (a bug).
+            JournalError: it could not be made durable (fatal, by design).
+        """
+        assert self.log is not None
+        kind = envelope_record_kind(record.plan)
+        check_envelope(record.plan, payload, kind)
+        receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=kind)
+        return receipt.seq
+
     async def _receipt(
-        self, record: SessionRecord, run: _Progress, outcome: dict[str, Any]
+        self,
+        record: SessionRecord,
+        run: _Progress,
+        outcome: dict[str, Any],
+        evaluation: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        """The terminal receipt's payload: the outcome, output and audit digests, counts."""
+        """The terminal receipt's payload: the outcome, output and audit digests, counts
+        (and, for a refinement plan, its evaluation: a refinement envelope)."""
         output: dict[str, dict[str, Any]] = {}
         if run.drain is not None:
             output = {name: msgspec.to_builtins(d) for name, d in run.drain.digests().items()}
@@ -840,6 +1022,7 @@ class SessionRegistry(Actor):
             audit=audit,
             counts=counts,
             transcript=transcript,
+            evaluation=evaluation,
         )
 
     async def _lifecycle(self, record: SessionRecord, validated: ValidatedPlan) -> None:
@@ -853,13 +1036,15 @@ class SessionRegistry(Actor):
         assert self.log is not None
         session_id = record.session_id
         run = _Progress()
+        evaluation: dict[str, Any] | None = None
         try:
             outcome = await self._drive(record, validated, run)
             run.stage = "finalize"
             if run.tools is not None:
                 await run.tools.close()
             fault_point("finalize", session_id, _harness_of(record))
-            payload = await self._receipt(record, run, outcome)
+            evaluation = self._evaluation(validated, run, outcome)
+            payload = await self._receipt(record, run, outcome, evaluation)
         except _Unpersisted as exc:
             if run.tools is not None:
                 await _release_tools(session_id, run.tools)
@@ -867,6 +1052,7 @@ class SessionRegistry(Actor):
         except Exception as exc:  # noqa: BLE001 - one session's bug is its receipt, not gloved's crash
             # finalize failed: a receipt that commits to what is certain (no digests).
             outcome = self._internal(session_id, run.stage, exc)
+            evaluation = self._lost_evaluation(record, "internal_error")
             payload = terminal_receipt(
                 session_id=session_id,
                 plan_sha256=record.sha256,
@@ -878,6 +1064,7 @@ class SessionRegistry(Actor):
                 created_ns=record.created_ns,
                 launched_ns=run.launched_ns,
                 ended_ns=time.time_ns(),
+                evaluation=evaluation,
             )
         except BaseException:  # cancelled: the registry is stopping
             if run.tools is not None:
@@ -885,9 +1072,10 @@ class SessionRegistry(Actor):
             raise
         # The receipt first, then the terminal state: a receipt that cannot be made durable
         # crashes the registry (fail closed; the restart's recovery gives the session one).
-        receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
+        seq = await self._append_terminal(record, payload)
         await self.log.checkpoint()
-        await self.store.terminal(session_id, receipt.seq, outcome)
+        shown = evaluation["outcome"] if evaluation is not None else None
+        await self.store.terminal(session_id, seq, outcome, shown)
         self._live.pop(session_id, None)
         self.terminals.ended(session_id)
         self._publish(record)

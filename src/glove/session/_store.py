@@ -7,7 +7,8 @@ beginning; full is a refusal, not a rotation)::
      "exposures": {"alias": generation}}
     {"t": "state",    "id": ..., "at": NS, "state": "preparing" | "composed" | "running" |
                                                       "finalizing", ...}
-    {"t": "terminal", "id": ..., "at": NS, "receipt_seq": N, "outcome": {...}}
+    {"t": "terminal", "id": ..., "at": NS, "receipt_seq": N, "outcome": {...},
+     "evaluation": {"verdict": ..., "reasons": [...]}}     (refinement plans only)
     {"t": "cleaned",  "id": ..., "at": NS}
 
 :meth:`SessionStore.replay` rebuilds every session's last known state from the journal
@@ -46,6 +47,7 @@ class SessionRecord:
     state_ns: int = 0
     receipt_seq: int | None = None
     outcome: dict[str, Any] | None = None
+    evaluation: dict[str, Any] | None = None
     cleaned: bool = False
     details: dict[str, Any] = field(default_factory=dict)
 
@@ -125,6 +127,7 @@ class SessionStore:
             record.state, record.state_ns = TERMINAL, at
             record.receipt_seq = event.get("receipt_seq")
             record.outcome = event.get("outcome")
+            record.evaluation = event.get("evaluation")
         elif kind == "cleaned":
             record.cleaned = True
 
@@ -168,17 +171,25 @@ class SessionStore:
             event["details"] = details
         await self._append(event)
 
-    async def terminal(self, session_id: str, receipt_seq: int, outcome: dict[str, Any]) -> None:
-        """Persist that the session's terminal receipt is in the receipt journal."""
-        await self._append(
-            {
-                "t": "terminal",
-                "id": session_id,
-                "at": time.time_ns(),
-                "receipt_seq": receipt_seq,
-                "outcome": outcome,
-            }
-        )
+    async def terminal(
+        self,
+        session_id: str,
+        receipt_seq: int,
+        outcome: dict[str, Any],
+        evaluation: dict[str, Any] | None = None,
+    ) -> None:
+        """Persist that the session's terminal receipt (or, for a refinement plan, its
+        envelope, whose ``evaluation`` outcome is kept too) is in the receipt journal."""
+        event: dict[str, Any] = {
+            "t": "terminal",
+            "id": session_id,
+            "at": time.time_ns(),
+            "receipt_seq": receipt_seq,
+            "outcome": outcome,
+        }
+        if evaluation is not None:
+            event["evaluation"] = evaluation
+        await self._append(event)
 
     async def cleaned(self, session_id: str) -> None:
         """Persist that the session's data was removed."""

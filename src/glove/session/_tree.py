@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
 from glove.actors import Actor, ChildFailed, ChildSpec, Supervisor
@@ -82,11 +82,14 @@ async def run_session(  # noqa: PLR0912 - one branch per way a session ends
     on_started: Callable[[Supervisor], None] | None = None,
     stop: asyncio.Event | None = None,
     parent: Supervisor | None = None,
+    before_stop: Callable[[], Awaitable[None]] | None = None,
 ) -> SessionOutcome:
     """Run ``tree`` until its sandbox has a result or a child fails; stop it; say how it ended.
 
     ``stop``, when set, ends the session early (the sandbox is killed, its result says
-    cancelled). ``on_started`` is called once the tree's children exist. With ``parent``
+    cancelled). ``on_started`` is called once the tree's children exist. ``before_stop``
+    is awaited once the sandbox has its result, while the rest of the tree still runs (the
+    evaluator takes the end of the stream there); it must not raise. With ``parent``
     (gloved's ``sessions`` supervisor) the tree runs as its temporary child, so it shows in
     ``diag.tree``; otherwise in a task of its own.
     """
@@ -117,6 +120,13 @@ async def run_session(  # noqa: PLR0912 - one branch per way a session ends
             if stop is not None:
                 waits.add(asyncio.ensure_future(stop.wait()))
         await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if (
+            before_stop is not None
+            and sandbox is not None
+            and sandbox.result.done()
+            and not task.done()
+        ):
+            await before_stop()
     finally:
         for waiter in waits:
             if waiter is not task:

@@ -9,6 +9,8 @@
         ├── SessionLimit          too many sessions are running at once
         ├── ExposureError         an exposure cannot be created, resolved or revoked
         ├── RecoveryRefused       the daemon's journals disagree; it will not start
+        ├── FixtureRefused        a refinement plan's fixture cannot be read or decoded
+        ├── EnvelopeMismatch      a terminal envelope of the wrong kind for its plan
         └── TerminalError         a session's terminal cannot do what was asked
             ├── NoTerminal        the session has no terminal (pipes), or its transcript is gone
             ├── NotWriter         the viewer is not the session's writer
@@ -43,6 +45,27 @@ class ExposureError(SessionError):
 
 class RecoveryRefused(SessionError):
     """The daemon's journals do not verify or disagree with each other: it will not start."""
+
+
+class FixtureRefused(SessionError):
+    """A refinement plan's fixture was refused at prepare: the library refused the bundle
+    (its ``projection_*`` or ``library_*`` code), or the bytes are no fixture
+    (``fixture_invalid``). Nothing was launched.
+
+    Attributes:
+        code: the stable error code, as the receipt carries it.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        """Build the refusal with its code."""
+        super().__init__(message)
+        self.code = code
+
+
+class EnvelopeMismatch(SessionError):
+    """A terminal envelope of the wrong kind for its plan (a resource receipt for a
+    refinement plan, or a refinement envelope for a resource plan): a bug, refused before
+    anything is appended."""
 
 
 class TerminalError(SessionError):
