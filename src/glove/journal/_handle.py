@@ -48,8 +48,16 @@ class Journal:
         *,
         kind: RecordKind = RecordKind.DATA,
         timeout: float = APPEND_TIMEOUT_S,
+        durable: bool = True,
     ) -> Receipt:
         """Append ``payload`` and return its receipt once it is durable (fdatasync'ed).
+
+        With ``durable=False`` the receipt comes once the record is *written* (in the kernel:
+        it survives a kill -9 of this process, not a power cut) and no ``fdatasync`` is made
+        for it: it becomes durable with the journal's next one (the next durable append, a
+        rotation, the close), and commit listeners see it then. Use it only for a record
+        whose loss in a power cut recovery tolerates, and acknowledge nothing it alone
+        carries before a later durable append returns.
 
         Waits for mailbox space (backpressure) within ``timeout``.
 
@@ -64,7 +72,7 @@ class Journal:
         """
         try:
             receipt: Receipt = await self.writer.ask(
-                AppendRequest(payload, int(kind)), timeout=timeout, wait=True
+                AppendRequest(payload, int(kind), durable), timeout=timeout, wait=True
             )
         except ActorDead as exc:
             raise self._dead(exc) from exc
