@@ -22,6 +22,7 @@ from glove.journal._writer import (
     JournalWriter,
     PageRequest,
     StatusRequest,
+    SyncRequest,
 )
 from glove.journal.errors import JournalClosed, JournalError, JournalFailed
 
@@ -77,6 +78,20 @@ class Journal:
         except ActorDead as exc:
             raise self._dead(exc) from exc
         return receipt
+
+    async def sync(self, *, timeout: float = APPEND_TIMEOUT_S) -> int:
+        """Make every record written so far durable (records appended with
+        ``durable=False``); return the last durable seq. No fdatasync when none is needed.
+
+        Raises:
+            JournalFailed: the fdatasync failed (the journal stops, as for an append).
+            JournalClosed: the journal was closed.
+        """
+        try:
+            seq: int = await self.writer.ask(SyncRequest(), timeout=timeout, wait=True)
+        except ActorDead as exc:
+            raise self._dead(exc) from exc
+        return seq
 
     async def page(self, after: int = 0, limit: int = MAX_RECEIPT_PAGE) -> ReceiptPage:
         """Receipts with a sequence above ``after``, at most ``min(limit, MAX_RECEIPT_PAGE)``.

@@ -125,6 +125,10 @@ class AckRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     tag: bytes | None = None
 
 
+class SyncRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Make every record written so far durable; answered with the last durable seq."""
+
+
 class StatusRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Ask for the writer's :class:`JournalStatus`."""
 
@@ -272,16 +276,24 @@ class JournalWriter(Actor):
                 return _failed_future(exc)
         if isinstance(msg, StatusRequest):
             return self._status()
-        if isinstance(msg, CloseRequest):
-            if self._state == "open":
+        if isinstance(msg, CloseRequest | SyncRequest):
+            if isinstance(msg, CloseRequest) and self._state == "open":
                 self._state = "closing"
                 self._core.close()
-            await self._idle.wait()
-            if self._unsynced and self._state == "closing":
-                await self.run_blocking(self._settle_blocking)
-                self._deliver([], [], None)
-            return None
+            seq = await self._sync_now()  # pending appends finish; unsynced records sync
+            return seq if isinstance(msg, SyncRequest) else None
         raise TypeError(f"journal writer got unexpected message {type(msg).__name__}")
+
+    async def _sync_now(self) -> int:
+        """fdatasync what was written without one (a :class:`SyncRequest`); the durable seq."""
+        await self._idle.wait()
+        if self._unsynced and self._state != "failed":
+            try:
+                await self.run_blocking(self._settle_blocking)
+            except BaseException as exc:
+                raise self._failed([], exc) from exc
+            self._deliver([], [], None)
+        return self._durable_seq
 
     # -- appends and group commit -------------------------------------------------------------
 
