@@ -893,11 +893,14 @@ class SessionRegistry(Actor):
         # The receipt first, then the terminal state: a receipt that cannot be made durable
         # crashes the registry (fail closed; the restart's recovery gives the session one).
         receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=RecordKind.RECEIPT)
+        fault_point("receipt", session_id, _harness_of(record))
         await self.log.checkpoint()
+        fault_point("checkpoint", session_id, _harness_of(record))
         await self.store.terminal(session_id, receipt.seq, outcome)
         self._live.pop(session_id, None)
         self.terminals.ended(session_id)
         self._publish(record)
+        fault_point("terminal", session_id, _harness_of(record))
 
     async def _move(
         self,
