@@ -27,7 +27,10 @@ from glove.journal._storage import FILE_MODE, PosixStorage
 KEY = bytes(range(32))
 SIGNING_KEY = SigningKey("example.com/glove-test-log", bytes(range(100, 132)))
 LIMITS = JournalLimits(max_segment_bytes=8192, max_segment_records=1000, max_segments=3)
-KILL_STEPS = 5  # after: create temp, half written, all written, fsync, rename
+#: After: create temp, half written, all written, fsync, rename, and the write's return (the
+#: checkpoint has no directory fsync any more: the last two are the same moment, kept so the
+#: plan of kills, and the pruning it reaches, stay as they were).
+KILL_STEPS = 6
 
 
 class KillingStorage(PosixStorage):
@@ -60,6 +63,7 @@ class KillingStorage(PosixStorage):
             os.close(fd)
         Path(tmp).replace(path)
         self._maybe_die(4)
+        self._maybe_die(5)
 
 
 async def _work(jdir: str, seed: int, out_path: str, step: int, at: int) -> None:
