@@ -46,7 +46,7 @@ def _traced_run(base: Path, harnesses: list[str]) -> collections.Counter[tuple[s
     trace = base / "trace"
     home.log = base / "gloved.log"
     with home.log.open("wb") as err:
-        home.proc = subprocess.Popen(  # noqa: S603 - our own interpreter under strace
+        home.proc = subprocess.Popen(
             [
                 str(STRACE), "-f", "-qq", "-y", "-e", "trace=fdatasync,fsync",
                 "-o", str(trace), home.python, *GLOVED,
