@@ -134,7 +134,7 @@ def test_kill9_between_durable_writes_keeps_every_answer(
             assert (outcome["kind"], outcome["exit_code"]) == ("exited", 5), outcome
         if stage != "prepare":
             assert final["launch_binding"] is not None  # composed was durable before launch
-        receipts = home.all_receipts()
+        receipts = _json(home, "receipts", "page", "--limit", "1000")["receipts"]
         ids = [r["session_id"] for r in receipts]
         assert sorted(ids) == sorted([*(v["session_id"] for v in done), victim])
         (receipt,) = [r for r in receipts if r["session_id"] == victim]
