@@ -22,6 +22,7 @@ from glove.journal._writer import (
     JournalWriter,
     PageRequest,
     StatusRequest,
+    SyncRequest,
 )
 from glove.journal.errors import JournalClosed, JournalError, JournalFailed
 
@@ -48,8 +49,16 @@ class Journal:
         *,
         kind: RecordKind = RecordKind.DATA,
         timeout: float = APPEND_TIMEOUT_S,
+        durable: bool = True,
     ) -> Receipt:
         """Append ``payload`` and return its receipt once it is durable (fdatasync'ed).
+
+        With ``durable=False`` the receipt comes once the record is *written* (in the kernel:
+        it survives a kill -9 of this process, not a power cut) and no ``fdatasync`` is made
+        for it: it becomes durable with the journal's next one (the next durable append, a
+        rotation, the close), and commit listeners see it then. Use it only for a record
+        whose loss in a power cut recovery tolerates, and acknowledge nothing it alone
+        carries before a later durable append returns.
 
         Waits for mailbox space (backpressure) within ``timeout``.
 
@@ -64,11 +73,25 @@ class Journal:
         """
         try:
             receipt: Receipt = await self.writer.ask(
-                AppendRequest(payload, int(kind)), timeout=timeout, wait=True
+                AppendRequest(payload, int(kind), durable), timeout=timeout, wait=True
             )
         except ActorDead as exc:
             raise self._dead(exc) from exc
         return receipt
+
+    async def sync(self, *, timeout: float = APPEND_TIMEOUT_S) -> int:
+        """Make every record written so far durable (records appended with
+        ``durable=False``); return the last durable seq. No fdatasync when none is needed.
+
+        Raises:
+            JournalFailed: the fdatasync failed (the journal stops, as for an append).
+            JournalClosed: the journal was closed.
+        """
+        try:
+            seq: int = await self.writer.ask(SyncRequest(), timeout=timeout, wait=True)
+        except ActorDead as exc:
+            raise self._dead(exc) from exc
+        return seq
 
     async def page(self, after: int = 0, limit: int = MAX_RECEIPT_PAGE) -> ReceiptPage:
         """Receipts with a sequence above ``after``, at most ``min(limit, MAX_RECEIPT_PAGE)``.

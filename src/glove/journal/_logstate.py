@@ -129,8 +129,10 @@ def load_checkpoint(storage: Storage, path: str, verifier: VerifierKey) -> Signe
 
 
 def store_checkpoint(storage: Storage, path: str, signed: SignedCheckpoint) -> None:
-    """Write the checkpoint durably (temp file, fsync, rename, fsync dir)."""
-    storage.write_file_durably(str(Path(path) / CHECKPOINT_NAME), signed.note.encode("utf-8"))
+    """Write the checkpoint: temp file, fsync, rename, no directory fsync. A power cut may
+    leave the previous checkpoint in place, which the tree still extends (every record it
+    covers was durable before it was signed); gloved signs again at its next start."""
+    storage.replace_file(str(Path(path) / CHECKPOINT_NAME), signed.note.encode("utf-8"))
 
 
 def check_checkpoint(tree: StoredTree, signed: SignedCheckpoint, where: str) -> None:

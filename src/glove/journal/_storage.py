@@ -88,6 +88,11 @@ class Storage(Protocol):
     def write_file_durably(self, path: str, data: bytes) -> None:
         """Write ``path`` as temp file, fsync, rename, fsync of the directory."""
 
+    def replace_file(self, path: str, data: bytes) -> None:
+        """Write ``path`` as temp file, fsync, rename, without the directory's fsync: after
+        a power cut ``path`` holds the new bytes or the old ones, whole (for a file whose
+        older version recovery accepts)."""
+
     def rename(self, src: str, dst: str) -> None:
         """``rename(2)``."""
 
@@ -196,6 +201,11 @@ class PosixStorage:
 
     def write_file_durably(self, path: str, data: bytes) -> None:
         """See :class:`Storage`."""
+        self.replace_file(path, data)
+        self.fsync_dir(str(Path(path).parent))
+
+    def replace_file(self, path: str, data: bytes) -> None:
+        """See :class:`Storage`."""
         tmp = f"{path}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, FILE_MODE)
         try:
@@ -206,7 +216,6 @@ class PosixStorage:
         finally:
             os.close(fd)
         Path(tmp).replace(path)
-        self.fsync_dir(str(Path(path).parent))
 
     def rename(self, src: str, dst: str) -> None:
         """See :class:`Storage`."""

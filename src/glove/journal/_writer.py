@@ -16,6 +16,12 @@ Failure rules (research note B.1, "fsync discipline"):
   wrote; external truncation, growth or replacement crashes the writer with
   :class:`JournalChanged` instead of writing at a guessed offset.
 
+An append may ask for no ``fdatasync`` of its own (``durable=False``): it is acknowledged once
+written (in the kernel: it survives a kill -9 of this process, not a power cut) and becomes
+durable with the journal's next ``fdatasync`` (the next durable append's batch, a rotation, the
+close). A *batch*, for recovery's rule, is every record written since the last ``fdatasync``
+(``batch_pos`` counts from there), so such records and the batch that syncs them are one.
+
 Commit listeners (:meth:`JournalWriter.add_commit_listener`) see every record the writer made
 durable, seal records included, in sequence order, on the event loop, before any append of
 that batch is acknowledged: the transparency log builds its Merkle tree from them. A receipts
@@ -93,10 +99,12 @@ CommitListener = Callable[[Sequence[Entry]], None]
 
 
 class AppendRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Append one record of ``kind`` holding ``payload``."""
+    """Append one record of ``kind`` holding ``payload`` (answered once written, without an
+    ``fdatasync`` of its own, when ``durable`` is false)."""
 
     payload: bytes
     kind: int = int(RecordKind.DATA)
+    durable: bool = True
 
 
 class CloseRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -115,6 +123,10 @@ class AckRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     seq: int
     tag: bytes | None = None
+
+
+class SyncRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Make every record written so far durable; answered with the last durable seq."""
 
 
 class StatusRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -144,6 +156,7 @@ class _Pending:
     t_ns: int
     future: asyncio.Future[Receipt]
     receipt: Receipt | None = None
+    durable: bool = True
 
 
 @dataclass(slots=True)
@@ -214,6 +227,7 @@ class JournalWriter(Actor):
         self._degraded = ""
         self._listeners: list[CommitListener] = []
         self._committed: list[Entry] = []  # filled by the executor, drained on the loop
+        self._unsynced: list[Entry] = []  # written without an fdatasync yet (durable=False)
 
     def add_commit_listener(self, listener: CommitListener) -> None:
         """Call ``listener`` with every batch of records made durable from now on.
@@ -262,13 +276,24 @@ class JournalWriter(Actor):
                 return _failed_future(exc)
         if isinstance(msg, StatusRequest):
             return self._status()
-        if isinstance(msg, CloseRequest):
-            if self._state == "open":
+        if isinstance(msg, CloseRequest | SyncRequest):
+            if isinstance(msg, CloseRequest) and self._state == "open":
                 self._state = "closing"
                 self._core.close()
-            await self._idle.wait()
-            return None
+            seq = await self._sync_now()  # pending appends finish; unsynced records sync
+            return seq if isinstance(msg, SyncRequest) else None
         raise TypeError(f"journal writer got unexpected message {type(msg).__name__}")
+
+    async def _sync_now(self) -> int:
+        """fdatasync what was written without one (a :class:`SyncRequest`); the durable seq."""
+        await self._idle.wait()
+        if self._unsynced and self._state != "failed":
+            try:
+                await self.run_blocking(self._settle_blocking)
+            except BaseException as exc:
+                raise self._failed([], exc) from exc
+            self._deliver([], [], None)
+        return self._durable_seq
 
     # -- appends and group commit -------------------------------------------------------------
 
@@ -291,7 +316,9 @@ class JournalWriter(Actor):
             return _failed_future(refusal)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Receipt] = loop.create_future()
-        self._core.submit(_Pending(msg.payload, msg.kind, self._clock(), future))
+        self._core.submit(
+            _Pending(msg.payload, msg.kind, self._clock(), future, durable=msg.durable)
+        )
         if self._flushing:
             return Deferred(future)
         if self.mailbox_depth == 0 and self._core.queued == 1:
@@ -393,10 +420,13 @@ class JournalWriter(Actor):
         done = [(r.seq, item) for item, r in zip(batch, receipts, strict=False)]
         self._core.written(done, self._seq)
         self._core.refused(len(batch) - len(receipts))
-        # The batch's fdatasync already ran: everything written is durable.
-        target = self._core.sync_target()
-        for item in self._core.synced(target if target is not None else self._seq):
+        # The batch's fdatasync (if it needed one) already ran: everything up to
+        # _durable_seq is durable; a record written without one is answered as written.
+        for item in self._core.synced(self._durable_seq):
             if not item.future.done() and item.receipt is not None:
+                item.future.set_result(item.receipt)
+        for item in batch:
+            if not item.durable and not item.future.done() and item.receipt is not None:
                 item.future.set_result(item.receipt)
         if error is not None:
             for item in batch[len(receipts) :]:
@@ -469,6 +499,9 @@ class JournalWriter(Actor):
             )
             self._acked = self._load_ack(scans[0].header.first_seq - 1)
             self._open_active(last.name, last.good_end, last.count, alloc_end)
+            # Records a killed writer wrote without an fdatasync are in the page cache only:
+            # made durable now, they never share a recovery batch with the first new one.
+            storage.fdatasync(self._fd)
             if last.sealed:
                 # Crashed between the seal and the end of the rotation: finish it.
                 self._release_prealloc()
@@ -655,9 +688,10 @@ class JournalWriter(Actor):
         marks: list[IndexEntry] = []
         offsets: list[int] = []
         records: list[bytes] = []
-        for pos, item in enumerate(items):
+        for item in items:
             seq += 1
-            body = encode_body(seq, item.t_ns, item.kind, item.payload, pos)
+            # Its place among the records written since the last fdatasync (recovery's batch).
+            body = encode_body(seq, item.t_ns, item.kind, item.payload, seq - self._durable_seq - 1)
             if (seq - segment.first_seq) % INDEX_STRIDE == 0:
                 marks.append((seq, size, tag))
             tag = _chain.record_tag(self._key, self._journal_id, tag, seq, body)
@@ -680,18 +714,32 @@ class JournalWriter(Actor):
         if written != len(data):
             self._cut_back(start_size, len(data))
             raise JournalFull(f"journal {self.path}: short write ({written}/{len(data)})")
-        self._sync_blocking()
-        self._committed.extend(
+        entries = [
             Entry(r.seq, r.kind, item.payload, segment.number, at)
             for r, item, at in zip(receipts, items, offsets, strict=True)
-        )
+        ]
+        if any(item.durable for item in items):
+            self._sync_blocking()
+            self._committed.extend(self._unsynced)
+            self._committed.extend(entries)
+            self._unsynced = []
+            self._durable_seq = seq
+        else:
+            self._unsynced.extend(entries)
         self._size, self._seq, self._tag = size, seq, tag
         self._alloc_end = max(self._alloc_end, size)
         self._count += len(items)
-        self._durable_seq = seq
         segment.last_seq, segment.end = seq, size
         segment.index.extend(marks)
         return receipts
+
+    def _settle_blocking(self) -> None:
+        """fdatasync the records written without one (at close); the listeners get them."""
+        if self._unsynced:
+            self._sync_blocking()
+            self._committed.extend(self._unsynced)
+            self._unsynced = []
+            self._durable_seq = self._seq
 
     def _sync_blocking(self) -> None:
         started = time.perf_counter()
@@ -725,7 +773,9 @@ class JournalWriter(Actor):
         active = self._segments[-1]
         seal = SEAL_PAYLOAD.pack(active.number, self._count)
         seq = self._seq + 1
-        body = encode_body(seq, self._clock(), int(RecordKind.SEAL), seal)
+        body = encode_body(
+            seq, self._clock(), int(RecordKind.SEAL), seal, seq - self._durable_seq - 1
+        )
         tag = _chain.record_tag(self._key, self._journal_id, self._tag, seq, body)
         record = encode_record(body, tag)
         try:
@@ -736,6 +786,8 @@ class JournalWriter(Actor):
             raise JournalFailed(f"short write of the seal record of {self.path}")
         try:
             self._storage.fdatasync(self._fd)
+            self._committed.extend(self._unsynced)
+            self._unsynced = []
             self._committed.append(
                 Entry(seq, int(RecordKind.SEAL), seal, active.number, self._size)
             )

@@ -11,7 +11,7 @@ from glove.session._escape import (
     TerminalFilter,
     TerminalModes,
 )
-from glove.session._faults import FAULT_STAGES, arm_fault_hook
+from glove.session._faults import FAULT_STAGES, KILL_STAGES, arm_fault_hook
 from glove.session._sandbox import Kill, SandboxActor, SendSignal
 from glove.session._tree import (
     SANDBOX_CHILD,
@@ -62,6 +62,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "FAULT_STAGES",
+    "KILL_STAGES",
     "LIFECYCLE_METHODS",
     "SANDBOX_CHILD",
     "SESSION_ERROR_CODES",

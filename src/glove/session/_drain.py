@@ -2,9 +2,13 @@
 
 The sandbox actor hands every byte of the command's stdout and stderr (already counted
 against the output limit) to :meth:`OutputDrain.write`, which appends it to that stream's
-file in the session's directory and to its SHA-256. The files are fsync'ed when the session
-ends, before its terminal receipt records their digests, so a receipt never names bytes
-that are not on disk. A write that fails crashes the drain, and with it the session (one
+file in the session's directory and to its SHA-256. The files are fdatasync'ed when the
+session ends, before its terminal receipt records their digests, so a receipt never names
+bytes that are not on disk; a stream that carried no bytes needs no sync (its digest is the
+empty one, whether a power cut left its file empty or absent). A pipes session has stdout
+and stderr only (a PTY session's terminal is :class:`~glove.session._pty_drain.PtyDrain`'s).
+
+A write that fails crashes the drain, and with it the session (one
 strike): output the receipt cannot account for ends the run.
 """
 
@@ -20,6 +24,8 @@ import msgspec
 from glove.actors import Actor
 
 STREAMS: Final = ("stdout", "stderr", "pty")
+#: The files a pipes session's drain makes (``pty`` stays a name it accepts, with no file).
+_FILES: Final = ("stdout", "stderr")
 
 
 class StreamDigest(msgspec.Struct, frozen=True):
@@ -43,7 +49,7 @@ class OutputDrain(Actor):
     async def on_start(self) -> None:
         """Create the session's directory (0700) and its files (0600)."""
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for name in STREAMS:
+        for name in _FILES:
             self._fds[name] = os.open(
                 self.directory / name,
                 os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC,
@@ -77,15 +83,17 @@ class OutputDrain(Actor):
         }
 
     async def sync(self) -> None:
-        """fsync every file (before the receipt names them)."""
-        for fd in self._fds.values():
-            await self.run_blocking(os.fsync, fd)
+        """fdatasync every file that carried bytes (before the receipt names them)."""
+        for name, fd in self._fds.items():
+            if self._counts[name]:
+                await self.run_blocking(os.fdatasync, fd)
 
     async def on_stop(self) -> None:
-        """fsync and close the files."""
-        for fd in self._fds.values():
+        """fdatasync the files that carried bytes and close them all."""
+        for name, fd in self._fds.items():
             try:
-                await self.run_blocking(os.fsync, fd)
+                if self._counts[name]:
+                    await self.run_blocking(os.fdatasync, fd)
             finally:
                 os.close(fd)
         self._fds = {}

@@ -2,7 +2,12 @@
 
 The registry calls :func:`fault_point` at three places of every session's lifecycle (its
 ``prepare``, its ``launch`` once the sandbox runs, its ``finalize`` before the receipt is
-built). Unarmed, which is how the ``gloved`` console script always runs, it does nothing:
+built), where a hook may raise, and at three more between its last durable writes
+(:data:`KILL_STAGES`: ``receipt`` once the receipt is durable, ``checkpoint`` once it is
+sealed, ``terminal`` once the terminal state is shown), where a hook may only kill the
+process (a crash test: an exception there is the registry's, not the session's).
+
+Unarmed, which is how the ``gloved`` console script always runs, it does nothing:
 nothing in the production entry point, ``gloved.toml`` or the environment arms it, and no
 control method or plan can. Only code running inside gloved's own process can call
 :func:`arm_fault_hook` (``glove.testing.faults`` does, for the fault-injection entry point
@@ -16,6 +21,8 @@ from typing import Final
 
 #: The lifecycle stages that have a fault point, in the order a session reaches them.
 FAULT_STAGES: Final = ("prepare", "launch", "finalize")
+#: Every stage with a fault point, in order: where a test may kill gloved (kill -9).
+KILL_STAGES: Final = (*FAULT_STAGES, "receipt", "checkpoint", "terminal")
 
 #: Called with (stage, session id, harness id); raising is the injected fault.
 FaultHook = Callable[[str, str, str], None]

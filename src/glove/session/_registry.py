@@ -304,14 +304,19 @@ class SessionRegistry(Actor):
             Journal(self._receipts_writer), hmac_key=self._hmac_key, signing_key=self._signing_key
         )
         await asyncio.to_thread(self._index_receipts)
-        self.store = SessionStore(Journal(self._sessions_writer), self._hmac_key)
+        self.store = SessionStore(
+            Journal(self._sessions_writer), self._hmac_key, on_shown=self._publish
+        )
         await self.store.replay()
         self.exposures.load()
         self._mechanisms = host_mechanisms(probe_host_limits())
         for record in list(self.store.sessions.values()):
             if record.state in LIVE_STATES:
                 await self._recover(record)
-        if self.recovered:
+        last = self.log.last_checkpoint
+        if self.recovered or self.log.size > (last.size if last is not None else 0):
+            # A power cut may have lost the last checkpoint's rename (it has no directory
+            # fsync): every receipt is sealed again before anything is served.
             await self.log.checkpoint()
 
     def _index_receipts(self) -> None:
@@ -370,6 +375,11 @@ class SessionRegistry(Actor):
             ReceiptAckError: ``seq`` is not the next one.
         """
         assert self.log is not None
+        # An acknowledged receipt may be pruned with its segment: the terminal records
+        # written without an fdatasync of their own must be durable first (recovery
+        # makes those sessions terminal from the receipts, which are then gone).
+        assert self.store is not None
+        await self.store.sync()
         return await self.log.journal.ack(seq)
 
     def _receipt_body(self, seq: int) -> dict[str, Any]:
@@ -690,7 +700,7 @@ class SessionRegistry(Actor):
             OSError: the host refused a step.
             _Unpersisted: the session journal could not persist a step (fatal).
         """
-        await self._move(record, "preparing")
+        await self._move(record, "preparing", durable=False)
         fault_point("prepare", record.session_id, _harness_of(record))
         evaluation = validated.evaluation
         if evaluation is not None:
@@ -827,7 +837,7 @@ class SessionRegistry(Actor):
             if not running.cancelled():
                 running.exception()  # retrieved: the error being raised is the one that counts
             raise
-        await self._move(record, "finalizing")
+        await self._move(record, "finalizing", durable=False)
         return session, launched_ns
 
     async def _finish_evaluation(
@@ -1073,24 +1083,35 @@ class SessionRegistry(Actor):
         # The receipt first, then the terminal state: a receipt that cannot be made durable
         # crashes the registry (fail closed; the restart's recovery gives the session one).
         seq = await self._append_terminal(record, payload)
+        fault_point("receipt", session_id, _harness_of(record))
         await self.log.checkpoint()
+        fault_point("checkpoint", session_id, _harness_of(record))
         shown = evaluation["outcome"] if evaluation is not None else None
         await self.store.terminal(session_id, seq, outcome, shown)
         self._live.pop(session_id, None)
         self.terminals.ended(session_id)
         self._publish(record)
+        fault_point("terminal", session_id, _harness_of(record))
 
     async def _move(
-        self, record: SessionRecord, state: str, details: dict[str, Any] | None = None
+        self,
+        record: SessionRecord,
+        state: str,
+        details: dict[str, Any] | None = None,
+        *,
+        durable: bool = True,
     ) -> None:
-        """Persist a transition, then show it.
+        """Persist a transition, then show it (``durable=False``: written now, shown by the
+        store once the next commit made it durable; for a state recovery treats as the one
+        before it).
 
         Raises:
             _Unpersisted: the session journal could not persist it (fatal).
         """
         assert self.store is not None
-        await _durable(self.store.transition(record.session_id, state, details))
-        self._publish(record)
+        await _durable(self.store.transition(record.session_id, state, details, durable=durable))
+        if durable:
+            self._publish(record)
 
     def sandbox_of(self, session_id: str) -> SandboxActor | None:
         """The live sandbox actor of a running session (None when it has none now)."""

@@ -13,6 +13,13 @@ beginning; full is a refusal, not a rotation)::
 
 :meth:`SessionStore.replay` rebuilds every session's last known state from the journal
 (verified with the key) at start; :class:`SessionRecord` is that state.
+
+Not every record needs an fdatasync of its own (docs/sessions.md, "Durable writes"): a
+transition with ``durable=False`` (``preparing``, ``finalizing``: recovery treats a session
+in them as in the state before) is written, so a kill -9 keeps it, and shown (applied, and
+handed to ``on_shown``) only once a later commit of this journal made it durable. The
+``terminal`` record is written without one too but shown at once: its receipt, durable in
+the receipt journal before it, is what recovery makes the session terminal from.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -64,10 +72,22 @@ def _encode(record: dict[str, Any]) -> bytes:
 class SessionStore:
     """Appends session events durably; replays them at start (owned by the registry)."""
 
-    def __init__(self, journal: Journal, key: bytes) -> None:
+    def __init__(
+        self,
+        journal: Journal,
+        key: bytes,
+        *,
+        on_shown: Callable[[SessionRecord], None] | None = None,
+    ) -> None:
         self.journal = journal
         self._key = key
         self.sessions: dict[str, SessionRecord] = {}
+        #: Called with a session once a record written without its own fdatasync is
+        #: durable and applied (the registry publishes it then).
+        self.on_shown = on_shown
+        self._unshown: list[tuple[int, bytes]] = []  # (seq, payload), written, not durable
+        self._written = 0  # the highest seq written, and the highest known durable
+        self._durable = 0
 
     async def replay(self) -> dict[str, SessionRecord]:
         """Read every record (verified with the key) and rebuild the sessions.
@@ -131,9 +151,48 @@ class SessionStore:
         elif kind == "cleaned":
             record.cleaned = True
 
-    async def _append(self, event: dict[str, Any]) -> None:
-        await self.journal.append(_encode(event), kind=RecordKind.DATA)
-        self._apply(_encode(event))
+    async def _append(
+        self, event: dict[str, Any], *, durable: bool = True, show: bool = True
+    ) -> None:
+        """Write ``event``; with ``durable`` wait for its fdatasync (which makes every record
+        before it durable too: those are shown first, in order). ``show`` applies an event
+        written without one at once (the terminal record); otherwise it waits for a commit."""
+        payload = _encode(event)
+        receipt = await self.journal.append(payload, kind=RecordKind.DATA, durable=durable)
+        self._written = max(self._written, receipt.seq)
+        if durable:
+            self._durable = max(self._durable, receipt.seq)
+            self._show_upto(receipt.seq)
+        elif not show:
+            self._unshown.append((receipt.seq, payload))
+            return
+        self._apply(payload)
+
+    def _show_upto(self, seq: int) -> None:
+        """Apply and hand out the records written before ``seq`` (durable now), in order;
+        a state record of a session already terminal is only history (replay keeps it)."""
+        ready = [item for item in self._unshown if item[0] < seq]
+        if not ready:
+            return
+        self._unshown = [item for item in self._unshown if item[0] >= seq]
+        for _seq, payload in ready:
+            record = self.sessions.get(json.loads(payload)["id"])
+            if record is None or record.terminal:
+                continue
+            self._apply(payload)
+            if self.on_shown is not None:
+                self.on_shown(record)
+
+    async def sync(self) -> None:
+        """Make every record written so far durable (one fdatasync, none when all are).
+
+        Raises:
+            JournalError: as :meth:`Journal.sync`.
+        """
+        if self._written > self._durable:
+            seq = await self.journal.sync()
+            self._durable = max(self._durable, seq)
+            self._show_upto(seq + 1)
 
     async def created(
         self,
@@ -158,9 +217,18 @@ class SessionStore:
         return self.sessions[session_id]
 
     async def transition(
-        self, session_id: str, state: str, details: dict[str, Any] | None = None
+        self,
+        session_id: str,
+        state: str,
+        details: dict[str, Any] | None = None,
+        *,
+        durable: bool = True,
     ) -> None:
-        """Persist a state change before it is visible."""
+        """Persist a state change before it is visible.
+
+        ``durable=False``: written without an fdatasync of its own, shown once a later
+        commit made it durable (only for a state recovery treats as the one before it).
+        """
         event: dict[str, Any] = {
             "t": "state",
             "id": session_id,
@@ -169,7 +237,7 @@ class SessionStore:
         }
         if details:
             event["details"] = details
-        await self._append(event)
+        await self._append(event, durable=durable, show=durable)
 
     async def terminal(
         self,
@@ -178,8 +246,15 @@ class SessionStore:
         outcome: dict[str, Any],
         evaluation: dict[str, Any] | None = None,
     ) -> None:
-        """Persist that the session's terminal receipt (or, for a refinement plan, its
-        envelope, whose ``evaluation`` outcome is kept too) is in the receipt journal."""
+        """Record that the session's terminal receipt (or, for a refinement plan, its
+        envelope, whose ``evaluation`` outcome is kept too) is in the receipt journal.
+
+        A resource plan's record is written without an fdatasync of its own and applied at
+        once: the receipt is durable already, and recovery makes a session whose record a
+        power cut lost terminal from it (same outcome and seq); the journal's next commit
+        makes this record durable. A refinement plan's record is synced before it is shown:
+        the verdict it carries is not rebuilt by recovery.
+        """
         event: dict[str, Any] = {
             "t": "terminal",
             "id": session_id,
@@ -189,7 +264,7 @@ class SessionStore:
         }
         if evaluation is not None:
             event["evaluation"] = evaluation
-        await self._append(event)
+        await self._append(event, durable=evaluation is not None)
 
     async def cleaned(self, session_id: str) -> None:
         """Persist that the session's data was removed."""

@@ -1,4 +1,4 @@
-"""``python -m glove.testing.faulty_gloved --fault STAGE:HARNESS [--] [gloved options]``.
+"""``python -m glove.testing.faulty_gloved --fault STAGE:HARNESS[:kill] [--] [gloved options]``.
 
 A real ``gloved`` (the same ``main``) with one :class:`~glove.testing.faults.SessionFault`
 armed per ``--fault`` before it starts, for tests that prove one session's fault stays that
@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
         faults, rest = _split(sys.argv[1:] if argv is None else argv)
     except ValueError as exc:
         stages = "|".join(FAULT_STAGES)
-        print(f"faulty_gloved: {exc} (usage: --fault {stages}:HARNESS ...)", file=sys.stderr)
+        print(f"faulty_gloved: {exc} (usage: --fault {stages}:HARNESS[:kill] ...)", file=sys.stderr)
         sys.exit(EXIT_USAGE)
 
     def hook(stage: str, session_id: str, harness: str) -> None:

@@ -230,6 +230,10 @@ class CrashStorage(PosixStorage):
         tmp.write_bytes(data)
         tmp.replace(path)
 
+    def replace_file(self, path: str, data: bytes) -> None:
+        """The same as :meth:`write_file_durably` in this model (the rename is kept)."""
+        self.write_file_durably(path, data)
+
     def rename(self, src: str, dst: str) -> None:
         """Rename (refused after the crash)."""
         self._alive()
