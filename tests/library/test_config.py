@@ -64,7 +64,7 @@ def test_two_aliases_never_overlap() -> None:
 
 def test_a_bad_alias_or_an_unknown_key_is_refused() -> None:
     """An alias that is not an identifier, and any key but ``target``."""
-    with pytest.raises(GlovedConfigError, match="`projections.Skill`"):
+    with pytest.raises(GlovedConfigError, match=r"`projections\.Skill`"):
         parse_gloved_config(_toml(Skill="/s/x"))
     with pytest.raises(GlovedConfigError, match="unknown field `mode`"):
         parse_gloved_config(b'[projections.a]\ntarget = "/s/x"\nmode = "rw"\n')
