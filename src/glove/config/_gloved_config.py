@@ -220,9 +220,7 @@ def _check_projections(projections: dict[str, ProjectionConfig], source: str) ->
 
     workspace = WORKSPACE_TARGET
     if len(projections) > MAX_PROJECTIONS:
-        raise GlovedConfigError(
-            f"{source}: `projections` has more than {MAX_PROJECTIONS} aliases"
-        )
+        raise GlovedConfigError(f"{source}: `projections` has more than {MAX_PROJECTIONS} aliases")
     seen: dict[str, str] = {}
     for alias, projection in projections.items():
         where = f"{source}: `projections.{alias}.target`"

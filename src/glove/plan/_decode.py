@@ -54,9 +54,7 @@ _COMMAND = (
 )
 _ENVIRONMENT = "a plan carries no environment; the harness's comes from gloved.toml"
 _PATHS = "raw paths never appear in a plan; name an exposure alias (glove init ALIAS PATH)"
-_LIBRARY = (
-    'a plan names library bundles by digest: "projections": [{"alias", "digest", "size"}]'
-)
+_LIBRARY = 'a plan names library bundles by digest: "projections": [{"alias", "digest", "size"}]'
 #: Members the spec rejects, with why; refused by name wherever a plan object has members.
 REJECTED_MEMBERS: Final[dict[str, str]] = {
     "prompt_ref": "bundle expansion into harness-native prompt directories is not implemented",
