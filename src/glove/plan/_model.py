@@ -289,8 +289,9 @@ class LocalPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         egress_allow: the owner's local egress allowlist (gloved.toml ``[network] allow``).
         egress_deny: the owner's local egress denylist (``[network] deny``), always applied.
         projections: each ``[projections.ALIAS]`` of gloved.toml -> its target in the sandbox.
-        library: each bundle of the library store -> its size, or None when this gloved
-            has no library store (every projection is then refused).
+        library: each entry of the library store with a bundle's name -> its size (None
+            for one that is not a regular file: the launch refuses it with its own code),
+            or None when this gloved has no library store (every projection is refused).
     """
 
     harnesses: dict[str, HarnessPolicy]
@@ -303,7 +304,7 @@ class LocalPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     egress_allow: tuple[str, ...] = ()
     egress_deny: tuple[str, ...] = ()
     projections: dict[str, str] = msgspec.field(default_factory=dict)
-    library: dict[str, int] | None = None
+    library: dict[str, int | None] | None = None
 
     def egress_rules(self) -> RuleSet:
         """The owner's egress rules, loaded (checked when the policy was built)."""

@@ -195,8 +195,7 @@ def _projections(
         if local.library is None:
             problems.append(PlanProblem.at(path, "this gloved has no library store"))
             continue
-        stored = local.library.get(projection.digest)
-        if stored is None:
+        if projection.digest not in local.library:
             problems.append(
                 PlanProblem.at(
                     f"{path}.digest",
@@ -204,7 +203,8 @@ def _projections(
                 )
             )
             continue
-        if stored != projection.size:
+        stored = local.library[projection.digest]
+        if stored is not None and stored != projection.size:
             problems.append(
                 PlanProblem.at(
                     f"{path}.size",

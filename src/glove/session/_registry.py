@@ -36,11 +36,13 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -55,6 +57,7 @@ from glove.container import (
     SandboxSpec,
     probe_host_limits,
     probe_unix_gate,
+    projection_conflict,
 )
 from glove.container.linux import DEFAULT_WINSIZE
 from glove.errors import GloveError
@@ -67,6 +70,7 @@ from glove.journal import (
     SigningKey,
     TransparencyLog,
 )
+from glove.library import Library, LibraryError, digest_of, is_bundle_name
 from glove.plan import (
     CONTAINER_LIMIT_NAMES,
     ExposurePolicy,
@@ -89,6 +93,7 @@ from glove.session._mediated import (
     digest_builtins,
     session_tools,
 )
+from glove.session._projections import SessionProjection, prepare_projections, refusal_code
 from glove.session._pty_drain import PtyDrain
 from glove.session._receipt import outcome_of, terminal_receipt
 from glove.session._sandbox import SandboxActor
@@ -98,6 +103,7 @@ from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, sess
 from glove.session._viewers import TerminalHub
 from glove.session.errors import (
     ExposureError,
+    ProjectionRefused,
     RecoveryRefused,
     SessionConflict,
     SessionLimit,
@@ -181,6 +187,7 @@ class _Progress:
     binding: str | None = None
     launched_ns: int | None = None
     result: SandboxResult | None = None
+    projections: list[SessionProjection] = field(default_factory=list)
 
 
 def _harness_of(record: SessionRecord) -> str:
@@ -201,6 +208,12 @@ async def _release_tools(session_id: str, tools: SessionTools) -> None:
         await tools.close()
     except Exception:  # noqa: BLE001 - the session is already failing; keep its first error
         _log.exception("session %s: its tools did not close", session_id)
+
+
+def _close_all(projections: list[SessionProjection]) -> None:
+    """Close every projection (blocking: an unparked tmpfs's close waits for the kernel)."""
+    for projection in projections:
+        projection.close()
 
 
 def new_session_id() -> str:
@@ -247,6 +260,9 @@ class SessionRegistry(Actor):
         self._places: dict[int, tuple[int, int]] = {}
         #: PTY sessions' drains and viewers (session.attach and friends).
         self.terminals = TerminalHub()
+        #: The library store (``paths.library_dir``), once opened; None when it cannot be
+        #: (capabilities then say schema_version 0 and every projection is refused).
+        self.library: Library | None = None
 
     # -- start and recovery -------------------------------------------------------------------
 
@@ -267,12 +283,46 @@ class SessionRegistry(Actor):
         self.store = SessionStore(Journal(self._sessions_writer), self._hmac_key)
         await self.store.replay()
         self.exposures.load()
+        self.library = await asyncio.to_thread(self._open_library)
         self._mechanisms = host_mechanisms(probe_host_limits())
         for record in list(self.store.sessions.values()):
             if record.state in LIVE_STATES:
                 await self._recover(record)
         if self.recovered:
             await self.log.checkpoint()
+
+    def _open_library(self) -> Library | None:
+        """The library store in gloved's state directory (made owner-only when absent), or
+        None when it is unsafe or cannot be made (logged: refused, never repaired)."""
+        from glove.config import UnsafePath, ensure_private_dir
+
+        root = self.paths.library_dir
+        try:
+            ensure_private_dir(root.parent)
+            return Library.open(root, create=True)
+        except (LibraryError, UnsafePath, OSError) as exc:
+            _log.warning("the library store %s is not usable: %s", root, exc)
+            return None
+
+    def _library_sizes(self) -> dict[str, int | None] | None:
+        """Each entry with a bundle's name by digest: its size if it is a regular file,
+        else None (whatever it is, the launch's resolve refuses it with its own code: a
+        symlink, a FIFO); None without a usable store."""
+        if self.library is None:
+            return None
+        found: dict[str, int | None] = {}
+        try:
+            root = self.library.root_fd
+            for name in os.listdir(root):  # noqa: PTH208 - a directory descriptor
+                if is_bundle_name(name):
+                    with contextlib.suppress(FileNotFoundError):
+                        info = os.stat(name, dir_fd=root, follow_symlinks=False)
+                        found[digest_of(name)] = (
+                            info.st_size if stat.S_ISREG(info.st_mode) else None
+                        )
+        except (LibraryError, OSError) as exc:
+            _log.warning("the library store cannot be listed: %s", exc)
+        return found
 
     def _index_receipts(self) -> None:
         from glove.journal import PosixStorage, iter_entries
@@ -429,6 +479,8 @@ class SessionRegistry(Actor):
             with contextlib.suppress(Exception):
                 await self.log.checkpoint()
         self.exposures.close()
+        if self.library is not None:
+            self.library.close()
         for queues in self._watchers.values():
             for queue in queues:
                 with contextlib.suppress(asyncio.QueueFull):
@@ -472,8 +524,9 @@ class SessionRegistry(Actor):
 
     # -- the public operations (called by the control methods, on the loop) --------------------
 
-    def local_policy(self) -> LocalPolicy:
-        """The owner's rules a plan is judged by, now."""
+    def local_policy(self, *, library: bool = True) -> LocalPolicy:
+        """The owner's rules a plan is judged by, now (the library store's listing only
+        with ``library``: a plan without projections does not need it)."""
         cfg = self.config
         harnesses = {
             hid: HarnessPolicy(tuple(h.argv), dict(h.env), h.profile)
@@ -501,6 +554,8 @@ class SessionRegistry(Actor):
             egress_allow=tuple(cfg.network.allow),
             egress_deny=tuple(cfg.network.deny),
             terminals=frozenset({"pipes", "pty"}),
+            projections={alias: p.target for alias, p in cfg.projections.items()},
+            library=self._library_sizes() if library else None,
         )
 
     def validate(self, data: bytes) -> ValidatedPlan:
@@ -509,7 +564,8 @@ class SessionRegistry(Actor):
         Raises:
             PlanError: every problem, each with its JSON path.
         """
-        return validate_plan(decode_plan(data), self.local_policy())
+        plan = decode_plan(data)
+        return validate_plan(plan, self.local_policy(library=bool(plan.projection_list)))
 
     def status(self, session_id: str) -> SessionView:
         """One session's view.
@@ -623,12 +679,15 @@ class SessionRegistry(Actor):
     # -- the lifecycle ------------------------------------------------------------------------
 
     async def _prepare(
-        self, record: SessionRecord, validated: ValidatedPlan
+        self, record: SessionRecord, validated: ValidatedPlan, run: _Progress
     ) -> tuple[SandboxSpec, str, SessionTools | None]:
-        """Resolve the exposures, compose the sandbox and its tools; persist each step.
+        """Resolve the exposures and the projections, compose the sandbox and its tools;
+        persist each step. The projections (resolved, verified, frozen when gloved may)
+        are kept in ``run``: whatever happens they are closed at the end.
 
         Raises:
             ExposureError: an exposure is revoked, stale or gone.
+            ProjectionRefused: a projection is refused (its code says why).
             GloveError: the sandbox or the tools cannot be composed (SandboxError too).
             OSError: the host refused a step.
             _Unpersisted: the session journal could not persist a step (fatal).
@@ -654,6 +713,18 @@ class SessionRegistry(Actor):
             accept_weaker=frozenset(self.config.accept_weaker),
             pty=validated.plan.terminal == "pty",
         )
+        for item in validated.projections:
+            conflict = projection_conflict(spec, item.target)
+            if conflict is not None:
+                raise ProjectionRefused(
+                    "projection_target_conflict",
+                    f"projection {item.alias!r}: its target {conflict}",
+                    alias=item.alias,
+                )
+        run.projections = await asyncio.to_thread(
+            prepare_projections, self.library, validated.projections
+        )
+        mounted = [projection.receipt() for projection in run.projections]
         tools = await session_tools(
             session_id=record.session_id,
             data_dir=self.paths.sessions_data / record.session_id,
@@ -664,7 +735,7 @@ class SessionRegistry(Actor):
         try:
             if tools is not None:
                 spec = tools.apply(spec, proxy=validated.egress is not None)
-            binding = launch_binding(spec, record.sha256, record.blake3, exposures)
+            binding = launch_binding(spec, record.sha256, record.blake3, exposures, mounted)
             await self._move(record, "composed", {"launch_binding": binding})
         except BaseException:
             if tools is not None:  # nobody else holds them yet: release them here
@@ -685,6 +756,7 @@ class SessionRegistry(Actor):
         spec: SandboxSpec,
         drain: OutputDrain | PtyDrain,
         tools: SessionTools | None,
+        projections: tuple[SessionProjection, ...] = (),
     ) -> tuple[SessionOutcome, int | None]:
         """Run the session tree under ``sessions``; persist ``running`` once it launched.
 
@@ -707,7 +779,11 @@ class SessionRegistry(Actor):
             ChildSpec(
                 SANDBOX_CHILD,
                 lambda: SandboxActor(
-                    spec, on_output=drain.write, start_after=ready, terminal_size=size
+                    spec,
+                    on_output=drain.write,
+                    start_after=ready,
+                    terminal_size=size,
+                    projections=projections,
                 ),
             ),
         )
@@ -780,23 +856,27 @@ class SessionRegistry(Actor):
         """
         try:
             run.drain = self._open_drain(record, validated)
-            spec, run.binding, run.tools = await self._prepare(record, validated)
+            spec, run.binding, run.tools = await self._prepare(record, validated, run)
             run.stage = "launch"
-            session, run.launched_ns = await self._run(record, spec, run.drain, run.tools)
+            session, run.launched_ns = await self._run(
+                record, spec, run.drain, run.tools, tuple(run.projections)
+            )
             run.result = session.result
             failure = session.failure
             if failure is not None and not isinstance(failure, (GloveError, OSError)):
                 return self._internal(record.session_id, session.failed_child or "launch", failure)
             if failure is not None and run.result is None:
-                return outcome_of(None, error=str(failure))
+                return outcome_of(None, error=str(failure), error_code=refusal_code(str(failure)))
             if failure is not None:
                 return outcome_of(run.result, error=f"the session failed: {failure!r}")
-            return outcome_of(run.result)
+            error = run.result.error if run.result is not None else None
+            return outcome_of(run.result, error_code=refusal_code(error))
         except _Unpersisted:
             raise
         except (ExposureError, SandboxError, LimitRefused, GloveError, OSError) as exc:
             text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            return outcome_of(None, error=text)
+            code = exc.code if isinstance(exc, ProjectionRefused) else None
+            return outcome_of(None, error=text, error_code=code)
         except Exception as exc:  # noqa: BLE001 - one session's bug is its receipt, not gloved's crash
             return self._internal(record.session_id, run.stage, exc)
 
@@ -837,6 +917,7 @@ class SessionRegistry(Actor):
             audit=audit,
             counts=counts,
             transcript=transcript,
+            projections=[projection.receipt() for projection in run.projections],
         )
 
     async def _lifecycle(self, record: SessionRecord, validated: ValidatedPlan) -> None:
@@ -852,6 +933,8 @@ class SessionRegistry(Actor):
         run = _Progress()
         try:
             outcome = await self._drive(record, validated, run)
+            if run.projections:  # the launch closed them; a failure before it did not
+                await asyncio.to_thread(_close_all, run.projections)
             run.stage = "finalize"
             if run.tools is not None:
                 await run.tools.close()
