@@ -48,6 +48,8 @@ SKILL = b"# a skill\n" + bytes(range(256)) * 256  # 64 KiB + 10 bytes
 #: Launches the racing writer runs against (GLOVE_PROJECTION_RACE_ROUNDS=10000 for the
 #: issue's full figure; CI runs the default).
 RACE_ROUNDS = int(os.environ.get("GLOVE_PROJECTION_RACE_ROUNDS", "200"))
+#: Rewrites (other bytes, then the bundle's own) in one burst of the racing writer.
+REWRITE_BURST = 20
 
 
 @dataclass
@@ -275,8 +277,10 @@ def test_bad_references_are_invalid_plans_with_their_path(owner: Owner) -> None:
 
 def test_a_rewriting_writer_is_never_seen_in_a_child(owner: Owner) -> None:
     """While the stored bundle is rewritten in place over and over (other bytes, then its
-    own), every session that ran saw exactly the planned bytes; every other one was
-    refused with a projection code before anything ran."""
+    own, in bursts), every session that ran saw exactly the planned bytes; every other one
+    was refused with a projection code before anything ran. An unprivileged gloved reads
+    the bundle at prepare and again in the init: any write in between refuses the launch
+    (its identity changed), so there most launches are refused."""
     stored = owner.stored("skill")
     other = bytes(reversed(SKILL))
     stop = threading.Event()
@@ -286,10 +290,13 @@ def test_a_rewriting_writer_is_never_seen_in_a_child(owner: Owner) -> None:
         nonlocal rewrites
         with stored.open("r+b", buffering=0) as handle:
             while not stop.is_set():
-                for data in (other, SKILL):
-                    os.pwrite(handle.fileno(), data, 0)
-                rewrites += 1
-                stop.wait(0.002)
+                for _ in range(REWRITE_BURST):
+                    for data in (other, SKILL):
+                        os.pwrite(handle.fileno(), data, 0)
+                    rewrites += 1
+                # Bursts with the planned bytes back in place between them, so that some
+                # launches get through: a writer that never stops refuses them all.
+                stop.wait(0.2)
 
     thread = threading.Thread(target=writer)
     thread.start()
@@ -315,5 +322,6 @@ def test_a_rewriting_writer_is_never_seen_in_a_child(owner: Owner) -> None:
             assert owner.stdout(view) == b""
             refused += 1
     assert ran + refused == RACE_ROUNDS
-    assert ran > 0, "the writer never left the planned bytes in place"
     assert rewrites > 0
+    if owner.who == "root":  # frozen at prepare: only a burst during that read refuses it
+        assert ran > 0, "every launch was refused: the race was never run"
