@@ -325,3 +325,41 @@ def test_a_rewriting_writer_is_never_seen_in_a_child(owner: Owner) -> None:
     assert rewrites > 0
     if owner.who == "root":  # frozen at prepare: only a burst during that read refuses it
         assert ran > 0, "every launch was refused: the race was never run"
+
+
+def test_a_third_party_recomputes_a_projection_offline(owner: Owner) -> None:
+    """``glove receipts verify --library FILE`` hashes the file and finds it among the
+    receipt's projections; a file that is none of them fails with exit 4."""
+    (view,) = owner.run([owner.plan("sum", "skill")])
+    assert view["outcome"]["exit_code"] == 0, view
+    key = owner.home.glove("receipts", "public-key")
+    assert key.returncode == 0, key.stderr
+    public = owner.home.base / "log.pub"
+    public.write_text(key.stdout)
+    bundle = owner.home.base / f"bundle-{view['session_id']}.json"
+    exported = owner.home.glove("receipts", "export", view["session_id"], "-o", str(bundle))
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    skill = owner.home.base / "skill.md"
+    done = owner.home.glove(
+        "receipts", "verify", str(bundle), "--public-key", str(public), "--json",
+        "--library", str(skill),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    checked = json.loads(done.stdout)["projections_verified"]
+    assert checked == [
+        {
+            "alias": "skill",
+            "target": SKILL_TARGET,
+            "digest": owner.bundles["skill"]["digest"],
+            "size": len(SKILL),
+            "file": str(skill),
+        }
+    ]
+    forged = owner.home.base / "forged.md"
+    forged.write_bytes(SKILL[:-1] + b"!")
+    os.chown(forged, owner.uid, owner.gid)
+    done = owner.home.glove(
+        "receipts", "verify", str(bundle), "--public-key", str(public), "--library", str(forged)
+    )
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "is not a projection of this receipt" in done.stderr
