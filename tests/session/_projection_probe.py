@@ -64,6 +64,11 @@ def mountinfo(target: str) -> str:
     return lines[-1] if lines else ""
 
 
+def mount_points() -> list[str]:
+    with open("/proc/self/mountinfo") as handle:
+        return [line.split()[4] for line in handle]
+
+
 def descriptors() -> list[str]:
     names = []
     for name in os.listdir("/proc/self/fd"):
@@ -79,8 +84,8 @@ def read(target: str) -> bytes:
 
 def main() -> None:
     target = sys.argv[1]
-    if not os.path.exists(target):  # a session without that projection: its descriptors
-        print(json.dumps({"fds": descriptors()}))
+    if not os.path.exists(target):  # a session without that projection: its baseline
+        print(json.dumps({"fds": descriptors(), "mounts": mount_points()}))
         return
     path = target.encode()
     data = read(target)
@@ -102,6 +107,7 @@ def main() -> None:
         ).returncode,
         "mountinfo": mountinfo(target),
         "fds": descriptors(),
+        "mounts": mount_points(),
         "after": "sha256:" + hashlib.sha256(read(target)).hexdigest(),
     }
     print(json.dumps(report))

@@ -152,7 +152,8 @@ def owner(request: pytest.FixtureRequest, unpriv: Unpriv) -> Iterator[Owner]:
 def test_the_child_reads_the_bytes_and_cannot_change_the_mount(owner: Owner) -> None:
     """The command reads exactly the stored bytes at the target; writing (EROFS),
     remounting read-write, unmounting and mount_setattr clearing RDONLY or NOEXEC all fail
-    (EPERM) and leave it ro,nosuid,nodev,noexec; no descriptor of it reaches the command."""
+    (EPERM) and leave it ro,nosuid,nodev,noexec; no descriptor of it reaches the command,
+    and its only mount in the sandbox is the one at its target."""
     with_skill, probe_only = owner.run(
         [owner.plan("probe", "probe", "skill"), owner.plan("probe", "probe")]
     )
@@ -172,7 +173,10 @@ def test_the_child_reads_the_bytes_and_cannot_change_the_mount(owner: Owner) -> 
     assert not any("sha256" in fd or "skill" in fd for fd in report["fds"]), report["fds"]
     # One projection more adds no descriptor: the command holds only its own stdio.
     assert probe_only["outcome"]["exit_code"] == 0, probe_only
-    assert len(report["fds"]) == len(json.loads(owner.stdout(probe_only))["fds"])
+    baseline = json.loads(owner.stdout(probe_only))
+    assert len(report["fds"]) == len(baseline["fds"])
+    # ... and exactly one mount, at its target: the parked copy stayed in the old root.
+    assert sorted(report["mounts"]) == sorted([*baseline["mounts"], SKILL_TARGET])
 
 
 def test_the_binding_and_the_receipt_commit_what_was_mounted(owner: Owner) -> None:
@@ -363,3 +367,38 @@ def test_a_third_party_recomputes_a_projection_offline(owner: Owner) -> None:
     )
     assert done.returncode == 4, done.stdout + done.stderr
     assert "is not a projection of this receipt" in done.stderr
+
+
+def test_capabilities_say_schema_1_only_with_the_library_store(tmp_path: Path) -> None:
+    """A gloved whose library root is unsafe (group-writable) runs sessions but reports
+    schema_version 0, leaves the root as it is and refuses every projection; with the
+    store constructed it reports 1."""
+    base = Path(tempfile.mkdtemp(prefix="glove-caps-", dir="/var/tmp"))
+    home = Gloved(base)
+    try:
+        home.setup(HARNESSES)
+        library = home.state / "library"
+        library.mkdir(mode=0o700, parents=True)
+        library.chmod(0o770)
+        home.start()
+        caps = json.loads(home.glove("capabilities", "--json").stdout)
+        assert caps["lifecycle_operational"] is True
+        assert caps["schema_version"] == 0
+        plan = tmp_path / "plan.json"
+        digest = "sha256:" + "ab" * 32
+        doc = {"version": 1, "harness": "sum", "exposures": [], "limits": LIMITS,
+               "network": "none", "terminal": "pipes",
+               "projections": [{"alias": "skill", "digest": digest, "size": 1}]}  # fmt: skip
+        plan.write_text(json.dumps(doc))
+        done = home.glove("plan", "validate", str(plan), "--json")
+        assert done.returncode == 1
+        assert "no library store" in done.stdout + done.stderr
+        assert library.stat().st_mode & 0o777 == 0o770
+        home.stop()
+        library.chmod(0o700)
+        home.start()
+        caps = json.loads(home.glove("capabilities", "--json").stdout)
+        assert caps["schema_version"] == 1
+    finally:
+        home.stop()
+        shutil.rmtree(base, ignore_errors=True)
