@@ -2,11 +2,12 @@
 
 Contract under test: for each of a few fixtures, the evidence of the input fed as one
 chunk, byte by byte, and cut at points drawn from the input's own digest is the same;
-it equals the naive references (``tests/evaluate/reference.py``: a byte-at-a-time
-normalizer, whole-stream ``bytes.find``, one-shot ``bytes.decode``, ``hashlib``); and
-``judge`` turns it, with each of a few termination records, into an outcome whose verdict
-is one of the five and whose reasons are listed in precedence order. Nothing is ever
-raised. Run::
+where the C scanner is built (the default then), the pure-Python one's evidence of those
+cuts is the same too; it equals the naive references (``tests/evaluate/reference.py``: a
+byte-at-a-time normalizer, whole-stream ``bytes.find``, one-shot ``bytes.decode``,
+``hashlib``); and ``judge`` turns it, with each of a few termination records, into an
+outcome whose verdict is one of the five and whose reasons are listed in precedence
+order. Nothing is ever raised. Run::
 
     python fuzz/evaluate_stream.py -atheris_runs=100000 -max_len=4096 fuzz/evaluate_corpus/stream
     python fuzz/evaluate_stream.py --replay [--seconds S]     # without atheris
@@ -41,6 +42,7 @@ with atheris.instrument_imports(include=["glove"]) if _FUZZING else contextlib.n
     )
 
     from glove.evaluate import (
+        NATIVE_SCANNER,
         REASON_VERDICTS,
         VERDICTS,
         Evidence,
@@ -71,8 +73,8 @@ TERMINATIONS = (
 )
 
 
-def _feed(fixture: Fixture, chunks: list[bytes]) -> Evidence:
-    evaluator = StreamEvaluator(fixture)
+def _feed(fixture: Fixture, chunks: list[bytes], *, native: bool | None = None) -> Evidence:
+    evaluator = StreamEvaluator(fixture, native=native)
     for chunk in chunks:
         evaluator.feed(chunk)
     return evaluator.finish()
@@ -106,6 +108,8 @@ def one_input(data: bytes) -> None:
         assert _feed(fixture, pieces) == whole, (data, cuts)
         assert _feed(fixture, [data[i : i + 1] for i in range(len(data))]) == whole, data
         assert whole == _reference(fixture, data), (data, whole)
+        if NATIVE_SCANNER:  # the C scanner evaluated these: the pure one must agree
+            assert _feed(fixture, pieces, native=False) == whole, (data, cuts)
         for termination in TERMINATIONS:
             outcome = judge(termination, whole, fixture)
             assert outcome.verdict in VERDICTS

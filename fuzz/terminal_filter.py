@@ -1,12 +1,16 @@
-"""Fuzz target: transcript bytes -> ``glove session log``'s safe text, and the mode tracker.
+"""Fuzz target: output bytes -> the terminal filters' safe output, and the mode tracker.
 
 Contract under test (``glove.session._escape``): for any bytes, cut into chunks at
-fuzzer-chosen points, :class:`LogFilter` returns text in which every ESC starts an allowed
-CSI (SGR, cursor motion, erase; no private marker, no number over the cap, no scrollback
-erase), no other C0/C1 control or DEL is left, the output is the same however the input
-was cut, its length is bounded by four characters per input byte, and the filter never
-holds more than one CSI's worth of characters. :class:`ModeTracker` never raises and ends
-in the same modes however the input was cut. Run::
+fuzzer-chosen points, :class:`LogFilter` (``text`` mode) returns text in which every ESC
+starts an allowed CSI (SGR, cursor motion, erase; no private marker, no number over the
+cap, no scrollback erase), no other C0/C1 control or DEL is left, the output is the same
+however the input was cut, its length is bounded by four characters per input byte, and
+the filter never holds more than one CSI's worth of characters. :class:`TerminalFilter`
+in ``pty`` mode returns a subsequence of the input bytes, the same however it was cut, in
+which every ESC starts one whole sequence that is not a query (checked against an
+independent statement of the rules below), no ENQ and no C1 control is left, and it never
+holds more than one OSC's worth. :class:`ModeTracker` never raises and ends in the same
+modes however the input was cut. Run::
 
     python fuzz/terminal_filter.py -atheris_runs=1000000 fuzz/terminal_corpus   # atheris
     python fuzz/terminal_filter.py --replay [--seconds S]                        # without
@@ -29,9 +33,21 @@ except ImportError:  # pragma: no cover - replay mode works without it
 
 if atheris is not None:
     with atheris.instrument_imports(include=["glove"]):
-        from glove.session._escape import MAX_CSI_CHARS, LogFilter, ModeTracker
+        from glove.session._escape import (
+            MAX_CSI_CHARS,
+            MAX_STRING_CHARS,
+            LogFilter,
+            ModeTracker,
+            TerminalFilter,
+        )
 else:
-    from glove.session._escape import MAX_CSI_CHARS, LogFilter, ModeTracker
+    from glove.session._escape import (
+        MAX_CSI_CHARS,
+        MAX_STRING_CHARS,
+        LogFilter,
+        ModeTracker,
+        TerminalFilter,
+    )
 
 CORPUS = Path(__file__).resolve().parent / "terminal_corpus"
 DEFAULT_REPLAY_SECONDS = 10.0
@@ -39,6 +55,17 @@ DEFAULT_REPLAY_SECONDS = 10.0
 SAFE_CSI = re.compile(r"\x1b\[[0-9;:]*[mABCDEFGHJKSTfdLMPX@]")
 CONTROL = re.compile(r"[\x00-\x07\x0b\x0c\x0e-\x1f\x7f-\x9f]")
 NUMBER = re.compile(r"[0-9]+")
+#: ``pty`` mode, independently: what may follow an ESC in the output, whole.
+PTY_CSI = re.compile(r"\x1b\[([<=>?]?)([0-9;:]*)([ -/]*)([@-~])")
+PTY_OSC = re.compile(r"\x1b\]([0-9]+)((?:;[^\x00-\x1f\x7f-\x9f\udc80-\udc9f]*)?)(?:\x07|\x1b\\)")
+PTY_ESC = re.compile(r"\x1b[ -/]{0,4}[0-~]")
+PTY_FORBIDDEN = re.compile("[\x05\x80-\x9f\udc80-\udc9f]")
+#: (prefix, intermediates, final) of CSI queries; "*" matches any.
+PTY_QUERIES = (
+    ("*", "*", "c"), ("*", "*", "n"), (">", "*", "q"), ("*", "$", "p"), ("?", "*", "u"),
+    ("*", "$", "u"), ("", "", "x"), ("*", "*", "y"), ("?", "*", "m"), ("*", "#", "R"),
+)  # fmt: skip
+PTY_OSC_OK = {0, 1, 2, 4, 7, 8, 9, 104, 133, *range(10, 20), *range(110, 120)}
 
 
 def _check_safe(text: str) -> None:
@@ -48,6 +75,57 @@ def _check_safe(text: str) -> None:
         assert not (match.group().endswith("J") and 3 in numbers), match.group()
     stripped = SAFE_CSI.sub("", text)
     assert CONTROL.search(stripped) is None, repr(stripped[:120])
+
+
+def _check_pty_safe(text: str) -> None:
+    i = 0
+    while True:
+        at = text.find("\x1b", i)
+        ground = text[i:] if at < 0 else text[i:at]
+        assert PTY_FORBIDDEN.search(ground) is None, repr(ground[:120])
+        if at < 0:
+            return
+        csi, osc = PTY_CSI.match(text, at), PTY_OSC.match(text, at)
+        if csi is not None:
+            prefix, params, inter, final = csi.groups()
+            for want_prefix, want_inter, want_final in PTY_QUERIES:
+                assert not (
+                    final == want_final
+                    and want_prefix in ("*", prefix)
+                    and (want_inter == "*" or (want_inter in inter if want_inter else not inter))
+                ), csi.group()
+            assert final != "t" or params.split(";")[0] in ("22", "23"), csi.group()
+            i = csi.end()
+        elif osc is not None:
+            number = int(osc.group(1))
+            assert number in PTY_OSC_OK, osc.group()
+            assert not (number in (4, 10, 11, 12) and "?" in osc.group(2)), osc.group()
+            i = osc.end()
+        else:
+            esc = PTY_ESC.match(text, at)
+            assert esc is not None, repr(text[at : at + 40])
+            assert esc.group()[1] not in "[]PX^_Z\\", repr(esc.group())
+            i = esc.end()
+
+
+def _is_subsequence(small: bytes, big: bytes) -> bool:
+    rest = iter(big)
+    return all(byte in rest for byte in small)
+
+
+def _check_pty(stream: bytes, step: int) -> None:
+    whole = TerminalFilter("pty")
+    expected = whole.feed(stream) + whole.close()
+    _check_pty_safe(expected.decode("utf-8", "surrogateescape"))
+    assert _is_subsequence(expected, stream)
+    pieces = TerminalFilter("pty")
+    parts = []
+    for at in range(0, len(stream), step):
+        parts.append(pieces.feed(stream[at : at + step]))
+        assert pieces.held <= max(MAX_CSI_CHARS, MAX_STRING_CHARS)
+    parts.append(pieces.close())
+    assert b"".join(parts) == expected
+    assert pieces.dropped == whole.dropped
 
 
 def seeds() -> list[bytes]:
@@ -72,6 +150,7 @@ def one_input(data: bytes) -> None:
         assert len(pieces._filter._pending) <= MAX_CSI_CHARS
     parts.append(pieces.close())
     assert "".join(parts) == expected
+    _check_pty(stream, step)
     tracker_whole = ModeTracker()
     tracker_whole.feed(stream)
     tracker_pieces = ModeTracker()

@@ -43,6 +43,9 @@ from glove.control._paths import RuntimePaths
 from glove.host._setup import setup
 from glove.testing.control import RawPeer
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from benchmarks import _report
+
 MIB = 1024 * 1024
 START_DEADLINE_S = 30.0
 ECHO_AGENT = ["/bin/sh", "-c", "stty raw -echo; echo READY; exec cat"]
@@ -316,6 +319,9 @@ def main() -> None:
     print(f"  ratio           {k['gloved_p50'] / k['bare_p50']:8.1f}x / "
           f"{k['gloved_p99'] / k['bare_p99']:6.1f}x; p50 difference "
           f"{(k['gloved_p50'] - k['bare_p50']) / 1000:.2f} ms (goal: within 1 ms)")  # fmt: skip
+    _report.row(
+        "attach", "keystroke round trip p50", k["gloved_p50"], "bare PTY", k["bare_p50"], "us"
+    )
     r = out["replay"]
     print(f"transcript replay ({r['bytes'] / MIB:.1f} MiB): gloved {r['gloved_mib_s']:.0f} MiB/s, "
           f"bare socket {r['bare_mib_s']:.0f} MiB/s, ratio "

@@ -38,6 +38,10 @@ from glove.control._server import MAX_CONNECTIONS
 from glove.protocol import CONTROL_MAX_REQUEST_BYTES, decode_client_frame
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1]))
+
+from benchmarks import _report  # noqa: E402
+
 START_DEADLINE_S = 10.0
 
 
@@ -183,6 +187,9 @@ def main() -> None:
     print(f"  peer   p50 {ps['p50'] * 1000:.0f} us, p99 {ps['p99'] * 1000:.0f} us")
     print(
         f"  ratio gloved/peer: p50 {gs['p50'] / ps['p50']:.2f}x, p99 {gs['p99'] / ps['p99']:.2f}x"
+    )
+    _report.row(
+        "control", "health round trip p50", gs["p50"], "minimal asyncio peer", ps["p50"], "ms"
     )
     strict, plain = strict_decoding()
     print(f"one {CONTROL_MAX_REQUEST_BYTES // 1024} KiB request decoded on the loop:")

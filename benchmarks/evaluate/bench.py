@@ -13,22 +13,26 @@ the DSL's bound of 256 (56 required, 200 forbidden). In the passing case the req
 literals appear early; the forbidden ones never do, so every forbidden literal is looked
 for in every byte, twice (raw and text) where the chunk holds escapes.
 
-Peers, on the same bytes in the same process, measured in the same rounds (best of
-several): ``hashlib.sha256`` alone (a floor: the evaluator hashes every byte too), and one
-``bytes.find`` of one literal. A ratio above 1 means the evaluator is slower by that factor.
+Each case runs twice, side by side: with the C scanner (``glove.evaluate._cscan``, the
+default where it is built) and with the pure-Python one (``native=False``, the reference
+and the fallback); ``C/pure`` is the speed-up. Peers, on the same bytes in the same
+process, measured in the same rounds (best of several, interleaved): ``hashlib.sha256``
+alone (a floor: the evaluator hashes every byte too), and one ``bytes.find`` of one
+literal. A ratio to sha256 above 1 means the evaluator is slower by that factor.
 
-    .venv/bin/python benchmarks/evaluate/bench.py [--quick] [--rounds N]
+    .venv/bin/python benchmarks/evaluate/bench.py [--quick] [--rounds N] [--clock wall|cpu]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import random
 import time
 from collections.abc import Callable
 
-from glove.evaluate import Fixture, StreamEvaluator
+from glove.evaluate import NATIVE_SCANNER, Fixture, StreamEvaluator
 
 WORDS = (
     b"the of and to in is that for it as was with be by on not this are or from at which "
@@ -97,26 +101,46 @@ def output(kind: str, size: int, fixture: Fixture) -> bytes:
     return b"".join(parts)
 
 
-def _best(fn: Callable[[], object], rounds: int) -> float:
+def _best(fn: Callable[[], object], rounds: int, clock: Callable[[], float]) -> float:
     best = float("inf")
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock() - start)
     return best
 
 
+def _evaluate(fixture: Fixture, chunks: list[bytes], native: bool) -> None:
+    evaluator = StreamEvaluator(fixture, native=native)
+    for chunk in chunks:
+        evaluator.feed(chunk)
+    evidence = evaluator.finish()
+    assert all(offset is not None for offset in evidence.required_text)
+    assert not any(offset is not None for offset in evidence.forbidden_raw)
+
+
 def main() -> None:
-    """Print MiB/s per kind of output, chunk size and fixture, and the ratios."""
+    """Print MiB/s per kind of output, chunk size and fixture, C and pure, and the ratios."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="2 MiB per case, 3 rounds")
     parser.add_argument("--rounds", type=int, default=0)
+    parser.add_argument(
+        "--clock",
+        choices=("wall", "cpu"),
+        default="wall",
+        help="wall time (perf_counter), or this process's CPU time (process_time: what a "
+        "loaded, shared machine stretches less)",
+    )
     args = parser.parse_args()
+    clock = time.perf_counter if args.clock == "wall" else time.process_time
     size = 2 * MIB if args.quick else 8 * MIB
     rounds = args.rounds or (3 if args.quick else 7)
+    scanners = ("c", "pure") if NATIVE_SCANNER else ("pure",)
+    if not NATIVE_SCANNER:
+        print("the C scanner (glove.evaluate._cscan) is not built: pure Python only")
     print(
-        f"{'output':8} {'chunk':>6} {'literals':>8} {'evaluator':>10} {'sha256':>9} "
-        f"{'find x1':>9} {'vs sha256':>9} {'vs find':>8}"
+        f"{'output':8} {'chunk':>6} {'literals':>8} {'C':>10} {'pure':>10} {'C/pure':>7} "
+        f"{'sha256':>9} {'find x1':>9} {'C vs sha256':>11} {'pure vs sha256':>14}"
     )
     for fixture in (REALISTIC, BOUND):
         literals = len(fixture.required) + len(fixture.forbidden)
@@ -125,14 +149,6 @@ def main() -> None:
             for chunk_size in (64 * 1024, 4 * 1024):
                 chunks = [data[i : i + chunk_size] for i in range(0, len(data), chunk_size)]
                 needle = fixture.forbidden[0].encode()
-
-                def evaluate(chunks: list[bytes] = chunks, fixture: Fixture = fixture) -> None:
-                    evaluator = StreamEvaluator(fixture)
-                    for chunk in chunks:
-                        evaluator.feed(chunk)
-                    evidence = evaluator.finish()
-                    assert all(offset is not None for offset in evidence.required_text)
-                    assert not any(offset is not None for offset in evidence.forbidden_raw)
 
                 def sha(chunks: list[bytes] = chunks) -> None:
                     digest = hashlib.sha256()
@@ -143,15 +159,22 @@ def main() -> None:
                     for chunk in chunks:
                         chunk.find(needle)
 
-                times = {"evaluate": float("inf"), "sha": float("inf"), "find": float("inf")}
+                cases: dict[str, Callable[[], object]] = {"sha": sha, "find": find}
+                for name in scanners:
+                    cases[name] = functools.partial(_evaluate, fixture, chunks, name == "c")
+                times = dict.fromkeys(cases, float("inf"))
                 for _ in range(rounds):  # interleaved, so a busy machine slows all alike
-                    for name, fn in (("evaluate", evaluate), ("sha", sha), ("find", find)):
-                        times[name] = min(times[name], _best(fn, 1))
+                    for name, fn in cases.items():
+                        times[name] = min(times[name], _best(fn, 1, clock))
                 mib = len(data) / MIB
-                ours, peer, one = (mib / times[name] for name in ("evaluate", "sha", "find"))
+                rate = {name: mib / seconds for name, seconds in times.items()}
+                c_rate = f"{rate['c']:>5.0f}MiB/s" if "c" in rate else f"{'-':>10}"
+                speedup = f"{rate['c'] / rate['pure']:>6.1f}x" if "c" in rate else f"{'-':>7}"
+                c_sha = f"{rate['sha'] / rate['c']:>10.1f}x" if "c" in rate else f"{'-':>11}"
                 print(
-                    f"{kind:8} {chunk_size // 1024:>4}Ki {literals:>8} {ours:>7.0f}MiB/s "
-                    f"{peer:>6.0f}MiB/s {one:>6.0f}MiB/s {peer / ours:>8.1f}x {one / ours:>7.1f}x"
+                    f"{kind:8} {chunk_size // 1024:>4}Ki {literals:>8} {c_rate} "
+                    f"{rate['pure']:>5.0f}MiB/s {speedup} {rate['sha']:>4.0f}MiB/s "
+                    f"{rate['find']:>4.0f}MiB/s {c_sha} {rate['sha'] / rate['pure']:>13.1f}x"
                 )
 
 

@@ -187,6 +187,14 @@ def run_unpriv(runs: int, warmup: int) -> dict[str, Any]:
     return report
 
 
+def table_row(*args: Any, **kwargs: Any) -> None:
+    """A headline row for ``python -m benchmarks`` (imported here: the worker runs alone)."""
+    sys.path.insert(0, str(HERE.parents[2]))
+    from benchmarks import _report
+
+    _report.row(*args, **kwargs)
+
+
 def ratio(a: dict[str, float] | None, b: float | None) -> str:
     """``a.median / b`` formatted, or n/a."""
     if a is None or not b:
@@ -221,6 +229,21 @@ def report(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         summary[user]["ratios"] = ratios
         for k, v in ratios.items():
             print(f"  {k:<24} {v}")
+        lib, cli = stats.get("library"), stats.get("cli")
+        if lib and bw_m:
+            table_row(
+                "launch", f"library launch ({user})", lib["median"], "bwrap", bw_m, "ms", goal=1.2
+            )
+        if cli and budget:
+            table_row(
+                "launch",
+                f"glove exec /bin/true ({user})",
+                cli["median"],
+                "bwrap + python",
+                budget,
+                "ms",
+                goal=1.5,
+            )
     return summary
 
 

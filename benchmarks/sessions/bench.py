@@ -40,6 +40,7 @@ from typing import Any
 HERE = Path(__file__).resolve()
 sys.path.insert(0, str(HERE.parents[2]))
 
+from benchmarks import _report  # noqa: E402
 from benchmarks.launch.bench import bwrap_argv, ensure_bwrap  # noqa: E402
 
 LIMITS = {
@@ -262,11 +263,30 @@ def main() -> None:
     ratio50 = lat["create->terminal"]["p50"] / lat["bwrap"]["p50"]
     ratio99 = lat["create->terminal"]["p99"] / lat["bwrap"]["p99"]
     print(f"create->terminal / bwrap: p50 {ratio50:.2f}x, p99 {ratio99:.2f}x (goal: <= 2x)")
+    _report.row(
+        "sessions",
+        "create->terminal p50",
+        lat["create->terminal"]["p50"],
+        "bwrap",
+        lat["bwrap"]["p50"],
+        "ms",
+        goal=2.0,
+    )
     for concurrency, row in result["throughput"].items():
         ratio = row["sessions_per_s"] / row["bwrap_per_s"]
         print(
             f"concurrency {concurrency:>2}: {row['sessions_per_s']:7.1f} sessions/s, "
             f"bwrap {row['bwrap_per_s']:7.1f}/s ({ratio:.2f}x)"
+        )
+        _report.row(
+            "sessions",
+            f"launches/s at {concurrency} concurrent",
+            row["sessions_per_s"],
+            "bwrap",
+            row["bwrap_per_s"],
+            "/s",
+            better="higher",
+            goal=0.5,
         )
     load = result["status_under_load"]
     print(

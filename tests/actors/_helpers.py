@@ -85,8 +85,9 @@ class Worker(Actor):
         raise TypeError(type(msg).__name__)
 
 
-async def until(cond: Callable[[], bool], timeout: float = 2.0) -> None:
-    """Poll the loop until ``cond()`` holds, failing after ``timeout`` seconds."""
+async def until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll the loop until ``cond()`` holds, failing after ``timeout`` seconds (a bound for a
+    hang, generous for a loaded machine: it returns as soon as ``cond()`` holds)."""
     async with asyncio.timeout(timeout):
         while not cond():
             await asyncio.sleep(0.005)

@@ -73,14 +73,16 @@ async def test_handler_overrunning_its_deadline_crashes_the_actor() -> None:
 
 
 async def test_nested_ask_inherits_the_smaller_deadline() -> None:
-    """A 0.1 s outer budget caps an inner ask that asked for 10 s."""
+    """A 0.1 s outer budget caps an inner ask that asked for 60 s."""
     async with running(Worker("inner")) as inner, running(Worker("outer", other=inner)) as outer:
         loop = asyncio.get_running_loop()
         start = loop.time()
         with pytest.raises(TimeoutError):
-            await outer.ask(AskOther(seconds=1.0, timeout=10.0), timeout=0.1)
-        assert loop.time() - start < 0.5
-        # The inner handler ran under the outer deadline, so it overran and crashed.
+            await outer.ask(AskOther(seconds=30.0, timeout=60.0), timeout=0.1)
+        # Far short of the inner handler's 30 s (however loaded the machine).
+        assert loop.time() - start < 15.0
+        # The inner handler ran under the outer deadline, so it overran and crashed: under
+        # its own 60 s deadline its 30 s sleep would have ended normally.
         await until(lambda: inner.state == "crashed")
         assert isinstance(inner.exit_reason, DeadlineOverrun)
 

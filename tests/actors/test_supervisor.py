@@ -132,7 +132,7 @@ async def test_stuck_child_teardown_is_bounded_by_its_grace() -> None:
             ChildSpec("first", lambda: Worker("first", log)),
             ChildSpec(
                 "stuck",
-                lambda: Worker("stuck", log, stop_delay=0.6),
+                lambda: Worker("stuck", log, stop_delay=2.0),
                 shutdown_grace=0.1,
             ),
         ],
@@ -140,15 +140,16 @@ async def test_stuck_child_teardown_is_bounded_by_its_grace() -> None:
     task = asyncio.ensure_future(sup.run())
     await sup.started.wait()
     stuck_node = sup.child("stuck")
-    loop = asyncio.get_running_loop()
-    start = loop.time()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert loop.time() - start < 0.5
+    # Teardown is over while the stuck child is still in its 2 s stop (it logs its name at
+    # the end): the 0.1 s grace, not the child, bounded it. An event, not a clock: the
+    # grace's timer always fires before the child's later one.
     assert log == ["first"]
+    assert stuck_node.state != "stopped"
     assert any("stuck after" in (e.reason or "") for e in sup.exits)
-    await until(lambda: stuck_node.state == "stopped", timeout=3.0)
+    await until(lambda: stuck_node.state == "stopped")
 
 
 async def test_second_stop_does_not_cut_teardown_short() -> None:

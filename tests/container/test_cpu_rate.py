@@ -32,10 +32,11 @@ V1_BOUND = parse_proc_cgroups(Path("/proc/cgroups").read_text())
 V1_CFS = V1_BOUND.get("cpu", 0) != 0 and (CGROUP_V1_ROOT / "cpu" / "cpu.cfs_quota_us").exists()
 #: Wall time each busy loop runs for.
 SPIN_S = 2.0
-#: The rate asked for, and the band the measured rate must fall in (a shared machine can
-#: only push it below the quota; above means the quota did not hold).
+#: The rate asked for, and the most the measured rate may be (above means the quota did not
+#: hold). No lower bound: a shared, loaded machine pushes it anywhere below the quota, and
+#: the group's own throttle count, not a rate, says the spinners reached the quota.
 RATE = 0.25
-BAND = (0.10, 0.40)
+MAX_RATE = 0.40
 #: Spins for SPIN_S of wall time (once a byte arrives on stdin when asked), in N processes.
 SPIN = (
     "import os, sys, time\n"
@@ -87,7 +88,7 @@ def test_cfs_group_holds_a_whole_tree_to_its_rate() -> None:
             proc.wait()
         assert float(out) >= SPIN_S
         rate = (cgroups.v2.cpu_seconds() - before) / wall
-        assert BAND[0] <= rate <= BAND[1], f"two spinners got {rate:.3f} CPUs under {RATE}"
+        assert rate <= MAX_RATE, f"two spinners got {rate:.3f} CPUs under {RATE}"
         assert cgroups.cpu_throttled()
         assert cgroups.reached() is None, "a rate never ends the sandbox"
     finally:
@@ -117,7 +118,7 @@ def _spin(glove_exec: GloveExec, cpus: str, processes: int = 1) -> tuple[float, 
 
 
 def test_glove_exec_cpus(glove_exec: GloveExec) -> None:
-    """Root: a busy loop under --cpus 0.25 gets about a quarter of a CPU over 2 s, exits on
+    """Root: a busy loop under --cpus 0.25 gets at most about a quarter of a CPU over 2 s, exits on
     its own, and the result says cgroup-v1-cpu-cfs, hit (throttled); --cpus 2 on one loop
     is never throttled. Unprivileged here (no writable cgroup): refused, even with
     --accept-weaker all, naming both rungs."""
@@ -143,7 +144,7 @@ def test_glove_exec_cpus(glove_exec: GloveExec) -> None:
         "mechanism": "cgroup-v1-cpu-cfs",
         "hit": True,
     }
-    assert BAND[0] <= rate <= BAND[1], f"the loop got {rate:.3f} CPUs under {RATE}"
+    assert rate <= MAX_RATE, f"the loop got {rate:.3f} CPUs under {RATE}"
     assert "cpus 0.25 throttled the tree (cgroup-v1-cpu-cfs)" in status["stderr"]
     _, free = _spin(glove_exec, "2")
     assert free["limits"]["cpus"]["hit"] is False, "one loop cannot use two CPUs' quota"
@@ -197,7 +198,7 @@ def test_an_unprivileged_launcher_with_a_chowned_cpu_group_is_throttled(
             "mechanism": "cgroup-v1-cpu-cfs",
             "hit": True,
         }
-        assert BAND[0] <= rate <= BAND[1], f"the loop got {rate:.3f} CPUs under {RATE}"
+        assert rate <= MAX_RATE, f"the loop got {rate:.3f} CPUs under {RATE}"
     left = [p for p in v1_cpu_for.iterdir() if p.is_dir() and p.stat().st_uid == unpriv.uid]
     assert left == []
 

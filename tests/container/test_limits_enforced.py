@@ -25,7 +25,7 @@ def test_wall_time_kills_the_whole_tree(glove_exec: GloveExec) -> None:
     )
     started = time.monotonic()
     done = glove_exec.sh(script, flags=("--wall-time", "1"))
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < 50  # the 1 s limit, not the sleeps' 300 s
     assert done.rc == 137
     assert done.stdout.strip() == "2"  # control: the running markers were visible inside
     assert done.status["outcome"] == "limit"
@@ -56,7 +56,7 @@ def test_orphan_holding_the_pipe_does_not_hang(glove_exec: GloveExec) -> None:
     """A background child that keeps stdout open dies with the sandbox; exec returns at once."""
     started = time.monotonic()
     done = glove_exec.sh("(sleep 300 &) ; echo parent-done; exit 3")
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 50  # at once, not the orphan's 300 s
     assert done.rc == 3
     assert done.stdout == "parent-done\n"
 
@@ -166,9 +166,9 @@ def test_cpu_time_limit(glove_exec: GloveExec) -> None:
         assert done.status["outcome"] == "limit"
         assert done.status["limits"]["cpu_time"]["hit"] is True
         return
-    started = time.monotonic()
+    # The loop never ends by itself: the outcome and the hit say the CPU limit ended it (no
+    # wall-clock bound: on a loaded host a CPU second takes several seconds of wall time).
     done = glove_exec(*loop, flags=("--cpu-time", "1"))
-    assert time.monotonic() - started < 10
     assert done.status["outcome"] == "limit"
     assert done.status["limits"]["cpu_time"] == {
         "value": 1.0,

@@ -112,7 +112,7 @@ def test_seccomp_kill_is_reported_as_a_violation(sb: Sandbox) -> None:
 def test_stopped_command_still_ends_at_the_wall_limit(sb: Sandbox) -> None:
     """A command that stops itself (SIGSTOP) is still killed at the wall limit."""
     res = sb.run(["/bin/sh", "-c", "kill -STOP $$; sleep 60"], ["--wall-time", "2"])
-    assert res.elapsed_s < 12, res.elapsed_s
+    assert res.elapsed_s < 40, res.elapsed_s  # the 2 s limit, not a stopped command's forever
     assert res.status is not None
     assert res.status["outcome"] == "limit", res.describe()
     assert res.status["limits"]["wall_time"]["hit"] is True
@@ -142,6 +142,7 @@ def test_denial_flood_does_not_stall_the_supervisor(sb: Sandbox) -> None:
     res = sb.run(
         sb.probe_cmd("deny-flood", {"procs": 8, "seconds": 60}), ["--wall-time", "2"], timeout=60
     )
-    assert res.elapsed_s < 12, f"glove took {res.elapsed_s:.1f}s under a denial flood"
+    # The 2 s limit, not the flood's 60 s (generous for a loaded host: below the 60 s).
+    assert res.elapsed_s < 40, f"glove took {res.elapsed_s:.1f}s under a denial flood"
     assert res.status is not None
     assert res.status["outcome"] == "limit", res.describe()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import re
 from pathlib import Path
 
 import glove.evaluate
@@ -56,7 +57,16 @@ def test_every_module_is_sans_io_and_imports_no_other_glove_package() -> None:
                         f"{module.name} imports {name}"
                     )
         checked += 1
-    assert checked == 13  # __init__, errors and eleven _private modules
+    assert checked == 14  # __init__, errors and twelve _private modules
+
+
+def test_the_c_scanner_is_sans_io_too() -> None:
+    """_cscan.c includes only Python.h and C99 headers and calls nothing that does I/O."""
+    source = (PACKAGE_DIR / "_cscan.c").read_text()
+    includes = re.findall(r"^#include\s+(\S+)", source, flags=re.MULTILINE)
+    assert includes == ["<Python.h>", "<stdint.h>", "<stdlib.h>", "<string.h>"]
+    for call in ("open(", "read(", "write(", "fopen", "printf", "getenv", "time(", "pthread"):
+        assert call not in source, call
 
 
 def test_every_error_roots_at_glove_error_and_is_in_the_tree() -> None:

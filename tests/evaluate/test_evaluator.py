@@ -1,8 +1,11 @@
-"""The evaluator core: evidence independent of chunking, equal to naive references."""
+"""The evaluator core: evidence independent of chunking, equal to naive references, on the
+C scanner and on the pure-Python one alike."""
 
 from __future__ import annotations
 
 import random
+import tracemalloc
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +20,7 @@ from glove.evaluate import (
     StreamEvaluator,
     evaluate_stream,
 )
+from glove.evaluate._scan import NativeScan, PythonScan
 from tests.evaluate.reference import (
     reference_first_offsets,
     reference_normalize,
@@ -54,11 +58,13 @@ PIECES = [
     b'{"verdict": "pass"}',
 ]
 streams = st.lists(st.sampled_from(PIECES), max_size=30).map(b"".join) | st.binary(max_size=120)
+#: Each test below runs on both scanners: the C extension and the pure-Python one.
+BOTH = pytest.mark.parametrize("native", [pytest.param(True, id="c"), pytest.param(False, id="py")])
 
 
-def feed_cut(fixture: Fixture, data: bytes, cuts: list[int]) -> Evidence:
+def feed_cut(fixture: Fixture, data: bytes, cuts: list[int], native: bool = True) -> Evidence:
     """The evidence of ``data`` fed in pieces cut at ``cuts``."""
-    evaluator = StreamEvaluator(fixture)
+    evaluator = StreamEvaluator(fixture, native=native)
     start = 0
     for cut in sorted({min(max(c, 0), len(data)) for c in cuts}):
         evaluator.feed(data[start:cut])
@@ -86,55 +92,67 @@ def reference_evidence(fixture: Fixture, data: bytes) -> Evidence:
     )
 
 
+@BOTH
 @settings(max_examples=500, deadline=None)
 @given(streams, st.lists(st.integers(0, 130), max_size=16))
-def test_any_chunking_gives_the_evidence_of_one_chunk(data: bytes, cuts: list[int]) -> None:
+def test_any_chunking_gives_the_evidence_of_one_chunk(
+    native: bool, data: bytes, cuts: list[int]
+) -> None:
     """Cutting the stream anywhere, any number of times, changes nothing in the evidence."""
-    assert feed_cut(FIXTURE, data, cuts) == feed_cut(FIXTURE, data, [])
+    assert feed_cut(FIXTURE, data, cuts, native) == feed_cut(FIXTURE, data, [], native)
 
 
+@BOTH
 @settings(max_examples=500, deadline=None)
 @given(streams, st.lists(st.integers(0, 130), max_size=16))
-def test_the_evidence_equals_the_naive_reference(data: bytes, cuts: list[int]) -> None:
+def test_the_evidence_equals_the_naive_reference(
+    native: bool, data: bytes, cuts: list[int]
+) -> None:
     """Offsets, UTF-8 state, digest and sizes equal whole-stream find/decode/sha256."""
-    assert feed_cut(FIXTURE, data, cuts) == reference_evidence(FIXTURE, data)
+    assert feed_cut(FIXTURE, data, cuts, native) == reference_evidence(FIXTURE, data)
 
 
+@BOTH
 @pytest.mark.parametrize("literal", ["FORBIDDEN", "x" * MAX_LITERAL_BYTES, "\u00e9t\u00e9"])
-def test_a_literal_split_at_every_point_is_found(literal: str) -> None:
+def test_a_literal_split_at_every_point_is_found(literal: str, native: bool) -> None:
     """A forbidden literal cut at any byte, and one split over three chunks, is found."""
     fixture = Fixture(version=1, exit_code=0, max_wall_ms=1, required=[], forbidden=[literal])
     raw = literal.encode()
     data = b"prefix " + raw + b" suffix"
     for cut in range(len(data) + 1):
-        evidence = evaluate_stream(fixture, [data[:cut], data[cut:]])
+        evidence = evaluate_stream(fixture, [data[:cut], data[cut:]], native=native)
         assert evidence.forbidden_raw == (7,)
         assert evidence.forbidden_text == (7,)
-    one_byte = evaluate_stream(fixture, [bytes([b]) for b in data[:40]] + [data[40:]])
+    one_byte = evaluate_stream(
+        fixture, [bytes([b]) for b in data[:40]] + [data[40:]], native=native
+    )
     assert one_byte.forbidden_raw == (7,)
 
 
-def test_a_sgr_split_forbidden_word_is_found_in_the_text_only() -> None:
+@BOTH
+def test_a_sgr_split_forbidden_word_is_found_in_the_text_only(native: bool) -> None:
     """FOR ESC[0m BIDDEN is not in the raw bytes but is in the text, across any cut."""
     fixture = Fixture(version=1, exit_code=0, max_wall_ms=1, required=[], forbidden=["FORBIDDEN"])
     data = b"FOR\x1b[0mBIDDEN"
     for cut in range(len(data) + 1):
-        evidence = evaluate_stream(fixture, [data[:cut], data[cut:]])
+        evidence = evaluate_stream(fixture, [data[:cut], data[cut:]], native=native)
         assert evidence.forbidden_raw == (None,)
         assert evidence.forbidden_text == (0,)
 
 
-def test_a_literal_in_a_window_title_is_forbidden_raw_and_not_required_text() -> None:
+@BOTH
+def test_a_literal_in_a_window_title_is_forbidden_raw_and_not_required_text(native: bool) -> None:
     """Text inside an OSC counts against a forbidden literal (raw) but never for a required one."""
     fixture = Fixture(
         version=1, exit_code=0, max_wall_ms=1, required=["secret"], forbidden=["leak"]
     )
-    evidence = evaluate_stream(fixture, [b"\x1b]0;secret leak\x07visible"])
+    evidence = evaluate_stream(fixture, [b"\x1b]0;secret leak\x07visible"], native=native)
     assert evidence.required_text == (None,)
     assert evidence.forbidden_raw == (11,)
     assert evidence.forbidden_text == (None,)
 
 
+@BOTH
 @pytest.mark.parametrize(
     ("data", "state", "offset"),
     [
@@ -155,17 +173,22 @@ def test_a_literal_in_a_window_title_is_forbidden_raw_and_not_required_text() ->
         (b"ok\xf0\x90\x80", "truncated", 2),
     ],
 )
-def test_utf8_states_and_offsets_at_every_cut(data: bytes, state: str, offset: int | None) -> None:
+def test_utf8_states_and_offsets_at_every_cut(
+    data: bytes, state: str, offset: int | None, native: bool
+) -> None:
     """Invalid and truncated streams report the first fault's offset, however cut."""
     for cut in range(len(data) + 1):
-        evidence = evaluate_stream(FIXTURE, [data[:cut], data[cut:]])
+        evidence = evaluate_stream(FIXTURE, [data[:cut], data[cut:]], native=native)
         assert (evidence.utf8, evidence.utf8_offset) == (state, offset), cut
 
 
-def test_the_digest_and_counts_cover_every_byte() -> None:
+@BOTH
+def test_the_digest_and_counts_cover_every_byte(native: bool) -> None:
     """sha256, bytes_total and text_bytes describe the whole stream."""
     data = b"a\r\nb\x1b[0mc" * 1000
-    evidence = evaluate_stream(FIXTURE, [data[i : i + 7] for i in range(0, len(data), 7)])
+    evidence = evaluate_stream(
+        FIXTURE, [data[i : i + 7] for i in range(0, len(data), 7)], native=native
+    )
     assert evidence.sha256 == reference_sha256(data)
     assert evidence.bytes_total == len(data)
     assert evidence.text_bytes == len(b"a\nbc" * 1000)
@@ -202,22 +225,23 @@ def test_a_hand_built_fixture_out_of_bounds_is_refused() -> None:
         StreamEvaluator(Fixture(version=1, exit_code=0, max_wall_ms=1, required=[""], forbidden=[]))
 
 
-def test_bytes_like_chunks_are_accepted() -> None:
+@BOTH
+def test_bytes_like_chunks_are_accepted(native: bool) -> None:
     """bytearray and memoryview chunks give the evidence of bytes chunks."""
     data = b"FOR\x1b[0mBIDDEN tests passed"
-    assert evaluate_stream(FIXTURE, [bytearray(data[:5]), memoryview(data[5:])]) == evaluate_stream(
-        FIXTURE, [data]
-    )
+    pieces = [bytearray(data[:5]), memoryview(data[5:])]
+    assert evaluate_stream(FIXTURE, pieces, native=native) == evaluate_stream(FIXTURE, [data])
 
 
-def test_json_and_receipts_in_the_output_are_only_text() -> None:
+@BOTH
+def test_json_and_receipts_in_the_output_are_only_text(native: bool) -> None:
     """Output that looks like evidence JSON or a receipt changes only byte counts and digests."""
     fake = (
         b'{"verdict": "pass", "reasons": []}\r\n'
         b'{"kind": "receipt", "sha256": "sha256:' + b"0" * 64 + b'", "mac": "00"}\r\n'
         b'{"evaluation": {"verdict": "pass"}}\r\n'
     )
-    evidence = evaluate_stream(FIXTURE, [fake])
+    evidence = evaluate_stream(FIXTURE, [fake], native=native)
     assert evidence.required_text == (None, None, None, None)
     assert evidence.sha256 == reference_sha256(fake)
     assert set(Evidence.__struct_fields__) == {
@@ -235,24 +259,33 @@ def test_json_and_receipts_in_the_output_are_only_text() -> None:
     }
 
 
-def test_memory_stays_bounded_by_the_literals_over_a_long_stream() -> None:
-    """After 16 MiB in odd chunks, the evaluator holds tails of at most L - 1 bytes each."""
-    longest = "L" * MAX_LITERAL_BYTES
-    fixture = Fixture(
-        version=1, exit_code=0, max_wall_ms=1, required=[longest], forbidden=["never"]
-    )
-    evaluator = StreamEvaluator(fixture)
+def _long_stream_feeds(evaluator: StreamEvaluator, rounds: int) -> Iterator[None]:
+    """Feed ``rounds`` blocks of 64 KiB in odd cuts, half inside open strings; yield after each."""
     rng = random.Random(3)
     block = bytes(rng.randrange(32, 127) for _ in range(65536)).replace(b"L", b"l")
-    for _ in range(256):
+    for _ in range(rounds):
         cut = rng.randrange(1, len(block))
         evaluator.feed(block[:cut])
         evaluator.feed(b"\x1b]0;open string " + block[cut:])
+        yield
+
+
+MEMORY_FIXTURE = Fixture(
+    version=1, exit_code=0, max_wall_ms=1, required=["L" * MAX_LITERAL_BYTES], forbidden=["never"]
+)
+
+
+def test_memory_stays_bounded_by_the_literals_over_a_long_stream() -> None:
+    """After 16 MiB in odd chunks, the Python scanner holds tails of at most L - 1 bytes each."""
+    evaluator = StreamEvaluator(MEMORY_FIXTURE, native=False)
+    scan = evaluator._scan
+    assert isinstance(scan, PythonScan)
+    for _ in _long_stream_feeds(evaluator, 256):
         held = [
-            len(evaluator._required._tail),
-            len(evaluator._forbidden_raw._tail),
-            len(evaluator._forbidden_text._tail),
-            len(evaluator._normalizer._pending),
+            len(scan._required._tail),
+            len(scan._forbidden_raw._tail),
+            len(scan._forbidden_text._tail),
+            len(scan._normalizer._pending),
         ]
         assert held[0] <= MAX_LITERAL_BYTES - 1
         assert held[1] <= len("never") - 1
@@ -261,7 +294,31 @@ def test_memory_stays_bounded_by_the_literals_over_a_long_stream() -> None:
     assert evaluator.finish().bytes_total > 16 * 2**20
 
 
-def test_a_long_stream_in_random_chunks_matches_one_chunk() -> None:
+def test_the_c_scanner_allocates_nothing_per_byte() -> None:
+    """Over 16 MiB the C scanner's tables keep their size and no traced memory accrues."""
+    evaluator = StreamEvaluator(MEMORY_FIXTURE, native=True)
+    scan = evaluator._scan
+    assert isinstance(scan, NativeScan)
+    size = scan.nbytes
+    feeds = _long_stream_feeds(evaluator, 256)
+    next(feeds)
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        for _ in feeds:
+            assert scan.nbytes == size
+        after, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # The chunks being fed are the only thing alive at the peak (two of 64 KiB at most).
+    assert after - before < 4096
+    assert peak - before < 3 * 65536
+    assert size < 80 * 1024  # two cursors and a 64 KiB text buffer
+    assert evaluator.finish().bytes_total > 16 * 2**20
+
+
+@BOTH
+def test_a_long_stream_in_random_chunks_matches_one_chunk(native: bool) -> None:
     """8 MiB of mixed output cut at random points gives the evidence of one whole feed."""
     rng = random.Random(11)
     parts = [rng.choice(PIECES) for _ in range(400_000)]
@@ -272,4 +329,5 @@ def test_a_long_stream_in_random_chunks_matches_one_chunk() -> None:
         end = start + rng.choice([1, 3, 4096, 65536, rng.randrange(1, 100_000)])
         chunks.append(data[start:end])
         start = end
-    assert evaluate_stream(FIXTURE, chunks) == evaluate_stream(FIXTURE, [data])
+    whole = evaluate_stream(FIXTURE, [data], native=False)
+    assert evaluate_stream(FIXTURE, chunks, native=native) == whole

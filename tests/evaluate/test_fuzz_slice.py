@@ -109,3 +109,23 @@ def test_the_harnesses_catch_a_broken_contract() -> None:
             stream_module.one_input(b"FOR\x1b[0mBIDDEN")
     finally:
         stream_module.reference_normalize = real
+
+
+def test_the_stream_harness_holds_the_pure_scanner_to_the_c_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With the C scanner built, a pure-Python scanner that loses a text match is caught."""
+    from glove.evaluate import NATIVE_SCANNER, _scan
+
+    assert NATIVE_SCANNER
+    stream_module = _load("evaluate_stream")
+    stream_module.one_input(b"FOR\x1b[0mBIDDEN")
+    finish = _scan.PythonScan.finish
+
+    def blind(self: _scan.PythonScan) -> _scan.Scanned:
+        found = finish(self)
+        return found._replace(forbidden_text=(None,) * len(found.forbidden_text))
+
+    monkeypatch.setattr(_scan.PythonScan, "finish", blind)
+    with pytest.raises(AssertionError):
+        stream_module.one_input(b"FOR\x1b[0mBIDDEN")

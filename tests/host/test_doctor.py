@@ -40,7 +40,7 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
         "user_namespaces", "seccomp", "landlock", "unix_socket_gate", "cgroups",
         "legacy_tiocsti", "fuse",
         "pidfd_clone3", "limits", "sandbox_self_test", "macos_seatbelt",
-        "runtime_dir", "lingering", "delegation", "daemon_unit",
+        "evaluator_scanner", "runtime_dir", "lingering", "delegation", "daemon_unit",
     }  # fmt: skip
     userns = _independent_userns(prefix)
     assert (checks["user_namespaces"]["status"] == "ok") is userns
@@ -64,8 +64,33 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
     assert checks["macos_seatbelt"]["status"] == "ok"
     assert not checks["macos_seatbelt"]["required"]
     assert "macOS-only" in str(checks["macos_seatbelt"]["summary"])
+    # Both installs (root's editable one, the test user's pip install . copy) built the
+    # evaluator's C scanner, and say so.
+    scanner = checks["evaluator_scanner"]
+    assert (scanner["status"], scanner["required"]) == ("ok", False)
+    assert "glove.evaluate._cscan" in str(scanner["summary"])
     required_ok = all(c["status"] != "fail" for c in checks.values() if c["required"])
     assert (code == 0) is required_ok
+
+
+def test_doctor_warns_when_the_evaluator_runs_in_pure_python() -> None:
+    """Without the C scanner (its import fails), doctor's check is a warning with the fix."""
+    code = (
+        "import sys, msgspec; sys.modules['glove.evaluate._cscan'] = None\n"
+        "from glove.host._doctor import check_evaluator_scanner\n"
+        "print(msgspec.json.encode(check_evaluator_scanner()).decode())"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    check = json.loads(out.stdout)
+    assert (check["name"], check["status"], check["required"]) == (
+        "evaluator_scanner",
+        "warn",
+        False,
+    )
+    assert "pure-Python" in check["summary"]
+    assert "python3-dev" in check["fix"]
 
 
 def test_doctor_reports_cgroup_v2_controllers_not_delegated_here() -> None:

@@ -286,7 +286,7 @@ try:
     asyncio.run(main())
 except BaseException:
     pass
-time.sleep(60)  # an agent that would outlive its mediation if nothing stopped it
+time.sleep(300)  # an agent that would outlive its mediation if nothing stopped it
 """
 
 
@@ -310,7 +310,7 @@ async def test_a_failed_mediation_stops_the_running_agent(tmp_path: Path) -> Non
     assert read_calls(log) == ["crash"]
     assert proc.returncode == 124, err.decode()
     assert b"the mediation failed" in err
-    assert loop.time() - started < 45  # not the agent's 60 s sleep
+    assert loop.time() - started < RUN_TIMEOUT_S  # not the agent's 300 s sleep
 
 
 async def test_two_runs_with_one_config_share_its_audit_log(tmp_path: Path) -> None:

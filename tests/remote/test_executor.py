@@ -238,12 +238,13 @@ def test_frame_never_completed_hits_the_channel_deadline(identities: IdentityFil
     process = ExecutorProcess(launcher_argv(identities.write(), "--stdio", frame=0.5))
     started = time.monotonic()
     process.send(request_bytes("remote_health")[:6])
-    assert process.next_frame(timeout_s=10) is None
+    assert process.next_frame(timeout_s=30) is None
     elapsed = time.monotonic() - started
     code, err = process.finish()
     assert code == EXIT_DEADLINE
     assert "channel deadline" in err
-    assert elapsed < 5  # ended by the 0.5 s channel deadline, not by the 30 s idle one
+    # Ended by the 0.5 s channel deadline, not by the 30 s idle one (nor the 30 s wait).
+    assert elapsed < 15
 
 
 def test_idle_channel_ends_quietly(identities: IdentityFiles) -> None:
@@ -290,8 +291,10 @@ def test_response_write_is_bounded_by_the_request_deadline() -> None:
         worker.join(10)
         assert not worker.is_alive()
         assert len(errors) == 1
+        # The request's 300 ms deadline ended the write (it waited that long at least; no
+        # upper bound: the error's type, not a clock, says which deadline it was).
         assert isinstance(errors[0], ResponseDeadlineExceeded)
-        assert 0.2 < time.monotonic() - started < 3
+        assert time.monotonic() - started > 0.2
     finally:
         for fd in (in_read, in_write, out_read, out_write):
             os.close(fd)

@@ -55,3 +55,24 @@ def test_the_harness_catches_a_filter_that_lets_a_query_through() -> None:
             module.one_input(b"\x00" + b"\x1b[6n")
     finally:
         _escape.ALLOWED_CSI_FINALS = original  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("rule", "hostile"),
+    [("pty_csi_allowed", b"\x1b[6n"), ("pty_osc_allowed", b"\x1b]52;c;eA==\x07")],
+)
+def test_the_harness_catches_a_pty_filter_that_lets_a_query_through(
+    rule: str, hostile: bytes
+) -> None:
+    """The pty-mode checks are not vacuous either: a filter whose CSI or OSC rule lets
+    everything through fails them on a cursor position query or a clipboard write."""
+    module = _load()
+    from glove.session import _escape
+
+    original = getattr(_escape, rule)
+    setattr(_escape, rule, lambda *_args: True)
+    try:
+        with pytest.raises(AssertionError):
+            module.one_input(b"\x00" + hostile)
+    finally:
+        setattr(_escape, rule, original)

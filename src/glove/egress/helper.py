@@ -19,7 +19,8 @@ goes back to the UDP client. The helper never holds a host socket.
 
 The command inherits neither the channel nor a listener (all close-on-exec); it runs in its
 own process group (the terminal's foreground one under a pty) with
-:func:`proxy_environment` added and gets the signals the init forwards; the helper exits
+:func:`proxy_environment` added and gets the signals the init forwards (INT, QUIT and HUP
+to its whole process group, as a terminal sends them); the helper exits
 with its status (128 + N for a signal). When the host end closes (the proxy is gone) every
 listener closes: the network ends, it never opens; the command keeps running.
 
@@ -65,6 +66,8 @@ CONNECT_TIMEOUT_S = 30.0
 COPY_CHUNK_BYTES = 64 * 1024
 _S = signal.Signals
 FORWARDED_SIGNALS = (_S.SIGTERM, _S.SIGINT, _S.SIGHUP, _S.SIGQUIT, _S.SIGUSR1, _S.SIGUSR2)
+#: ... of which these go to the command's process group, as the init gives them to ours.
+GROUP_SIGNALS = (_S.SIGINT, _S.SIGQUIT, _S.SIGHUP)
 # Exit codes: glove.exits's values (a standard-library script run by the sandbox's own Python
 # cannot import it; tests/test_exits.py holds them equal). A helper started wrongly means the
 # sandbox was set up wrongly: nothing ran (125).
@@ -402,6 +405,16 @@ def _status(wait_status: int) -> int:
     return code if code >= 0 else SIGNAL_EXIT_BASE - code
 
 
+def _pass_on(pid: int, signum: int) -> None:
+    """INT, QUIT and HUP to ``pid``'s process group (its own: the whole job, as a terminal
+    sends them), any other forwarded signal to ``pid`` alone."""
+    with contextlib.suppress(ProcessLookupError):
+        if signum in GROUP_SIGNALS:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+
+
 def serve(fd: int, command: list[str], *, mcp: bool = False, dns: bool = True) -> int:
     """Serve the listeners until ``command`` exits; return its status.
 
@@ -419,8 +432,7 @@ def serve(fd: int, command: list[str], *, mcp: bool = False, dns: bool = True) -
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         if child:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signum)
+            _pass_on(child, signum)
         else:
             early.append(signum)
 
@@ -432,8 +444,7 @@ def serve(fd: int, command: list[str], *, mcp: bool = False, dns: bool = True) -
         helper.close_listeners()
         raise
     for pending_signal in early:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(child, pending_signal)
+        _pass_on(child, pending_signal)
     try:
         exited = os.pidfd_open(child)
     except OSError as exc:  # a kernel older than 5.3: refuse rather than run unwatched

@@ -72,6 +72,7 @@ from glove.evaluate._rule import (
     decision_rule_digest,
     decode_decision_rule,
 )
+from glove.evaluate._scan import NATIVE_SCANNER
 from glove.evaluate._stats import (
     CONFIDENCE,
     MDE_ALPHA,
@@ -126,6 +127,7 @@ __all__ = [
     "MAX_SEED",
     "MDE_ALPHA",
     "MDE_POWER",
+    "NATIVE_SCANNER",
     "NEWCOMBE_METHOD",
     "NORMALIZER_VERSION",
     "ORDER_ALGORITHM",

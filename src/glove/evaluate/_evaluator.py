@@ -11,22 +11,22 @@ stream has ended::
                └─► normalizer glove-text-v1 ─► text ─┬─► required literals ─► first text offsets
                                                      └─► forbidden literals ► first text offsets
 
-One shortcut, exact: a chunk with no ESC and no C2 byte, read from the ground state, is
-its own text less the standalone controls. A forbidden literal without such controls
-that occurs wholly inside that chunk therefore occurs in its text too; so while the text
-search has not found it there, the raw search skips that chunk's interior (never its
-boundary windows). Plain output (``cat``, uncoloured logs) costs one search per
-forbidden literal instead of two.
+Everything but the digest is done by one scanner (``_scan.py``): the C extension
+``glove.evaluate._cscan`` where it is built (:data:`NATIVE_SCANNER`), else the pure-Python
+one; they give the same evidence, byte for byte, and the normalizer's version is the same
+either way.
 
 Nothing in the stream is interpreted: output that looks like JSON, a receipt or a verdict
 is text like any other, and only the literals of the fixture are looked for in it. The
 evidence does not depend on how the stream was cut into chunks.
 
-Memory, beyond the chunk being fed and its normalized text (both transient): the
-literals (at most the fixture's 64 KiB), the normalizer's state (an integer and at most
-two bytes), the UTF-8 decoder's (at most three bytes), and per literal stream one tail of
+Memory does not grow with the stream. The C scanner holds an automaton built once from
+the literals (about 13 bytes per literal byte, plus a dense table of at most 1 MiB), and a
+64 KiB text buffer; the pure-Python one, beyond the chunk being fed and its normalized
+text (both transient), the literals, the normalizer's state (an integer and at most two
+bytes), the UTF-8 decoder's (at most three bytes), and per literal stream one tail of
 ``L - 1`` bytes plus one boundary window of ``2 (L - 1)`` (``L`` the longest literal),
-about 20 KiB at the bounds of the DSL, whatever the length of the stream.
+about 20 KiB at the bounds of the DSL.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from typing import Final
 
 import msgspec
 
+from glove.evaluate import _scan
 from glove.evaluate._fixture import SHA256_PREFIX, Fixture, literal_problems
-from glove.evaluate._match import LiteralScan
-from glove.evaluate._normalize import CONTROLS, NORMALIZER_VERSION, TextNormalizer
-from glove.evaluate._utf8 import Utf8Check, Utf8State
+from glove.evaluate._normalize import NORMALIZER_VERSION
+from glove.evaluate._utf8 import Utf8State
 from glove.evaluate.errors import EvidenceError, FixtureError
 
 #: The version of the evidence format (the fields of :class:`Evidence`).
@@ -87,47 +87,39 @@ class Evidence(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
 class StreamEvaluator:
     """Evaluates one raw stream against one fixture (module docstring).
 
+    ``native`` picks the scanner: the C one (True), the pure-Python one (False), or the C
+    one where it is built (None, the default). The evidence is the same either way.
+
     Raises (constructor):
         FixtureError: ``fixture`` breaks a bound of the DSL (a hand-built fixture; one
             from :func:`~glove.evaluate.decode_fixture` never does).
+        EvidenceError: ``native`` is True but the C scanner is not built.
     """
 
-    __slots__ = (
-        "_evicted",
-        "_finished",
-        "_forbidden_raw",
-        "_forbidden_text",
-        "_hash",
-        "_normalizer",
-        "_plain_forbidden",
-        "_required",
-        "_text_bytes",
-        "_total",
-        "_utf8",
-        "fixture",
-    )
+    __slots__ = ("_evicted", "_finished", "_hash", "_scan", "_total", "fixture", "native")
 
-    def __init__(self, fixture: Fixture) -> None:
+    def __init__(self, fixture: Fixture, *, native: bool | None = None) -> None:
         problems = literal_problems(fixture)
         if problems:
             raise FixtureError(problems)
+        if native is None:
+            native = _scan.NATIVE_SCANNER
+        elif native and not _scan.NATIVE_SCANNER:
+            raise EvidenceError(
+                "the C scanner glove.evaluate._cscan is not built (or is stale): "
+                "reinstall glove where a C compiler and the Python headers are present"
+            )
         self.fixture = fixture
+        self.native: bool = native  # whether the C scanner evaluates this stream
         required = [literal.encode("utf-8") for literal in fixture.required]
         forbidden = [literal.encode("utf-8") for literal in fixture.forbidden]
-        self._required = LiteralScan(required)
-        self._forbidden_raw = LiteralScan(forbidden)
-        self._forbidden_text = LiteralScan(forbidden)
-        # Forbidden literals a plain chunk's text stands in for (no standalone control).
-        self._plain_forbidden = frozenset(
-            index
-            for index, literal in enumerate(forbidden)
-            if literal == literal.translate(None, CONTROLS)
+        self._scan: _scan.Scan = (
+            _scan.NativeScan(required, forbidden)
+            if native
+            else _scan.PythonScan(required, forbidden)
         )
-        self._normalizer = TextNormalizer()
-        self._utf8 = Utf8Check()
         self._hash = hashlib.sha256()
         self._total = 0
-        self._text_bytes = 0
         self._evicted = 0
         self._finished = False
 
@@ -150,23 +142,7 @@ class StreamEvaluator:
             return
         self._total += len(chunk)
         self._hash.update(chunk)
-        self._utf8.feed(chunk)
-        plain = self._normalizer.settled and b"\x1b" not in chunk and b"\xc2" not in chunk
-        text = self._normalizer.feed(chunk)
-        if not plain or not self._plain_forbidden:
-            self._text(text)
-            self._forbidden_raw.feed(chunk)
-            return
-        before = self._forbidden_text.offsets
-        self._text(text)
-        after = self._forbidden_text.offsets
-        # Found in the text before, or found in this chunk's text: search the raw chunk.
-        skip = {
-            index
-            for index in self._plain_forbidden
-            if before[index] is None and after[index] is None
-        }
-        self._forbidden_raw.feed(chunk, skip)
+        self._scan.feed(chunk)
 
     def note_evicted(self, count: int) -> None:
         """Record that the caller's ring evicted ``count`` more bytes (already fed).
@@ -192,38 +168,37 @@ class StreamEvaluator:
         """
         if self._finished:
             raise EvidenceError("finish() called twice")
-        self._text(self._normalizer.finish())
         self._finished = True
-        utf8, offset = self._utf8.result()
+        scanned = self._scan.finish()
         return Evidence(
             bytes_total=self._total,
             bytes_evicted=self._evicted,
-            text_bytes=self._text_bytes,
+            text_bytes=scanned.text_bytes,
             sha256=SHA256_PREFIX + self._hash.hexdigest(),
-            utf8=utf8,
-            utf8_offset=offset,
-            required_text=self._required.offsets,
-            forbidden_raw=self._forbidden_raw.offsets,
-            forbidden_text=self._forbidden_text.offsets,
+            utf8=scanned.utf8,
+            utf8_offset=scanned.utf8_offset,
+            required_text=scanned.required_text,
+            forbidden_raw=scanned.forbidden_raw,
+            forbidden_text=scanned.forbidden_text,
         )
-
-    def _text(self, text: bytes) -> None:
-        if text:
-            self._text_bytes += len(text)
-            self._required.feed(text)
-            self._forbidden_text.feed(text)
 
 
 def evaluate_stream(
-    fixture: Fixture, chunks: Iterable[bytes | bytearray | memoryview], *, evicted: int = 0
+    fixture: Fixture,
+    chunks: Iterable[bytes | bytearray | memoryview],
+    *,
+    evicted: int = 0,
+    native: bool | None = None,
 ) -> Evidence:
-    """The evidence of a whole stream given as chunks (a replay, or a test).
+    """The evidence of a whole stream given as chunks (a replay, or a test); ``native``
+    as for :class:`StreamEvaluator`.
 
     Raises:
         FixtureError: ``fixture`` breaks a bound of the DSL.
-        EvidenceError: ``evicted`` is negative or more than the stream's length.
+        EvidenceError: ``evicted`` is negative or more than the stream's length, or
+            ``native`` is True but the C scanner is not built.
     """
-    evaluator = StreamEvaluator(fixture)
+    evaluator = StreamEvaluator(fixture, native=native)
     for chunk in chunks:
         evaluator.feed(chunk)
     evaluator.note_evicted(evicted)

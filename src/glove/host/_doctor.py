@@ -452,6 +452,31 @@ def check_macos_seatbelt() -> Check:
     )
 
 
+def check_evaluator_scanner() -> Check:
+    """Which scanner evaluates PTY output (refinement-eval-v1): the C one, or pure Python?"""
+    from glove.evaluate import NATIVE_SCANNER, NORMALIZER_VERSION
+
+    if NATIVE_SCANNER:
+        return Check(
+            "evaluator_scanner",
+            "ok",
+            required=False,
+            summary="the C scanner (glove.evaluate._cscan) evaluates PTY output",
+            detail=f"{NORMALIZER_VERSION} text, strict UTF-8 and Aho-Corasick in one pass",
+        )
+    return Check(
+        "evaluator_scanner",
+        "warn",
+        required=False,
+        summary="the pure-Python scanner evaluates PTY output: the same evidence, slower",
+        detail="glove.evaluate._cscan was not built when glove was installed (no C compiler "
+        "or Python headers), or is of another version; the pure scanner runs at some "
+        "5-50 MiB/s and back-pressures the agent's output to that (docs/evaluation.md)",
+        fix="install a C compiler and the Python headers (Debian: gcc python3-dev), then "
+        "reinstall glove from its source (pip install --force-reinstall --no-deps .)",
+    )
+
+
 def check_runtime_dir() -> Check:
     """Which runtime directory holds gloved.sock, and why? (``_doctor_service``)"""
     from glove.host._doctor_service import check_runtime_dir as check
@@ -492,6 +517,7 @@ CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_limits,
     check_sandbox_self_test,
     check_macos_seatbelt,
+    check_evaluator_scanner,
     check_runtime_dir,
     check_lingering,
     check_delegation,

@@ -17,7 +17,8 @@ is accepted and sent to the host over the channel with ``SCM_RIGHTS`` (one descr
 one-byte message); the relay then closes its copy and never reads or writes MCP bytes.
 
 Signals the sandbox's init forwards (TERM, INT, HUP, QUIT, USR1, USR2) are passed on to
-the agent. When the agent exits, so does the relay, with the agent's status (its exit
+the agent: INT, QUIT and HUP to its whole process group (a shell's children too), as a
+terminal would send them. When the agent exits, so does the relay, with the agent's status (its exit
 code, or 128 + the signal number that killed it). The relay is one process inside the
 sandbox and counts against the session's PID limit.
 """
@@ -44,6 +45,8 @@ FORWARDED_SIGNALS = (
     signal.SIGUSR1,
     signal.SIGUSR2,
 )
+#: ... of which these go to the agent's process group, as the init gives them to ours.
+GROUP_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
 # Exit codes: glove.exits's values (a standard-library script run by the sandbox's own Python
 # cannot import it; tests/test_exits.py holds them equal). A relay started wrongly means the
 # sandbox was set up wrongly: nothing ran (125).
@@ -187,6 +190,16 @@ def _status(wait_status: int) -> int:
     return code if code >= 0 else SIGNAL_EXIT_BASE - code
 
 
+def _pass_on(pid: int, signum: int) -> None:
+    """INT, QUIT and HUP to ``pid``'s process group (its own: the whole job, as a terminal
+    sends them), any other forwarded signal to ``pid`` alone."""
+    with contextlib.suppress(ProcessLookupError):
+        if signum in GROUP_SIGNALS:
+            os.killpg(pid, signum)
+        else:
+            os.kill(pid, signum)
+
+
 def relay(fd: int, command: list[str]) -> int:
     """Serve ``command`` (the agent) until it exits; return its status.
 
@@ -201,8 +214,7 @@ def relay(fd: int, command: list[str]) -> int:
 
     def forward(signum: int, _frame: FrameType | None) -> None:
         if agent:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(agent, signum)
+            _pass_on(agent, signum)
         else:
             pending.append(signum)
 
@@ -210,8 +222,7 @@ def relay(fd: int, command: list[str]) -> int:
         signal.signal(signum, forward)
     agent = _spawn(command)
     for early in pending:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(agent, early)
+        _pass_on(agent, early)
     try:
         exited = os.pidfd_open(agent)
     except OSError as exc:  # a kernel older than 5.3: refuse rather than run unwatched

@@ -30,7 +30,7 @@ from glove.container import (
     describe,
     setup_failure,
 )
-from glove.container.linux import FdWriter, raw_terminal
+from glove.container.linux import FdWriter, RawTerminal
 from glove.egress import EgressParts, EgressStats, prepare_egress
 from glove.errors import GloveError
 from glove.mcp import (
@@ -57,7 +57,8 @@ from glove.run._prepare import (
     prepare_agent_for,
     profile_for,
 )
-from glove.run._signals import forward_signals
+from glove.run._signals import SignalRelay
+from glove.run._terminal import DROPPED_KEY, terminal_filters
 from glove.session import (
     SANDBOX_CHILD,
     GuestParts,
@@ -70,6 +71,7 @@ from glove.session import (
 
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
+    from glove.session import TerminalFilter
 
 PROG: Final = "glove run"
 
@@ -168,6 +170,7 @@ class _Run(NamedTuple):
     denied: int
     first_denied: str | None
     egress: EgressStats | None = None
+    terminal_dropped: int = 0
 
 
 async def _session(
@@ -182,8 +185,9 @@ async def _session(
     """One session tree: the mediation, the agent channel, [egress,] then the sandbox."""
     loop = asyncio.get_running_loop()
     private = await asyncio.to_thread(prepare_guest_dir, relay=network.mode != "proxy")
-    installed: list[int] = []
+    relay: SignalRelay | None = None
     wiring: SessionWiring | None = None
+    filters: dict[int, TerminalFilter] = {}
     run_id = secrets.token_hex(RUN_ID_BYTES)
     try:
         mediation = build_mediation(config, run_id=run_id)
@@ -197,7 +201,8 @@ async def _session(
         spec = _spec_with(opts, wiring.guest(agent_argv(opts, agent)), protected, status, agent)
         if not opts.quiet:
             print_notes(PROG, spec)
-        writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})
+        filters = terminal_filters(pty=spec.pty, raw=opts.raw)
+        writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1}, filters)
         ready = wiring.ready
         tree = session_tree(
             f"session-{run_id}",
@@ -210,17 +215,26 @@ async def _session(
             ),
         )
 
+        terminal = RawTerminal(0 if spec.pty else None)
+        relay = SignalRelay(loop, terminal)
+        relay.install()  # before the upstreams start: a Ctrl-C then is the agent's too
+
         def started(tree: Supervisor) -> None:
-            installed.extend(forward_signals(loop, tree))
+            if relay is not None:
+                relay.attach(tree)
             if wiring is not None:
                 wiring.started(tree)
 
-        with raw_terminal(0 if spec.pty else None):
+        with terminal:
             outcome = await run_session(tree, on_started=started)
         await writer.flush()
+    except asyncio.CancelledError:
+        if relay is not None:
+            relay.reraise()  # a Ctrl-C before the agent ran: exit 130
+        raise
     finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+        if relay is not None:
+            relay.remove()
         if wiring is not None:
             wiring.close()
         with contextlib.suppress(OSError):
@@ -228,7 +242,8 @@ async def _session(
     mediator = mediation.mediator
     denied = (mediator.denied, mediator.first_denied) if mediator is not None else (0, None)
     stats = wiring.proxy.stats if wiring.proxy is not None else None
-    return _Run(session_result(outcome), *denied, stats)
+    withheld = sum(flt.dropped for flt in filters.values())
+    return _Run(session_result(outcome), *denied, stats, withheld)
 
 
 def run_agent(opts: SandboxOptions, config_path: str) -> int:
@@ -275,7 +290,10 @@ def run_agent(opts: SandboxOptions, config_path: str) -> int:
         denied_calls=run.denied,
         first_denied=run.first_denied,
         egress=egress.summary() if egress is not None else None,
+        withheld=run.terminal_dropped,
     )
-    extra = {"egress": egress.json_status()} if egress is not None else None
+    extra: dict[str, object] = {DROPPED_KEY: run.terminal_dropped}
+    if egress is not None:
+        extra["egress"] = egress.json_status()
     write_status(PROG, status_fd, run.result, extra)
     return run.result.exit_code

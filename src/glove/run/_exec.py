@@ -41,11 +41,13 @@ from glove.run._prepare import (
     profile_for,
 )
 from glove.run._report import exit_summary, notes_before, render_description
+from glove.run._terminal import dropped, terminal_filters, withheld
 
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
     from glove.container import Profile
     from glove.egress import EgressParts
+    from glove.session import TerminalFilter
 
 
 def say(prog: str, line: str) -> None:
@@ -111,10 +113,12 @@ def report_result(
     denied_calls: int = 0,
     first_denied: str | None = None,
     egress: str | None = None,
+    withheld: int = 0,
 ) -> None:
     """The error line of a failed setup, and the exit summary (or, quiet, a limit's line).
 
-    ``egress`` is the proxy's own summary line (``EgressStats.summary()``), if any.
+    ``egress`` is the proxy's own summary line (``EgressStats.summary()``), if any;
+    ``withheld`` what the terminal filter kept from the terminal.
     """
     if result.outcome in ("setup_error", "exec_error", "mediation_failed") and result.error:
         say(prog, result.error)
@@ -122,7 +126,7 @@ def report_result(
         if result.outcome == "limit" and result.error:
             say(prog, result.error)
         return
-    summary = exit_summary(result, denied_calls, first_denied, egress)
+    summary = exit_summary(result, denied_calls, first_denied, egress, withheld)
     if summary is not None:
         say(prog, summary)
 
@@ -132,7 +136,8 @@ def write_status(
 ) -> None:
     """Write the ``--json-status`` document and close its descriptor.
 
-    ``extra`` adds members beside the sandbox's result (``"egress"`` in proxy mode).
+    ``extra`` adds members beside the sandbox's result (``"egress"`` in proxy mode,
+    ``"terminal_sequences_dropped"``).
     """
     if fd < 0:
         return
@@ -152,6 +157,7 @@ def exec_command(opts: SandboxOptions) -> int:
     """Run ``glove exec`` and return its exit code (see ``docs/sandbox.md``)."""
     prog = "glove exec"
     status_fd = -1
+    filters: dict[int, TerminalFilter] = {}
     try:
         status_path: str | None = None
         if opts.json_status is not None and not opts.dry_run:
@@ -175,13 +181,18 @@ def exec_command(opts: SandboxOptions) -> int:
         _write_agent_config(agent, spec)
         if not opts.quiet:
             print_notes(prog, spec)
+        filters = terminal_filters(pty=spec.pty, raw=opts.raw)
         result = run(
-            spec, stdin=sys.stdin.fileno(), stdout=sys.stdout.fileno(), stderr=sys.stderr.fileno()
+            spec,
+            stdin=sys.stdin.fileno(),
+            stdout=sys.stdout.fileno(),
+            stderr=sys.stderr.fileno(),
+            filters=filters,
         )
     except (SandboxError, GloveError) as exc:  # GloveError: the agent adapters' errors
         result = setup_failure(str(exc))
-    report_result(prog, result, quiet=opts.quiet)
-    write_status(prog, status_fd, result)
+    report_result(prog, result, quiet=opts.quiet, withheld=withheld(filters))
+    write_status(prog, status_fd, result, dropped(filters))
     return result.exit_code
 
 
@@ -211,6 +222,7 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
     egress: dict[str, object] | None = None
     summary: str | None = None
     parts: EgressParts | None = None
+    filters: dict[int, TerminalFilter] = {}
     try:
         rules = network.rules()
         cwd = current_directory()
@@ -234,7 +246,10 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
         _write_agent_config(agent, spec)
         if not opts.quiet:
             print_notes(prog, spec)
-        done = asyncio.run(run_proxied(spec, parts, rules, audit_path, new_session_id()))
+        filters = terminal_filters(pty=spec.pty, raw=opts.raw)
+        done = asyncio.run(
+            run_proxied(spec, parts, rules, audit_path, new_session_id(), filters=filters)
+        )
         result = done.result
         egress, summary = done.egress.json_status(), done.egress.summary()
     except (SandboxError, GloveError, OSError) as exc:
@@ -243,6 +258,7 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
         if parts is not None:
             parts.close()
             shutil.rmtree(parts.guest.bind_dir, ignore_errors=True)
-    report_result(prog, result, quiet=opts.quiet, egress=summary)
-    write_status(prog, status_fd, result, {"egress": egress} if egress is not None else None)
+    report_result(prog, result, quiet=opts.quiet, egress=summary, withheld=withheld(filters))
+    extra = {**dropped(filters), **({"egress": egress} if egress is not None else {})}
+    write_status(prog, status_fd, result, extra)
     return result.exit_code

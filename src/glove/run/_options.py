@@ -46,6 +46,8 @@ class SandboxOptions:
     #: ``glove exec`` only: the egress audit log (default under the XDG state dir).
     audit: str | None = None
     pty: bool = False
+    #: Write the command's output to a terminal as it is (no escape filter).
+    raw: bool = False
     wall_time: str | None = None
     cpu_time: str | None = None
     memory: str | None = None
@@ -118,6 +120,13 @@ def add_sandbox_arguments(parser: argparse.ArgumentParser) -> None:
         help="refuse HOST (every port unless listed); beats --allow; repeatable",
     )
     p.add_argument("--pty", action="store_true", help="give the command a fresh terminal")
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="write the command's output to a terminal unfiltered (by default only drawing "
+        "sequences pass, or with --pty all but clipboard access, queries and other "
+        "sequences that make the terminal answer; pipes and files are never filtered)",
+    )
     for flag, metavar, text in LIMIT_FLAGS:
         p.add_argument(flag, metavar=metavar, help=text)
     p.add_argument(
@@ -187,6 +196,7 @@ def sandbox_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         audit=getattr(args, "audit", None),
         # --agent: a terminal on stdin means the agent's TUI, so it gets one inside too.
         pty=args.pty or (args.agent is not None and not args.dry_run and _stdin_is_a_tty()),
+        raw=args.raw,
         wall_time=args.wall_time,
         cpu_time=args.cpu_time,
         memory=args.memory,

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Final, NamedTuple
 from glove.actors import ChildSpec, Supervisor
 from glove.audit import AuditLog
 from glove.container import SandboxResult, SandboxSpec
-from glove.container.linux import FdWriter, raw_terminal
+from glove.container.linux import FdWriter, RawTerminal
 from glove.egress import EgressProxy, EgressStats
-from glove.run._signals import forward_signals
+from glove.run._signals import SignalRelay
 from glove.session import (
     SANDBOX_CHILD,
     SandboxActor,
@@ -38,6 +38,9 @@ from glove.session import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from glove.container.linux import OutputFilter
     from glove.egress import EgressParts, RuleSet
 
 #: Random bytes of an exec session's id (hex in every audit record).
@@ -60,17 +63,24 @@ def new_session_id() -> str:
 
 
 async def run_proxied(
-    spec: SandboxSpec, parts: EgressParts, rules: RuleSet, audit_path: str, session: str
+    spec: SandboxSpec,
+    parts: EgressParts,
+    rules: RuleSet,
+    audit_path: str,
+    session: str,
+    *,
+    filters: Mapping[int, OutputFilter] | None = None,
 ) -> ProxiedRun:
     """Run ``spec`` (whose command is the helper) with its proxy; return result and counts.
 
     ``parts`` is consumed: the proxy owns the host end from here, the guest end is closed
-    once the sandbox started (or at the end, whatever happened).
+    once the sandbox started (or at the end, whatever happened). Output bound for an fd
+    in ``filters`` passes its filter (a terminal's).
     """
     loop = asyncio.get_running_loop()
     audit = AuditLog(audit_path, shared=True)
     proxy = EgressProxy(parts.host_end, rules, audit, session=session, local_names=(spec.hostname,))
-    writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1})
+    writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1}, filters)
     ready = loop.create_task(all_started(audit, proxy), name="egress-ready")
     tree = session_tree(
         f"session-{session}",
@@ -82,21 +92,25 @@ async def run_proxied(
             ),
         ),
     )
-    installed: list[int] = []
     closer: asyncio.Task[None] | None = None
+    terminal = RawTerminal(0 if spec.pty else None)
+    relay = SignalRelay(loop, terminal)
 
     def started(tree: Supervisor) -> None:
         nonlocal closer
         closer = loop.create_task(close_once_launched(tree, parts.guest_end))
-        installed.extend(forward_signals(loop, tree))
+        relay.attach(tree)
 
+    relay.install()
     try:
-        with raw_terminal(0 if spec.pty else None):
+        with terminal:
             outcome = await run_session(tree, on_started=started)
         await writer.flush()
+    except asyncio.CancelledError:
+        relay.reraise()  # a Ctrl-C before the command ran: exit 130
+        raise
     finally:
-        for signum in installed:
-            loop.remove_signal_handler(signum)
+        relay.remove()
         for task in (ready, closer):
             if task is not None:
                 task.cancel()

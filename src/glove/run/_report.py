@@ -91,11 +91,13 @@ def exit_summary(
     denied_calls: int = 0,
     first_denied: str | None = None,
     egress: str | None = None,
+    withheld: int = 0,
 ) -> str | None:
     """One line naming everything refused or hit, or None when nothing was.
 
     ``egress`` is the proxy's line (``EgressStats.summary()``): denied connections and
-    lookups with the first few destinations.
+    lookups with the first few destinations; ``withheld`` the terminal sequences the
+    output filter kept from the operator's terminal.
     """
     parts: list[str] = []
     if result.denied_syscalls:
@@ -118,6 +120,8 @@ def exit_summary(
         parts.append(f"{denied_calls} MCP call(s) denied (first: {first_denied})")
     if egress:
         parts.append(egress)
+    if withheld:
+        parts.append(f"{withheld} terminal sequence(s) withheld from your terminal (--raw)")
     if not parts:
         return None
     return "; ".join(parts)

@@ -3,7 +3,14 @@
 
 from typing import TYPE_CHECKING, Any
 
-from glove.session._escape import LogFilter, ModeTracker, TerminalModes
+from glove.session._escape import (
+    EscapeFilter,
+    FilterMode,
+    LogFilter,
+    ModeTracker,
+    TerminalFilter,
+    TerminalModes,
+)
 from glove.session._faults import FAULT_STAGES, arm_fault_hook
 from glove.session._sandbox import Kill, SandboxActor, SendSignal
 from glove.session._tree import (
@@ -60,7 +67,9 @@ __all__ = [
     "SANDBOX_CHILD",
     "SESSION_ERROR_CODES",
     "SIGNALS",
+    "EscapeFilter",
     "ExposureError",
+    "FilterMode",
     "GuestParts",
     "Kill",
     "LogFilter",
@@ -79,6 +88,7 @@ __all__ = [
     "SessionService",
     "SessionView",
     "SessionWiring",
+    "TerminalFilter",
     "TerminalModes",
     "all_started",
     "arm_fault_hook",

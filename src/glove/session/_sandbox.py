@@ -25,7 +25,8 @@ STOP_GRACE_S: Final = 5.0
 
 
 class SendSignal(msgspec.Struct, frozen=True):
-    """Send a signal to the sandbox's init (it forwards TERM, INT, HUP, QUIT, USR1, USR2)."""
+    """Send a signal to the sandbox's init: TERM, USR1 and USR2 reach the command, INT, QUIT
+    and HUP its process group, TSTP (as SIGSTOP) and CONT the whole tree."""
 
     signum: int
 

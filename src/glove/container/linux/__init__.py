@@ -9,13 +9,15 @@ chooses the backend by ``sys.platform``).
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from glove.container._filter import OutputFilter
     from glove.container.linux._async import AsyncSandbox, OutputHandler
     from glove.container.linux._async_run import FdWriter, raw_terminal, run_async
     from glove.container.linux._cgroups import claim_cgroup_v2, probe_host_limits
     from glove.container.linux._describe import describe
     from glove.container.linux._events import READ_CHUNK_BYTES
+    from glove.container.linux._jobs import HOST_SIGNALS, suspend
     from glove.container.linux._launch import SandboxProcess, launch
-    from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize, set_winsize
+    from glove.container.linux._pty import DEFAULT_WINSIZE, RawTerminal, get_winsize, set_winsize
     from glove.container.linux._supervise import run
     from glove.container.linux._syscalls import (
         RESOLVE_NO_MAGICLINKS,
@@ -28,12 +30,15 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "DEFAULT_WINSIZE": "glove.container.linux._pty",
+    "HOST_SIGNALS": "glove.container.linux._jobs",
     "READ_CHUNK_BYTES": "glove.container.linux._events",
     "RESOLVE_NO_MAGICLINKS": "glove.container.linux._syscalls",
     "RESOLVE_NO_SYMLINKS": "glove.container.linux._syscalls",
     "AsyncSandbox": "glove.container.linux._async",
     "FdWriter": "glove.container.linux._async_run",
+    "OutputFilter": "glove.container._filter",
     "OutputHandler": "glove.container.linux._async",
+    "RawTerminal": "glove.container.linux._pty",
     "SandboxProcess": "glove.container.linux._launch",
     "claim_cgroup_v2": "glove.container.linux._cgroups",
     "create_file_no_symlinks": "glove.container.linux._syscalls",
@@ -48,6 +53,7 @@ _LAZY: dict[str, str] = {
     "run": "glove.container.linux._supervise",
     "run_async": "glove.container.linux._async_run",
     "set_winsize": "glove.container.linux._pty",
+    "suspend": "glove.container.linux._jobs",
 }
 
 
@@ -64,12 +70,15 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "DEFAULT_WINSIZE",
+    "HOST_SIGNALS",
     "READ_CHUNK_BYTES",
     "RESOLVE_NO_MAGICLINKS",
     "RESOLVE_NO_SYMLINKS",
     "AsyncSandbox",
     "FdWriter",
+    "OutputFilter",
     "OutputHandler",
+    "RawTerminal",
     "SandboxProcess",
     "claim_cgroup_v2",
     "create_file_no_symlinks",
@@ -84,4 +93,5 @@ __all__ = [
     "run",
     "run_async",
     "set_winsize",
+    "suspend",
 ]

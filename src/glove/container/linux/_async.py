@@ -189,7 +189,9 @@ class AsyncSandbox:
             self._process.kill()
 
     def send_signal(self, signum: int) -> None:
-        """Send ``signum`` to the sandbox's init (it forwards TERM, INT, HUP, QUIT, USR1/2)."""
+        """Send ``signum`` to the sandbox's init (``SandboxProcess.send_signal`` says where
+        it passes each on: INT, QUIT and HUP to the command's process group, TSTP and CONT
+        to the whole tree)."""
         if self._process is not None and not self._exited:
             self._process.send_signal(signum)
 

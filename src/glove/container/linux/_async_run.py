@@ -14,16 +14,16 @@ import errno
 import os
 import signal
 import termios
-import tty
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor
 from typing import Final
 
+from glove.container._filter import OutputFilter
 from glove.container._result import SandboxResult
 from glove.container._spec import SandboxSpec
 from glove.container.linux._async import AsyncSandbox
 from glove.container.linux._events import Stream
-from glove.container.linux._pty import get_winsize, set_winsize
+from glove.container.linux._pty import RawTerminal, get_winsize, set_winsize
 
 #: Output held for a slow host reader before the sandbox's stream is paused.
 MAX_PENDING_OUTPUT_BYTES: Final = 1024 * 1024
@@ -38,13 +38,18 @@ class FdWriter:
     past :data:`MAX_PENDING_OUTPUT_BYTES` queued, :meth:`write` returns an awaitable and the
     sandbox stops reading that stream until it is drained. A regular file or a device the
     loop cannot poll is written directly. A reader that went away gets nothing more (the
-    output is still counted).
+    output is still counted). Output bound for an fd in ``filters`` passes through its
+    filter first (a terminal's: :class:`glove.session.TerminalFilter`).
     """
 
-    def __init__(self, sinks: dict[Stream, int]) -> None:
-        """``sinks`` maps each stream to the host fd it goes to."""
+    def __init__(
+        self, sinks: dict[Stream, int], filters: Mapping[int, OutputFilter] | None = None
+    ) -> None:
+        """``sinks`` maps each stream to the host fd it goes to; ``filters`` an fd to the
+        filter its output passes."""
         self._loop = asyncio.get_running_loop()
         self._sinks = sinks
+        self._filters = dict(filters or {})
         self._pending: dict[int, bytearray] = {}
         self._watching: set[int] = set()
         self._direct: set[int] = set()
@@ -55,7 +60,13 @@ class FdWriter:
     def write(self, stream: Stream, data: bytes) -> asyncio.Future[None] | None:
         """Queue ``data`` for the stream's fd; an awaitable when the queue is full."""
         fd = self._sinks[stream]
-        if fd in self._dead:
+        flt = self._filters.get(fd)
+        if flt is not None:
+            data = flt.feed(data)
+        return self._enqueue(fd, data)
+
+    def _enqueue(self, fd: int, data: bytes) -> asyncio.Future[None] | None:
+        if fd in self._dead or not data:
             return None
         if fd in self._direct:
             self._write_all(fd, data)
@@ -113,7 +124,10 @@ class FdWriter:
                 future.set_result(None)
 
     async def flush(self, timeout_s: float = 5.0) -> None:
-        """Wait (bounded) until everything queued is written; drop the rest after."""
+        """Write what the filters still hold, then wait (bounded) until everything queued
+        is written; drop the rest after."""
+        for fd, flt in self._filters.items():
+            self._enqueue(fd, flt.close())
         if self._watching:
             self._idle = self._loop.create_future()
             with contextlib.suppress(TimeoutError):
@@ -128,19 +142,14 @@ class FdWriter:
 
 
 @contextlib.contextmanager
-def raw_terminal(fd: int | None) -> Iterator[None]:
+def raw_terminal(fd: int | None) -> Iterator[RawTerminal]:
     """The host terminal in raw mode for the block (restored on every exit)."""
-    saved = None
-    if fd is not None and os.isatty(fd):
-        with contextlib.suppress(termios.error):
-            saved = termios.tcgetattr(fd)
-            tty.setraw(fd, termios.TCSANOW)
+    terminal = RawTerminal(fd)
+    terminal.enter()
     try:
-        yield
+        yield terminal
     finally:
-        if saved is not None and fd is not None:
-            with contextlib.suppress(termios.error):
-                termios.tcsetattr(fd, termios.TCSAFLUSH, saved)
+        terminal.leave(termios.TCSAFLUSH)
 
 
 async def run_async(

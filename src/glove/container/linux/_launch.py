@@ -97,6 +97,7 @@ from glove.container.linux._mounts import (
     used_bytes,
 )
 from glove.container.linux._pty import DEFAULT_WINSIZE, open_own_terminal
+from glove.container.linux._reaper import FORWARDED_SIGNALS, catch_signals, pass_on, reap_until
 from glove.container.linux._retained import (
     check_images_outside,
     close_retained,
@@ -108,15 +109,6 @@ from glove.exits import EXIT_NOT_FOUND, EXIT_SETUP_FAILED
 
 #: Environment variable that forces the fork + unshare + fork launch path.
 LAUNCH_MODE_ENV: Final = "GLOVE_SANDBOX_LAUNCH"
-#: Signals the init passes on to the command (everything else it ignores, as pid 1 does).
-FORWARDED_SIGNALS: Final = (
-    signal.SIGTERM,
-    signal.SIGINT,
-    signal.SIGHUP,
-    signal.SIGQUIT,
-    signal.SIGUSR1,
-    signal.SIGUSR2,
-)
 #: Highest fd number closed explicitly before exec.
 MAX_FD: Final = 1 << 20
 #: oom_score_adj given to the command so the OOM killer prefers it over the init.
@@ -201,7 +193,9 @@ class SandboxProcess:
         self.pty_master = -1
 
     def send_signal(self, signum: int) -> None:
-        """Send ``signum`` to the sandbox init (it forwards TERM, INT, HUP, QUIT, USR1/2)."""
+        """Send ``signum`` to the sandbox init, which passes TERM, USR1 and USR2 on to the
+        command, INT, QUIT and HUP to its process group, TSTP (as SIGSTOP) and CONT to the
+        whole tree, and ignores the rest."""
         with contextlib.suppress(ProcessLookupError, OSError):
             signal.pidfd_send_signal(self.pidfd, signum)
 
@@ -337,7 +331,6 @@ def _fork_command(ctx: LaunchContext) -> tuple[int, bytes]:
     if command == 0:
         os.close(exec_read)
         _exec_command(ctx, exec_write)
-    _forward(command)
     os.close(exec_write)
     failure = os.read(exec_read, MAX_STATUS_LINE_BYTES)
     os.close(exec_read)
@@ -381,7 +374,6 @@ def _spawn_command(ctx: LaunchContext) -> tuple[int | None, bytes]:
                     return None, encode_status(ExecFailed(exc.errno or errno.EINVAL))
                 last = exc
                 continue
-            _forward(command)
             return command, b""
     finally:
         for temp in staged.values():
@@ -393,15 +385,6 @@ def _spawn_command(ctx: LaunchContext) -> tuple[int | None, bytes]:
 
 def _dup_above_targets(fd: int) -> int:
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _STAGING_FD_MIN)
-
-
-def _forward(cmd_pid: int) -> None:
-    def handler(signum: int, _frame: object) -> None:
-        with contextlib.suppress(OSError):
-            os.kill(cmd_pid, signum)
-
-    for signum in FORWARDED_SIGNALS:
-        signal.signal(signum, handler)
 
 
 def _keep_only_needed_fds(ctx: LaunchContext) -> None:
@@ -471,6 +454,40 @@ def _own_terminal(ctx: LaunchContext) -> LaunchContext:
     return msgspec.structs.replace(ctx, stdio=(slave, slave, slave), pty_channel=-1)
 
 
+def _run_command(ctx: LaunchContext) -> None:
+    """The init's work once hardened: start the command, pass signals on, reap until it
+    exits, and report how it started and ended."""
+    status = ctx.status_write
+    command: int | None
+    signals = catch_signals()
+    # posix_spawn makes the init apply the rlimits to itself first; an address-space
+    # limit below the init's own size (a fork of a large launcher: gloved's threads and
+    # arenas) would then fail the spawn's stack mapping (ENOMEM) and any later
+    # allocation of the init. The fork path applies it in the command's process only.
+    if ctx.spec.pty or any(p.mechanism == MECH_RLIMIT_AS for p in ctx.plans.values()):
+        command, failure = _fork_command(ctx)
+    else:
+        command, failure = _spawn_command(ctx)
+    for fd in {*ctx.stdio, *ctx.spec.pass_fds.values()}:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    if failure or command is None:
+        with contextlib.suppress(OSError):
+            os.write(status, failure)  # already an encoded message (exec or setup)
+        if command is not None:
+            reap_until(command, ctx.launcher_pidfd, signals, lambda _signum: None)
+        return
+    _report(status, Started())
+    target = command
+    wait_status = reap_until(
+        command, ctx.launcher_pidfd, signals, lambda signum: pass_on(target, signum)
+    )
+    if os.WIFSIGNALED(wait_status):
+        _report(status, Signaled(os.WTERMSIG(wait_status)))
+    else:
+        _report(status, Exited(os.waitstatus_to_exitcode(wait_status)))
+
+
 def _await_go(ctx: LaunchContext) -> bool:
     """In a child of the launcher: wait for its go byte; False if it died first.
 
@@ -494,6 +511,10 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
     try:
         for signum in FORWARDED_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
+        # Out of the operator's foreground process group: a terminal's ^C reaches the
+        # launcher alone, which passes it on once (never twice, never past the relay).
+        with contextlib.suppress(OSError):
+            os.setsid()
         if handshake and not _await_go(ctx):
             os._exit(EXIT_SETUP_FAILED)
         placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
@@ -509,29 +530,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
         sc.drop_all_capabilities(ctx.last_cap)
         _install_seccomp(ctx)
         _report(status, Ready(setup_cpu_s=round(max(0.0, _own_cpu_s() - placed_cpu_s), 6)))
-        command: int | None
-        # posix_spawn makes the init apply the rlimits to itself first; an address-space
-        # limit below the init's own size (a fork of a large launcher: gloved's threads and
-        # arenas) would then fail the spawn's stack mapping (ENOMEM) and any later
-        # allocation of the init. The fork path applies it in the command's process only.
-        if ctx.spec.pty or any(p.mechanism == MECH_RLIMIT_AS for p in ctx.plans.values()):
-            command, failure = _fork_command(ctx)
-        else:
-            command, failure = _spawn_command(ctx)
-        for fd in {*ctx.stdio, *ctx.spec.pass_fds.values()}:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        if failure:
-            with contextlib.suppress(OSError):
-                os.write(status, failure)  # already an encoded message (exec or setup)
-        else:
-            _report(status, Started())
-        wait_status = _reap_until(command, ctx.launcher_pidfd) if command is not None else 0
-        if not failure:
-            if os.WIFSIGNALED(wait_status):
-                _report(status, Signaled(os.WTERMSIG(wait_status)))
-            else:
-                _report(status, Exited(os.waitstatus_to_exitcode(wait_status)))
+        _run_command(ctx)
         _report_usage(ctx)
     except BaseException as exc:  # noqa: BLE001 - the init must never unwind
         _report(status, SetupFailed(f"{type(exc).__name__}: {exc}{_where(exc)}"))
@@ -570,31 +569,6 @@ def _write_id_maps(pid: int) -> None:
     _write_file(f"/proc/{pid}/gid_map", f"{gid} {gid} 1\n")
 
 
-def _reap_until(child: int, launcher_pidfd: int) -> int:
-    """Reap children (orphans included) until ``child`` exits; return its wait status.
-
-    Exits at once, taking the whole pid namespace with it, if the launcher process is gone.
-    """
-    wake_read, wake_write = os.pipe2(os.O_CLOEXEC | os.O_NONBLOCK)
-    signal.set_wakeup_fd(wake_write)
-    signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
-    while True:
-        while True:
-            try:
-                pid, wait_status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                pid = 0
-            if pid == 0:
-                break
-            if pid == child:
-                return wait_status
-        ready, _, _ = select.select([wake_read, launcher_pidfd], [], [])
-        if launcher_pidfd in ready:
-            os._exit(EXIT_SETUP_FAILED)  # nobody supervises us any more: end the sandbox
-        with contextlib.suppress(BlockingIOError):
-            os.read(wake_read, 4096)
-
-
 def _with_reaper(plans: dict[str, LimitPlan]) -> dict[str, LimitPlan]:
     """``plans`` with room for the fork path's reaper in the pids limit."""
     pids = plans.get("pids")
@@ -612,6 +586,8 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
     pid = os.fork()
     if pid == 0:
         try:
+            with contextlib.suppress(OSError):
+                os.setsid()  # out of the operator's foreground group, as the init (above)
             sc.unshare(sc.SANDBOX_NAMESPACES)
             _report(ctx.status_write, Unshared())
             if not _await_go(ctx):
@@ -633,8 +609,14 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
             # otherwise stay open as long as the sandbox lives, so the command would never
             # see EOF on its stdin and the launcher never on the init's channels.
             _close_all_except({ctx.launcher_pidfd})
-            _forward(init)  # TERM, INT, HUP... reach the init, which passes them on
-            status = _reap_until(init, ctx.launcher_pidfd)
+            signals = catch_signals()  # TERM, INT, TSTP... reach the init, in order
+            # (the init was forked before: it blocks its own once its command is ready)
+
+            def relay(signum: int) -> None:
+                with contextlib.suppress(OSError):
+                    os.kill(init, signum)
+
+            status = reap_until(init, ctx.launcher_pidfd, signals, relay)
             os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
         except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
             _report(ctx.status_write, SetupFailed(f"{type(exc).__name__}: {exc}"))

@@ -71,17 +71,54 @@ def open_own_terminal(size: tuple[int, int]) -> tuple[int, int]:
     return master, slave
 
 
+class RawTerminal:
+    """The host terminal ``fd`` (when it is one) in raw mode, and back in its own mode.
+
+    As a context manager: raw for the block. :meth:`enter` saves the mode once and makes
+    it raw; :meth:`leave` puts the saved mode back (also while the launcher is stopped by
+    job control, so the operator's shell gets its terminal as it left it); :meth:`enter`
+    again after a resume.
+    """
+
+    def __init__(self, fd: int | None) -> None:
+        """Prepare (nothing changes until :meth:`enter`); ``fd`` None is no terminal."""
+        self.fd = fd
+        self._saved: list[int | list[bytes | int]] | None = None
+
+    def enter(self) -> None:
+        """Make the terminal raw (a no-op when it is not a terminal)."""
+        fd = self.fd
+        if fd is None or not os.isatty(fd):
+            return
+        with contextlib.suppress(termios.error):
+            if self._saved is None:
+                self._saved = termios.tcgetattr(fd)
+            tty.setraw(fd, termios.TCSANOW)
+
+    def leave(self, when: int = termios.TCSADRAIN) -> None:
+        """Put the saved mode back (``when``: TCSAFLUSH at the end drops unread input)."""
+        if self._saved is not None and self.fd is not None:
+            with contextlib.suppress(termios.error):
+                termios.tcsetattr(self.fd, when, self._saved)
+
+    def __enter__(self) -> RawTerminal:
+        """Raw for the block; its own mode back (unread input dropped) however it exits."""
+        self.enter()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        """Put the saved mode back."""
+        self.leave(termios.TCSAFLUSH)
+
+
 @contextlib.contextmanager
-def host_terminal(stdin_fd: int, master_fd: int) -> Iterator[None]:
+def host_terminal(stdin_fd: int, master_fd: int) -> Iterator[RawTerminal]:
     """Put the host terminal in raw mode and propagate SIGWINCH for the block's duration.
 
     The previous terminal mode and SIGWINCH handler are restored however the block exits.
     """
-    saved: list[int | list[bytes | int]] | None = None
-    if os.isatty(stdin_fd):
-        with contextlib.suppress(termios.error):
-            saved = termios.tcgetattr(stdin_fd)
-            tty.setraw(stdin_fd, termios.TCSANOW)
+    terminal = RawTerminal(stdin_fd)
+    terminal.enter()
     previous: object = None
     installed = threading.current_thread() is threading.main_thread()
     if installed:
@@ -93,10 +130,8 @@ def host_terminal(stdin_fd: int, master_fd: int) -> Iterator[None]:
 
         previous = signal.signal(signal.SIGWINCH, on_winch)
     try:
-        yield
+        yield terminal
     finally:
         if installed:
             signal.signal(signal.SIGWINCH, previous)  # type: ignore[arg-type]
-        if saved is not None:
-            with contextlib.suppress(termios.error):
-                termios.tcsetattr(stdin_fd, termios.TCSAFLUSH, saved)
+        terminal.leave(termios.TCSAFLUSH)

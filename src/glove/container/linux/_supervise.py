@@ -23,8 +23,10 @@ import selectors
 import signal
 import threading
 import time
+from collections.abc import Mapping
 from typing import Final
 
+from glove.container._filter import OutputFilter
 from glove.container._observe import DenialTable, OomWatch, OutputCap
 from glove.container._result import Durations, SandboxResult
 from glove.container._spec import SandboxSpec
@@ -42,8 +44,9 @@ from glove.container.linux._events import (
     receive_listener,
     wire_stdio,
 )
+from glove.container.linux._jobs import HOST_SIGNALS, suspend
 from glove.container.linux._launch import SandboxProcess, launch
-from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize, host_terminal
+from glove.container.linux._pty import DEFAULT_WINSIZE, RawTerminal, get_winsize, host_terminal
 from glove.container.linux._unix_gate import ConnectGate
 from glove.exits import EXIT_SETUP_FAILED
 
@@ -57,8 +60,9 @@ MAX_PENDING_OUTPUT_BYTES: Final = 1024 * 1024
 SINK_WRITE_BYTES: Final = 4096
 #: Host stdin bytes buffered for a command that is not reading yet.
 MAX_STDIN_BUFFER_BYTES: Final = 256 * 1024
-#: Host signals passed on to the sandbox while ``run`` supervises from the main thread.
-FORWARDED_HOST_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: Host signals passed on to the sandbox while ``run`` supervises from the main thread
+#: (:mod:`._jobs`: TSTP stops the tree and then the launcher).
+FORWARDED_HOST_SIGNALS: Final = HOST_SIGNALS
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -79,11 +83,19 @@ def _write_all(fd: int, data: bytes) -> None:
 class _Supervisor:
     """The select loop for one sandbox (one instance per :func:`run`)."""
 
-    def __init__(self, spec: SandboxSpec, stdin: int, stdout: int, stderr: int) -> None:
+    def __init__(
+        self,
+        spec: SandboxSpec,
+        stdin: int,
+        stdout: int,
+        stderr: int,
+        filters: Mapping[int, OutputFilter] | None = None,
+    ) -> None:
         self.spec = spec
         self.stdin = stdin
         self.stdout = stdout
         self.stderr = stderr
+        self.filters = dict(filters or {})
         self.output = OutputCap(spec.limits.output)
         self.oom = OomWatch()
         self.denied = DenialTable()
@@ -153,10 +165,16 @@ class _Supervisor:
             self._kill(process, "output")
         return True
 
+    def _filtered(self, sink: int, data: bytes) -> bytes:
+        """``data`` as ``sink``'s filter lets it out (all of it without a filter)."""
+        flt = self.filters.get(sink)
+        return data if flt is None else flt.feed(data)
+
     def _queue(self, sink: int, data: bytes) -> None:
         """Queue output for ``sink``; written when it is writable so a stalled reader of
         the launcher's output never stalls the watchdogs."""
-        if sink in self.dead_sinks:
+        data = self._filtered(sink, data)
+        if sink in self.dead_sinks or not data:
             return
         if sink not in self.sink_watched:
             try:
@@ -203,7 +221,10 @@ class _Supervisor:
                     allowed = self.output.admit(chunk)
                     if not allowed:
                         break
-                    self.pending.setdefault(self.sinks[fd], bytearray()).extend(allowed)
+                    sink = self.sinks[fd]
+                    self.pending.setdefault(sink, bytearray()).extend(self._filtered(sink, allowed))
+        for sink, flt in self.filters.items():  # the output ended inside a sequence
+            self.pending.setdefault(sink, bytearray()).extend(flt.close())
         for sink, pending in self.pending.items():
             if sink not in self.dead_sinks and pending:
                 _write_all(sink, bytes(pending))
@@ -401,14 +422,18 @@ class _Supervisor:
 
 
 @contextlib.contextmanager
-def _forward_host_signals(process: SandboxProcess):  # type: ignore[no-untyped-def]
+def _forward_host_signals(process: SandboxProcess, terminal: RawTerminal | None):  # type: ignore[no-untyped-def]
+    """Pass the operator's signals on to the sandbox while the block runs (:mod:`._jobs`)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     previous = {}
 
     def handler(signum: int, _frame: object) -> None:
-        process.send_signal(signum)
+        if signum == signal.SIGTSTP:
+            suspend(process.send_signal, terminal)
+        else:
+            process.send_signal(signum)
 
     for signum in FORWARDED_HOST_SIGNALS:
         previous[signum] = signal.signal(signum, handler)
@@ -426,11 +451,14 @@ def run(
     stdout: int = 1,
     stderr: int = 2,
     cancel_fd: int | None = None,
+    filters: Mapping[int, OutputFilter] | None = None,
 ) -> SandboxResult:
     """Run ``spec`` to completion and return its structured result.
 
     The command's stdout and stderr (or its PTY) are passed on to ``stdout``/``stderr``
-    through the launcher, which counts them against the output limit. ``stdin`` is given to
+    through the launcher, which counts them against the output limit; output bound for a
+    descriptor in ``filters`` passes through its filter first (``glove exec`` on a
+    terminal: :class:`glove.session.TerminalFilter`). ``stdin`` is given to
     the command directly when it is a pipe or socket, and pumped through a pipe (or into the
     PTY) otherwise. A sandbox that cannot be built returns a ``setup_error`` result; a spec
     that is wrong before anything starts raises. When ``cancel_fd`` becomes readable (another
@@ -444,7 +472,7 @@ def run(
     from glove.container.errors import SandboxSetupError
 
     started = time.monotonic()
-    supervisor = _Supervisor(spec, stdin, stdout, stderr)
+    supervisor = _Supervisor(spec, stdin, stdout, stderr, filters)
     supervisor.cancel_fd = cancel_fd
     wiring: Wiring | None = None
     try:
@@ -469,12 +497,12 @@ def run(
         supervisor.wire(wiring)
         outputs = list(wiring.outputs)
         try:
-            with _forward_host_signals(process):
+            with contextlib.ExitStack() as stack:
+                terminal = None
                 if wiring.master is not None:
-                    with host_terminal(stdin, wiring.master):
-                        supervisor.supervise(process, outputs)
-                else:
-                    supervisor.supervise(process, outputs)
+                    terminal = stack.enter_context(host_terminal(stdin, wiring.master))
+                stack.enter_context(_forward_host_signals(process, terminal))
+                supervisor.supervise(process, outputs)
             supervisor.flush(outputs)
             return supervisor.result(process, started)
         except StatusLineError as exc:

@@ -13,6 +13,7 @@ import ctypes
 import errno
 import os
 import platform
+from collections.abc import Iterable
 from typing import Final
 
 #: Syscall numbers that differ by architecture (x86_64, aarch64).
@@ -104,6 +105,11 @@ SECCOMP_MODE_FILTER: Final = 2
 #: NOROOT, NO_SETUID_FIXUP, KEEP_CAPS and NO_CAP_AMBIENT_RAISE, each with its lock bit.
 SECUREBITS_LOCKED_DOWN: Final = 0x01 | 0x02 | 0x04 | 0x08 | 0x20 | 0x40 | 0x80
 _LINUX_CAPABILITY_VERSION_3: Final = 0x20080522
+#: signalfd(2) flags, and the size of one ``struct signalfd_siginfo`` read from it.
+SFD_CLOEXEC: Final = 0o2000000
+SFD_NONBLOCK: Final = 0o4000
+SIGNALFD_SIGINFO_BYTES: Final = 128
+_SIGSET_BYTES: Final = 128  # glibc's sigset_t
 
 _libc = ctypes.PyDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -115,6 +121,7 @@ _libc.mount.argtypes = [
     ctypes.c_char_p,
 ]
 _libc.umount2.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libc.signalfd.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
 _libc.prctl.argtypes = [
     ctypes.c_int,
     ctypes.c_ulong,
@@ -149,6 +156,30 @@ def _check(result: int, what: str) -> int:
 
 def _b(value: str | None) -> bytes | None:
     return None if value is None else os.fsencode(value)
+
+
+def signalfd(signals: Iterable[int]) -> int:
+    """A non-blocking, close-on-exec signalfd for ``signals`` (the caller blocks them).
+
+    Raises:
+        OSError: the kernel refused it.
+    """
+    mask = 0
+    for signum in signals:
+        mask |= 1 << (signum - 1)
+    sigset = mask.to_bytes(_SIGSET_BYTES, "little")
+    return _check(_libc.signalfd(-1, sigset, SFD_CLOEXEC | SFD_NONBLOCK), "signalfd")
+
+
+def read_signals(fd: int) -> list[int]:
+    """The signal numbers waiting on signalfd ``fd``, in the order the kernel gives them
+    (none when nothing is waiting)."""
+    try:
+        data = os.read(fd, SIGNALFD_SIGINFO_BYTES * 64)
+    except BlockingIOError:
+        return []
+    size = SIGNALFD_SIGINFO_BYTES
+    return [int.from_bytes(data[at : at + 4], "little") for at in range(0, len(data), size)]
 
 
 class _CloneArgs(ctypes.Structure):

@@ -32,13 +32,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 import msgspec
 
+from glove.container._filter import OutputFilter
 from glove.container._limits import (
     MECH_RLIMIT_CPU,
     MECH_RLIMIT_FSIZE,
@@ -183,6 +184,14 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def _deliver(fd: int, data: bytes, flt: OutputFilter | None) -> None:
+    """Write ``data`` to ``fd``, through ``flt`` when there is one."""
+    if flt is not None and data:
+        data = flt.feed(data)
+    if data:
+        _write_all(fd, data)
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
@@ -197,8 +206,14 @@ def _pump(
     deadline: float | None,
     cancel_fd: int | None,
     clock: Callable[[], float],
+    filters: Mapping[int, OutputFilter],
 ) -> None:
-    """Pass output on until both pipes close (or the drain grace ends); enforce the limits."""
+    """Pass output on until both pipes close (or the drain grace ends); enforce the limits.
+
+    Output bound for a host descriptor in ``filters`` passes its filter after it was
+    counted (the limit counts what the command wrote), and what a filter still holds is
+    written at the end.
+    """
     with selectors.DefaultSelector() as selector:
         for source in sinks:
             os.set_blocking(source, False)
@@ -234,9 +249,7 @@ def _pump(
                     selector.unregister(fd)
                     open_sinks.discard(fd)
                     continue
-                allowed = output.admit(chunk)
-                if allowed:
-                    _write_all(sinks[fd], allowed)
+                _deliver(sinks[fd], output.admit(chunk), filters.get(sinks[fd]))
                 if output.truncated and verdict.limit_hit is None:
                     verdict.limit_hit = "output"
                     _kill_group(proc.pid)
@@ -253,11 +266,13 @@ def supervise(
     stderr: int = 2,
     cancel_fd: int | None = None,
     clock: Callable[[], float] = time.monotonic,
+    filters: Mapping[int, OutputFilter] | None = None,
 ) -> SandboxResult:
     """Run ``argv`` in a new session with the plan's rlimits, watchdog and output accounting.
 
     Plain POSIX: on macOS ``argv`` is the ``sandbox-exec`` command line; tests on Linux run
-    real commands through it directly.
+    real commands through it directly. Output bound for a descriptor in ``filters`` passes
+    its filter (``glove exec`` on a terminal, as on Linux).
 
     Raises:
         OSError: the command could not be started (not found, not executable).
@@ -287,7 +302,20 @@ def supervise(
     deadline = started + float(wall.value) if wall is not None else None
     verdict = _Verdict()
     sinks = {proc.stdout.fileno(): stdout, proc.stderr.fileno(): stderr}
-    _pump(proc, sinks, output, verdict, deadline=deadline, cancel_fd=cancel_fd, clock=clock)
+    held = dict(filters or {})
+    _pump(
+        proc,
+        sinks,
+        output,
+        verdict,
+        deadline=deadline,
+        cancel_fd=cancel_fd,
+        clock=clock,
+        filters=held,
+    )
+    for fd, flt in held.items():
+        with contextlib.suppress(OSError):
+            _deliver(fd, flt.close(), None)
     _kill_group(proc.pid)  # nothing of the session outlives the run
     returncode = proc.wait()
     proc.stdout.close()
@@ -346,8 +374,11 @@ def run(
     stdout: int = 1,
     stderr: int = 2,
     cancel_fd: int | None = None,
+    filters: Mapping[int, OutputFilter] | None = None,
 ) -> SandboxResult:
     """Run ``spec`` under its deny-default Seatbelt profile (macOS only).
+
+    Output bound for a descriptor in ``filters`` passes its filter first.
 
     Raises:
         UnsupportedPlatform: not macOS, no ``/usr/bin/sandbox-exec``, or a spec feature the
@@ -379,6 +410,7 @@ def run(
                 stdout=stdout,
                 stderr=stderr,
                 cancel_fd=cancel_fd,
+                filters=filters,
             )
         except OSError as exc:
             return setup_failure(f"cannot start {SANDBOX_EXEC}: {exc.strerror}")
