@@ -24,8 +24,9 @@ def _glove(
     owner: Owner, unpriv: Unpriv, state: Path, *args: str
 ) -> subprocess.CompletedProcess[str]:
     """Run ``glove ARGS`` as ``owner`` with its state directory under ``state``."""
-    if owner.who == "unpriv":
-        argv = unpriv.command(unpriv.python, "-m", "glove", *args)
+    if owner.who == "unpriv":  # the test's state home over the user's own test world
+        where = [f"XDG_STATE_HOME={state}", f"HOME={state}"]
+        argv = unpriv.command("env", *where, unpriv.python, "-m", "glove", *args)
     else:
         argv = [sys.executable, "-m", "glove", *args]
     return subprocess.run(
