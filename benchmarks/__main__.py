@@ -161,9 +161,9 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
         if goal is None:
             want, met = "", ""
         elif r["better"] == "lower":
-            want, met = f"<= {goal:g}x", "yes" if ratio <= goal else "no"
+            want, met = f"<= {goal:.2f}x", "yes" if ratio <= goal else "no"
         else:
-            want, met = f">= {goal:g}x", "yes" if ratio >= goal else "no"
+            want, met = f">= {goal:.2f}x", "yes" if ratio >= goal else "no"
         lines.append(
             f"| {r['bench']} | {r['path']} | {fmt(r['glove'])} {r['unit']} | {r['peer_name']} "
             f"| {fmt(r['peer'])} {r['unit']} | {ratio:.2f}x | {want} | {met} |"

@@ -3,7 +3,10 @@
 For 1 and 32 concurrent appenders and 256-byte and 4-KiB payloads, measures durable appends
 per second and p50/p99 latency of one append (from call to durable acknowledgement), for:
 
-* glove: ``Journal.append`` (one write per record, fdatasync, group commit);
+* glove: ``Journal.append`` (one pwrite per batch over the segment's zero-filled region,
+  fdatasync, group commit; a small commit runs on the loop while syncs are quick);
+* glove, executor: the same with every commit sent to the writer's executor thread (the
+  pacer off), to show what the thread hop costs (1 appender only; decision 0045);
 * SQLite: one row per append, ``INSERT`` + ``COMMIT`` before acknowledging, WAL mode,
   ``synchronous=FULL``; concurrent appenders are threads with their own connection.
 
@@ -50,11 +53,13 @@ def _summary(samples: list[Sample]) -> dict[str, float]:
     }
 
 
-def bench_glove(root: Path, writers: int, size: int, seconds: float) -> Sample:
+def bench_glove(
+    root: Path, writers: int, size: int, seconds: float, *, on_loop: bool = True
+) -> Sample:
     async def main() -> Sample:
-        journal = await open_journal(
-            root / f"glove-{writers}-{size}", KEY, kind=JournalKind.SESSION, limits=LIMITS
-        )
+        name = f"glove-{writers}-{size}-{'loop' if on_loop else 'executor'}"
+        journal = await open_journal(root / name, KEY, kind=JournalKind.SESSION, limits=LIMITS)
+        journal.writer.pacer.enabled = on_loop
         payload = os.urandom(size)
         latencies: list[float] = []
         stop = time.perf_counter() + seconds
@@ -128,18 +133,22 @@ def main() -> None:
                 # Alternate short runs so drift in the shared disk's latency hits both alike.
                 slice_s = args.seconds / args.rounds
                 glove: list[Sample] = []
+                hop: list[Sample] = []
                 sqlite: list[Sample] = []
                 for _ in range(args.rounds):
                     glove.append(bench_glove(root, writers, size, slice_s))
+                    if writers == 1:
+                        hop.append(bench_glove(root, writers, size, slice_s, on_loop=False))
                     sqlite.append(bench_sqlite(root, writers, size, slice_s))
-                rows.append(
-                    {
-                        "writers": writers,
-                        "size": size,
-                        "glove": _summary(glove),
-                        "sqlite": _summary(sqlite),
-                    }
-                )
+                row = {
+                    "writers": writers,
+                    "size": size,
+                    "glove": _summary(glove),
+                    "sqlite": _summary(sqlite),
+                }
+                if hop:
+                    row["glove_executor"] = _summary(hop)
+                rows.append(row)
     finally:
         shutil.rmtree(root, ignore_errors=True)
     if args.json:
@@ -150,17 +159,22 @@ def main() -> None:
         "alternating rounds, same directory"
     )
     print(
-        "| appenders | payload | glove appends/s | SQLite appends/s | ratio | "
-        "glove p50 / p99 ms | SQLite p50 / p99 ms | p50 ratio |"
+        "| appenders | payload | system | appends/s | SQLite appends/s | rate ratio | "
+        "p50 / p99 ms | SQLite p50 / p99 ms | p50 glove/SQLite |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for row in rows:
-        g, s = row["glove"], row["sqlite"]
-        print(
-            f"| {row['writers']} | {row['size']} B | {g['per_s']:.0f} | {s['per_s']:.0f} | "
-            f"{g['per_s'] / s['per_s']:.2f}x | {g['p50_ms']:.2f} / {g['p99_ms']:.2f} | "
-            f"{s['p50_ms']:.2f} / {s['p99_ms']:.2f} | {s['p50_ms'] / g['p50_ms']:.2f}x |"
-        )
+        s = row["sqlite"]
+        for label, key in (("glove", "glove"), ("glove, executor", "glove_executor")):
+            if key not in row:
+                continue
+            g = row[key]
+            print(
+                f"| {row['writers']} | {row['size']} B | {label} | {g['per_s']:.0f} | "
+                f"{s['per_s']:.0f} | {g['per_s'] / s['per_s']:.2f}x | "
+                f"{g['p50_ms']:.3f} / {g['p99_ms']:.2f} | "
+                f"{s['p50_ms']:.3f} / {s['p99_ms']:.2f} | {g['p50_ms'] / s['p50_ms']:.2f}x |"
+            )
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 Usage::
 
     .venv/bin/python benchmarks/mcp/bench_call.py [--calls 2000] [--rounds 5] [--concurrency 8]
+        [--dir PATH]
 
 Every row is a raw newline-JSON client doing sequential warm ``tools/call`` round trips
 against the SDK echo fixture (``tests/mcp/fixtures/sdk_server.py echo``), interleaved in
@@ -13,8 +14,12 @@ rounds so machine noise hits every row alike:
   only counts (what mediation costs without a log);
 * ``glove, tmpfs log``: the real :class:`glove.audit.AuditLog` (shared mode, as
   ``glove mcp serve`` opens it) on /dev/shm (the log's own cost without a disk flush);
-* ``glove, disk log``: the same on the work tree's disk, one fdatasync per decision (what
-  production does);
+* ``glove, disk log``: the same on disk (a fresh directory under ``--dir``, the system temp
+  directory by default, removed afterwards), one fdatasync per decision (what
+  production does): the decision is written before the forward and synced while the
+  upstream works, the answer waits for it (decision 0046);
+* ``glove, disk log, serial``: the same log with the decision synced before the forward
+  (what Glove did before decision 0046), for the side-by-side;
 * ``fdatasync``: a 100-byte append and ``os.fdatasync`` on that disk, in a thread (the floor
   a durable audit cannot go below), and ``audit append`` (the log alone, disk).
 
@@ -29,6 +34,7 @@ import asyncio
 import json
 import os
 import shutil
+import signal
 import socket
 import statistics
 import sys
@@ -149,6 +155,14 @@ async def _glove(
     return _caller(client, "echo__echo"), close
 
 
+class _SerialAuditLog(AuditLog):
+    """The real log without its two-phase ``write``: the mediator syncs before forwarding."""
+
+    # None, not a __getattribute__ that hides it: isinstance against a runtime-checkable
+    # protocol whose members are all methods looks at the class, and None there opts out.
+    write = None  # type: ignore[assignment]
+
+
 def _null_audit(_: str) -> Any:
     from glove.actors import Actor
 
@@ -211,8 +225,9 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=8)
+    parser.add_argument("--dir", type=Path, default=None, help="where the disk rows write")
     args = parser.parse_args()
-    disk = Path(tempfile.mkdtemp(prefix="glove-bench-call-", dir=REPO))
+    disk = Path(tempfile.mkdtemp(prefix="glove-bench-call-", dir=args.dir))
     shm = Path(tempfile.mkdtemp(prefix="glove-bench-call-", dir="/dev/shm"))
     per_round = max(1, args.calls // args.rounds)
     closers = []
@@ -224,6 +239,11 @@ async def main() -> None:
             ("glove, no audit", disk / "null", _null_audit),
             ("glove, tmpfs log", shm / "tmpfs", lambda path: AuditLog(path, shared=True)),
             ("glove, disk log", disk / "disk", lambda path: AuditLog(path, shared=True)),
+            (
+                "glove, disk log, serial",
+                disk / "serial",
+                lambda path: _SerialAuditLog(path, shared=True),
+            ),
         ):
             call, close = await _glove(folder, audit)
             rows[name] = call
@@ -263,6 +283,11 @@ async def main() -> None:
         print(f"| {name} | {p50:.3f} | {p99:.3f} | {p50 - base:+.3f} | {p50 / base:.2f} |")
     print(f"| fdatasync of a 100-byte append (disk) | {_p50(floor):.3f} | | | |")
     print(f"| audit append alone (disk, shared) | {_p50(alone):.3f} | | | |")
+    added = _p50(samples["glove, disk log"]) - base
+    print(
+        f"\nadded p50 with the durable disk log: {added:+.3f} ms (goal <= +0.300 ms); "
+        f"serial: {_p50(samples['glove, disk log, serial']) - base:+.3f} ms"
+    )
     sequential = statistics.mean(samples["glove, disk log"]) * 1e3
     at_once = concurrent * 1e3
     print(
@@ -272,4 +297,6 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # A SIGTERM (a timeout's kill) unwinds like Ctrl-C, so the scratch directories go.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     asyncio.run(main())

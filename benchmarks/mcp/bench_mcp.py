@@ -9,7 +9,8 @@ Targets:
 
 * ``direct``: the client launches the echo server itself;
 * ``glove``: the client launches ``glove mcp serve`` (allow-all policy; audit log on the
-  work tree's disk, one fdatasync per call, as in production);
+  disk in a fresh directory under the system temp directory, one fdatasync per call, as in
+  production; removed afterwards);
 * ``glove-tmpfs``: the same with the audit log on /dev/shm, to separate the cost of the
   fdatasync from the cost of mediation;
 * ``mcp-proxy``: sparfenyuk's mcp-proxy 0.13 (PyPI) serving the echo server over streamable
@@ -191,7 +192,7 @@ async def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--no-peer", action="store_true", help="skip mcp-proxy")
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="glove-bench-", dir=REPO))
+    work = Path(tempfile.mkdtemp(prefix="glove-bench-"))
     shm = Path(tempfile.mkdtemp(prefix="glove-bench-", dir="/dev/shm"))
     per_round = max(1, args.calls // args.rounds)
     try:

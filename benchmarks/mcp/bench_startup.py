@@ -75,7 +75,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="glove-bench-startup-", dir=REPO))
+    work = Path(tempfile.mkdtemp(prefix="glove-bench-startup-"))
     try:
         targets = {
             "direct": ECHO,

@@ -183,7 +183,7 @@ def test_codex_end_to_end_with_a_scripted_model(each_box: AgentBox) -> None:
     box = each_box
     _codex_provider(box)
     _end_to_end(box, "codex", ["--env", "OPENAI_API_KEY=sk-test"],
-                ["exec", "--skip-git-repo-check", "use the glove tools"])  # fmt: skip
+                ["exec", "use the glove tools"])  # fmt: skip
     config = (box.xdg / "glove" / "agents" / "codex" / ".codex" / "config.toml").read_text()
     assert 'model_provider = "fake"' in config  # the operator's keys are kept
     assert 'sandbox_mode = "danger-full-access"' in config

@@ -37,6 +37,7 @@ def test_public_names_are_sorted_and_exported() -> None:
         "AuditRecordInvalid",
         "AuditUnavailable",
         "AuditWriteFailed",
+        "PendingRecord",
     }
     for name in glove.audit.__all__:
         assert hasattr(glove.audit, name)

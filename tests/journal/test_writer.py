@@ -29,6 +29,7 @@ from glove.journal import (
     open_journal,
     verify,
 )
+from glove.journal._codec import HEADER_BYTES, RECORD_OVERHEAD_BYTES
 from glove.journal._layout import segment_name
 from glove.testing import FaultStorage
 
@@ -176,8 +177,9 @@ async def test_external_change_while_open_stops_the_writer(
     seg = jdir / segment_name(0)
     size_before = seg.stat().st_size
     if change == "truncate":
-        record_bytes = (size_before - 128) // 5
-        os.truncate(seg, size_before - 3 * record_bytes)
+        # The file is zero-filled past its records: cut into the records themselves.
+        record_bytes = RECORD_OVERHEAD_BYTES + 100
+        os.truncate(seg, HEADER_BYTES + 2 * record_bytes)
     elif change == "grow":
         os.truncate(seg, size_before + 1024 * 1024)
     else:
@@ -362,7 +364,8 @@ async def test_page_over_bytes_rewritten_while_open_fails_stop(jdir: Path, key: 
     await journal.append(b"original-payload", kind=RecordKind.RECEIPT)
     seg = jdir / segment_name(0)
     data = bytearray(seg.read_bytes())
-    data[-40] ^= 0xFF  # inside the tag: the CRC now fails
+    end = HEADER_BYTES + RECORD_OVERHEAD_BYTES + len(b"original-payload")
+    data[end - 20] ^= 0xFF  # inside the tag: the CRC now fails
     with seg.open("r+b") as fh:
         fh.write(bytes(data))
     with pytest.raises(JournalCorrupt):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from .conformance import FIXTURE, PYTHON, glove_http, reference_http, run_suite
 
 #: Scenarios that must exist in the suite: a suite that silently ran fewer proves nothing.
@@ -57,6 +59,9 @@ def _compare(direct: dict[str, tuple[int, int]], through: dict[str, tuple[int, i
     assert sum(bad for _, bad in through.values()) == 0
 
 
+# The whole official suite twice (direct, then through Glove): about 60 s on a quiet 2-core
+# machine, over 200 s on a loaded one; the run's own timeout, not the suite's default 120 s.
+@pytest.mark.timeout(900)
 async def test_every_scenario_passing_directly_passes_through_glove(tmp_path: Path) -> None:
     """The suite against the reference server, then through Glove (stdio upstream)."""
     async with reference_http() as url:
@@ -69,6 +74,7 @@ async def test_every_scenario_passing_directly_passes_through_glove(tmp_path: Pa
     assert len(runs) >= 20  # one mediation (its own run id) per HTTP session that decided
 
 
+@pytest.mark.timeout(900)
 async def test_the_same_through_an_http_upstream(tmp_path: Path) -> None:
     """The suite through Glove when Glove reaches the reference server over HTTP too."""
     async with reference_http() as upstream:

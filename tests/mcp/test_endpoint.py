@@ -10,6 +10,7 @@ import random
 import resource
 import signal
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from .conftest import (
 #: What "at once" may take on a loaded 2-core machine shared by several runs (and the bound
 #: of each wait here): a hung upstream or session would wait forever, far past it.
 FAIL_FAST_S = 15.0
+GATE_S = 30.0
 
 
 def _echo_config(tmp_path: Path, **fields: Any) -> Path:
@@ -221,7 +223,12 @@ async def test_audit_write_failure_refuses_the_call(tmp_path: Path) -> None:
 
 
 async def test_audit_sync_failure_refuses_and_ends_the_session(tmp_path: Path) -> None:
-    """An fdatasync failure refuses the call, crashes the log and tears the session down."""
+    """An fdatasync failure withholds the call's answer, crashes the log, ends the session.
+
+    The decision is written before the call is forwarded and synced while the upstream works
+    (decision 0046), so the upstream saw the call; the agent gets the audit error instead of
+    its result.
+    """
     config = load_config(_echo_config(tmp_path))
     storage = FaultStorage()
     glove_side, agent_side = socket.socketpair()
@@ -240,7 +247,55 @@ async def test_audit_sync_failure_refuses_and_ends_the_session(tmp_path: Path) -
     failure = await asyncio.wait_for(mediation.wait(), FAIL_FAST_S)
     assert failure is not None
     agent_writer.close()
-    assert read_calls(tmp_path / "calls") == ["echo"]
+    assert read_calls(tmp_path / "calls") == ["echo", "echo"]
+    assert "result" not in refused
+
+
+class _GatedStorage(FaultStorage):
+    """Real storage whose fdatasync, once gated, waits for the test to open the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gated = False
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def fdatasync(self, fd: int) -> None:
+        """Wait for the gate (in the log's executor thread) when gated, then sync."""
+        if self.gated:
+            self.entered.set()
+            self.gate.wait(GATE_S)
+        super().fdatasync(fd)
+
+
+async def test_the_answer_waits_for_the_decision_to_be_durable(tmp_path: Path) -> None:
+    """The call reaches the upstream while its record's fdatasync is still running, and the
+    agent gets the answer only once that fdatasync returned (decision 0046)."""
+    config = load_config(_echo_config(tmp_path))
+    storage = _GatedStorage()
+    glove_side, agent_side = socket.socketpair()
+    reader, writer = await socket_streams(glove_side.detach())
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_side)
+    mediation = await start_mediation(
+        config, reader, writer, audit_factory=lambda path: AuditLog(path, storage=storage)
+    )
+    agent = _SocketAgent(agent_reader, agent_writer)
+    await agent.call("initialize", {"protocolVersion": "2025-11-25"})
+    storage.gated = True
+    call = asyncio.ensure_future(
+        agent.call("tools/call", {"name": "echo__echo", "arguments": {"text": "held"}})
+    )
+    try:
+        await wait_for_call(tmp_path / "calls", "echo")
+        assert await asyncio.to_thread(storage.entered.wait, GATE_S)
+        assert [r["decision"] for r in read_audit(tmp_path / "audit.log")] == ["allow"]
+        assert not call.done()  # forwarded and answered upstream, not yet durable here
+    finally:
+        storage.gate.set()
+    reply = await call
+    assert reply["result"]["content"][0]["text"] == "held"
+    agent_writer.close()
+    await mediation.stop()
 
 
 class _SocketAgent:

@@ -182,7 +182,10 @@ def render_tree(tree: TreeSnapshot) -> str:
         inner = prefix + ("" if top else ("   " if last else "│  "))
         for e in n.exits:
             stamp = time.strftime("%H:%M:%S", time.gmtime(e.at))
-            lines.append(f"{inner}│ ! {stamp} {e.child}: {e.reason or 'normal exit'}")
+            if e.reason is None:
+                lines.append(f"{inner}│ - {stamp} {e.child}: exited normally")
+            else:
+                lines.append(f"{inner}│ ! {stamp} {e.child}: {e.reason}")
         for i, child in enumerate(n.children):
             walk(child, inner, i == len(n.children) - 1, top=False)
 

@@ -223,7 +223,10 @@ class Supervisor:
         reason: BaseException | None = (
             asyncio.CancelledError("cancelled") if task.cancelled() else task.exception()
         )
-        self.exits.append(ExitRecord(time.time(), name, None if reason is None else repr(reason)))
+        # A child stopped by a cancel (a session tree's stop, its own end) exited normally:
+        # the record says so rather than showing ``CancelledError`` as if it had failed.
+        shown = None if reason is None or task.cancelled() else repr(reason)
+        self.exits.append(ExitRecord(time.time(), name, shown))
         spec = self._specs[name]
         if spec.restart == "temporary":
             self._forget(name)

@@ -13,6 +13,7 @@ from glove.agents._configs import (
     claude_user_config,
     codex_config,
 )
+from glove.agents._guidance import NEEDS, AgentNeeds, agent_notes, api_endpoint
 from glove.agents._home import agent_home_path, data_home, ensure_home
 from glove.agents._install import Install, find_install
 from glove.agents._prepare import AgentLaunch, agent_section, prepare_agent, write_agent_config
@@ -23,6 +24,7 @@ AGENTS = ("claude", "codex")
 
 __all__ = [
     "AGENTS",
+    "NEEDS",
     "SERVER_COMMAND",
     "SERVER_NAME",
     "AgentConfigError",
@@ -30,9 +32,12 @@ __all__ = [
     "AgentHomeError",
     "AgentInstallError",
     "AgentLaunch",
+    "AgentNeeds",
     "Install",
     "agent_home_path",
+    "agent_notes",
     "agent_section",
+    "api_endpoint",
     "claude_settings",
     "claude_user_config",
     "codex_config",

@@ -57,13 +57,16 @@ def _package_name(directory: Path) -> str | None:
     return name if isinstance(name, str) else None
 
 
-def _find_command(command: str, install_dir: str | None, path: str) -> str:
+def _find_command(
+    command: str, packages: tuple[str, ...], install_dir: str | None, path: str
+) -> str:
     if install_dir is None:
         found = shutil.which(command, path=path)
         if found is None:
+            package = packages[0] if packages else command
             raise AgentInstallError(
-                f"{command!r} is not on PATH: install it (npm install -g ...) or name its "
-                "install with --agent-install DIR"
+                f"{command!r} is not on PATH: install it (npm install -g {package}) or name "
+                "its install with --agent-install DIR"
             )
         return found
     base = Path(install_dir).absolute()
@@ -118,6 +121,6 @@ def find_install(
     Raises:
         AgentInstallError: the command is not found, or is not inside one of ``packages``.
     """
-    found = Path(os.path.realpath(_find_command(command, install_dir, path)))
+    found = Path(os.path.realpath(_find_command(command, packages, install_dir, path)))
     package = _package_dir(found, packages)
     return Install(str(found), _siblings(package, packages), _runtime_bin(path))

@@ -97,8 +97,26 @@ def prepare_agent(
     if agent.kind == "codex":
         env["CODEX_HOME"] = str(home / CODEX_DIR)
     binds.append(Bind(source=str(home), target=str(home), mode="rw"))
-    argv = (install.executable, *agent.args, *args)
+    words = [*agent.args, *args]
+    if agent.kind == "codex":
+        words = codex_words(words)
+    argv = (install.executable, *words)
     return AgentLaunch(agent, home, tuple(binds), env, argv)
+
+
+#: Codex's non-interactive subcommand (and its alias).
+CODEX_EXEC: Final = ("exec", "e")
+CODEX_SKIP_REPO_CHECK: Final = "--skip-git-repo-check"
+
+
+def codex_words(words: list[str]) -> list[str]:
+    """Codex's arguments with ``--skip-git-repo-check`` after ``exec``: the workspace is
+    trusted (config.toml says so, docs/agents.md promises it), but ``codex exec`` refuses
+    any directory that is not a git repository it trusts ("Not inside a trusted directory")
+    whatever the projects table says; the flag is exec's own way to skip that check."""
+    if not words or words[0] not in CODEX_EXEC or CODEX_SKIP_REPO_CHECK in words:
+        return words
+    return [words[0], CODEX_SKIP_REPO_CHECK, *words[1:]]
 
 
 def _json_document(home: Path, relative: str) -> dict[str, Any]:

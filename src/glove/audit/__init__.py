@@ -11,6 +11,7 @@ from glove.audit._log import (
     MAX_AUDIT_RECORD_BYTES,
     AuditAck,
     AuditLog,
+    PendingRecord,
 )
 from glove.audit.errors import (
     AuditError,
@@ -30,4 +31,5 @@ __all__ = [
     "AuditRecordInvalid",
     "AuditUnavailable",
     "AuditWriteFailed",
+    "PendingRecord",
 ]

@@ -5,16 +5,28 @@ sequence number and a UTC timestamp, writes it with one ``write(2)`` on an appen
 descriptor, calls ``fdatasync`` and only then replies. Records that arrive while a batch is
 being synced share the next ``fdatasync`` (group commit); each reply still waits for it. A
 caller that audits "before forwarding" therefore really has the record on disk before it
-forwards anything.
+forwards anything. The group-commit state (who waits for which sequence number, what is
+durable, failing everyone closed) is the journal's pure core, :mod:`glove.journal._group`.
+
+Two phases, for callers that overlap the sync with their own work (decision 0046):
+:meth:`AuditLog.write` returns a :class:`PendingRecord` as soon as the line is written (in
+the kernel, so it survives a ``kill -9`` of this process, not a power cut), and
+:meth:`PendingRecord.durable` waits for its ``fdatasync``. The mediator writes the decision,
+forwards the call while the sync runs, and answers the agent only once it is durable.
+
+Where the work runs: a small batch is written on the event loop (a ``write(2)`` into the
+page cache), its ``fdatasync`` on the loop too while syncs are quick and nobody overlaps
+with it, else in the actor's executor (:class:`glove.journal._group.SyncPacer`, decision
+0045); rotation and waiting for a shared writer's turn always run in the executor.
 
 Failure is fail-closed and typed (:mod:`glove.audit.errors`):
 
 * a write that fails (ENOSPC, EIO, a short write) is cut back to the last complete line and
   the asker gets :class:`AuditWriteFailed`; the log keeps running, so appends resume when
   space returns;
-* an ``fdatasync`` that fails is never retried (fsyncgate): the asker gets
-  :class:`AuditWriteFailed` and the actor crashes, so its supervisor sees it and every later
-  append gets :class:`AuditUnavailable`.
+* an ``fdatasync`` that fails is never retried (fsyncgate): every record not yet durable
+  (written or queued) gets :class:`AuditWriteFailed` and the actor crashes, so its
+  supervisor sees it and every later append gets :class:`AuditUnavailable`.
 
 Bounded: at ``max_bytes`` the file rotates to ``PATH.1`` (older ones shift up to
 ``PATH.<keep_files>``, the oldest is deleted); the sequence continues across files.
@@ -22,10 +34,11 @@ Bounded: at ``max_bytes`` the file rotates to ``PATH.1`` (older ones shift up to
 One writer or several: by default the log is ``flock``ed for the actor's whole life, so a
 second writer fails at start. With ``shared=True`` (what ``glove run`` and ``glove mcp
 serve`` use, so two runs with one configuration work side by side) the writers of one path
-take turns: each group commit holds an exclusive ``flock`` on ``PATH.lock`` (stable across
-rotations) while it re-reads the tail written by the others, writes, fdatasyncs and, if
-needed, rotates; the sequence stays strictly increasing across all writers, and each
-record says which run wrote it (the mediator's ``run`` field).
+take turns: each write holds an exclusive ``flock`` on ``PATH.lock`` (stable across
+rotations) while it re-reads the tail written by the others, writes and, if needed,
+rotates; the sequence stays strictly increasing across all writers, and each record says
+which run wrote it (the mediator's ``run`` field). A file another writer rotated away is
+fdatasync'ed before this writer lets go of it.
 
 **Not tamper-evident.** Like the spec says of the general JSONL activity log, this file is
 not protected against a process of the same user that can rewrite it; tamper evidence lives
@@ -52,7 +65,7 @@ from glove.audit.errors import (
     AuditUnavailable,
     AuditWriteFailed,
 )
-from glove.journal import LockHeld, PosixStorage, Storage
+from glove.journal import GroupCommit, LockHeld, PosixStorage, Storage, SyncPacer
 
 MAX_AUDIT_RECORD_BYTES: Final = 64 * 1024
 """Largest encoded activity record (one JSON line, newline included)."""
@@ -69,23 +82,18 @@ MAX_PENDING_AUDIT_APPENDS: Final = 4096
 RESERVED_KEYS: Final = frozenset({"seq", "ts"})
 """Keys the log sets itself; a record may not carry them."""
 
+_LINE_HEAD_BYTES: Final = 64
+"""Room for the ``seq``/``ts`` head and newline the log adds to a record (an upper bound)."""
+
 _log = logging.getLogger(__name__)
+
+_Outcome = tuple[list["AuditAck"], "AuditWriteFailed | None", "float | None"]
+"""Acks of the records written, the error that stopped the rest, and the fdatasync time
+if the step synced."""
 
 
 class _SyncFailed(AuditWriteFailed):
     """fdatasync (or a rotation step) failed: the log's state is unknown; crash, never retry."""
-
-
-@dataclass(slots=True)
-class _Waiting:
-    fields: bytes
-    future: asyncio.Future[AuditAck]
-
-
-class _Append(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One encoded record body (JSON object without the log's own keys)."""
-
-    fields: bytes
 
 
 class AuditAck(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -95,9 +103,97 @@ class AuditAck(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ts: str
 
 
+class PendingRecord:
+    """A record written to the log (in the kernel) whose ``fdatasync`` may still be running.
+
+    Returned by :meth:`AuditLog.write`. It survives a ``kill -9`` of the writing process
+    already; :meth:`durable` says when it survives a power cut too.
+    """
+
+    def __init__(self, ack: AuditAck, durable: asyncio.Future[AuditAck], path: str) -> None:
+        self.ack = ack
+        """The record's sequence number and timestamp."""
+        self._durable = durable
+        self._path = path
+
+    @property
+    def done(self) -> bool:
+        """Whether the record's fate is known (durable, or failed)."""
+        return self._durable.done()
+
+    @property
+    def failed(self) -> bool:
+        """Whether the record's fdatasync (or the log) failed: it will never be durable."""
+        return self._durable.done() and (
+            self._durable.cancelled() or self._durable.exception() is not None
+        )
+
+    def add_done_callback(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` on the loop once the record's fate is known."""
+        self._durable.add_done_callback(lambda _future: callback())
+
+    async def durable(self, *, timeout: float = AUDIT_APPEND_TIMEOUT_S) -> AuditAck:
+        """Wait until the record is fdatasync'ed; return its ack.
+
+        Raises:
+            AuditWriteFailed: its fdatasync failed (the log has failed closed).
+            AuditUnavailable: the log stopped, or the deadline passed first.
+        """
+        try:
+            # Awaited directly, not shielded: a waiter that gives up cancels only its own
+            # notification (the log skips it), and a failure reaches it one hop sooner.
+            async with asyncio.timeout(timeout):
+                return await self._durable
+        except AuditError:
+            raise
+        except TimeoutError as exc:
+            raise AuditUnavailable(
+                f"audit log {self._path}: record {self.ack.seq} not durable in time"
+            ) from exc
+
+
+@dataclass(slots=True)
+class _Waiting:
+    fields: bytes
+    durable: asyncio.Future[AuditAck]
+    written: asyncio.Future[PendingRecord] | None = None  # two-phase appends only
+    ack: AuditAck | None = None
+
+
+class _Append(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One encoded record body (JSON object without the log's own keys)."""
+
+    fields: bytes
+    two_phase: bool = False
+
+
 def _utc_timestamp(t_ns: int) -> str:
     moment = dt.datetime.fromtimestamp(t_ns / 1e9, tz=dt.UTC)
     return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _retrieve(future: asyncio.Future[AuditAck]) -> None:
+    # A two-phase caller that gave up on durable() must not leave "exception never
+    # retrieved" behind: the failure is already the log's crash reason.
+    if not future.cancelled():
+        future.exception()
+
+
+def _encode(record: Mapping[str, object]) -> bytes:
+    clash = RESERVED_KEYS.intersection(record)
+    if clash:
+        raise AuditRecordInvalid(f"record sets reserved key(s) {sorted(clash)}")
+    try:
+        fields = msgspec.json.encode(dict(record))
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise AuditRecordInvalid(f"record is not JSON-encodable: {exc}") from exc
+    if not fields.startswith(b"{"):
+        raise AuditRecordInvalid("record must encode as a JSON object")
+    if len(fields) > MAX_AUDIT_RECORD_BYTES - 64:
+        raise AuditRecordInvalid(
+            f"record of {len(fields)} bytes is over the {MAX_AUDIT_RECORD_BYTES}-byte limit"
+        )
+    return fields
 
 
 class AuditLog(Actor):
@@ -131,9 +227,14 @@ class AuditLog(Actor):
         self._fd = -1
         self._size = 0
         self._seq = 0
-        self._queue: list[_Waiting] = []
+        self._durable_seq = 0
+        self._core: GroupCommit[_Waiting] = GroupCommit(
+            max_batch=MAX_AUDIT_BATCH, max_pending=MAX_PENDING_AUDIT_APPENDS
+        )
+        self.pacer = SyncPacer()
+        """Decides whether a small commit's fdatasync runs on the loop (decision 0045)."""
         self._flushing = False
-        self._failed = False
+        self._sync_task: asyncio.Task[None] | None = None
         self._shared = shared
         self._lock_fd = -1
 
@@ -142,7 +243,7 @@ class AuditLog(Actor):
     @property
     def last_seq(self) -> int:
         """Sequence number of the last durable record (0 for an empty log)."""
-        return self._seq
+        return self._durable_seq
 
     async def append(
         self, record: Mapping[str, object], *, timeout: float = AUDIT_APPEND_TIMEOUT_S
@@ -155,26 +256,34 @@ class AuditLog(Actor):
             AuditWriteFailed: the write or the fdatasync failed; nothing is acknowledged.
             AuditUnavailable: the log is not running, is full, or missed the deadline.
         """
-        clash = RESERVED_KEYS.intersection(record)
-        if clash:
-            raise AuditRecordInvalid(f"record sets reserved key(s) {sorted(clash)}")
+        ack = await self._ask(_Append(_encode(record)), timeout)
+        assert isinstance(ack, AuditAck)
+        return ack
+
+    async def write(
+        self, record: Mapping[str, object], *, timeout: float = AUDIT_APPEND_TIMEOUT_S
+    ) -> PendingRecord:
+        """Write ``record`` (one ``write(2)``); return before its ``fdatasync`` finishes.
+
+        The record is in the kernel when this returns: it survives the death of this
+        process, and :meth:`PendingRecord.durable` says when it survives a power cut.
+
+        Raises:
+            AuditRecordInvalid: as :meth:`append`.
+            AuditWriteFailed: the write failed; nothing was written.
+            AuditUnavailable: the log is not running, is full, or missed the deadline.
+        """
+        pending = await self._ask(_Append(_encode(record), two_phase=True), timeout)
+        assert isinstance(pending, PendingRecord)
+        return pending
+
+    async def _ask(self, msg: _Append, timeout: float) -> object:
         try:
-            fields = msgspec.json.encode(dict(record))
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise AuditRecordInvalid(f"record is not JSON-encodable: {exc}") from exc
-        if not fields.startswith(b"{"):
-            raise AuditRecordInvalid("record must encode as a JSON object")
-        if len(fields) > MAX_AUDIT_RECORD_BYTES - 64:
-            raise AuditRecordInvalid(
-                f"record of {len(fields)} bytes is over the {MAX_AUDIT_RECORD_BYTES}-byte limit"
-            )
-        try:
-            ack: AuditAck = await self.ask(_Append(fields), timeout=timeout)
+            return await self.ask(msg, timeout=timeout)
         except AuditError:
             raise
         except (ActorDead, Busy, TimeoutError) as exc:
             raise AuditUnavailable(f"audit log {self.path} is unavailable: {exc}") from exc
-        return ack
 
     # -- actor hooks --------------------------------------------------------------------------
 
@@ -186,64 +295,170 @@ class AuditLog(Actor):
             AuditWriteFailed: the file cannot be opened or its last record read.
         """
         await self.run_blocking(self._open_blocking)
+        self._durable_seq = self._seq
+        self._core = GroupCommit(
+            max_batch=MAX_AUDIT_BATCH, max_pending=MAX_PENDING_AUDIT_APPENDS, durable=self._seq
+        )
 
     async def on_stop(self) -> None:
-        """Close the descriptors (every acknowledged record is already durable)."""
+        """Fail what is not durable, close the descriptors (acknowledged records are)."""
+        self._fail(AuditUnavailable(f"audit log {self.path} stopped"), [])
         for fd in (self._fd, self._lock_fd):
             if fd >= 0:
                 await self.run_blocking(self._storage.close, fd)
         self._fd = self._lock_fd = -1
 
     async def handle(self, msg: object) -> object:
-        """Queue one record for the next group commit; the reply waits for its fdatasync."""
+        """Queue one record for the next group commit; the reply waits for its fdatasync
+        (or, for a two-phase write, for its ``write(2)``)."""
         if not isinstance(msg, _Append):
             raise TypeError(f"audit log got unexpected message {type(msg).__name__}")
-        future: asyncio.Future[AuditAck] = asyncio.get_running_loop().create_future()
-        if self._failed:
-            future.set_exception(AuditUnavailable(f"audit log {self.path} has failed"))
-            return Deferred(future)
-        if len(self._queue) >= MAX_PENDING_AUDIT_APPENDS:
-            future.set_exception(AuditUnavailable(f"audit log {self.path} is overloaded"))
-            return Deferred(future)
-        self._queue.append(_Waiting(msg.fields, future))
-        if not self._flushing:
-            self._flushing = True
-            self.spawn_task(self._flush(), name="group-commit")
-        return Deferred(future)
+        loop = asyncio.get_running_loop()
+        durable: asyncio.Future[AuditAck] = loop.create_future()
+        admission = self._core.admit()
+        if admission != "ok":
+            why = "has failed" if admission == "failed" else "is overloaded"
+            durable.set_exception(AuditUnavailable(f"audit log {self.path} {why}"))
+            return Deferred(durable)
+        waiting = _Waiting(msg.fields, durable)
+        if msg.two_phase:
+            waiting.written = loop.create_future()
+            durable.add_done_callback(_retrieve)
+        self._core.submit(waiting)
+        reply = Deferred(waiting.written if waiting.written is not None else durable)
+        if self._flushing:
+            return reply
+        if self.mailbox_depth == 0 and self._core.queued == 1:
+            # Idle: nobody else is waiting to share this commit, so it is done here, in the
+            # handler, when it can be done on the loop (no group-commit task, no hop).
+            batch = self._core.next_batch()
+            try:
+                if self._commit_here(batch):
+                    return reply
+            except Exception:
+                raise
+            except BaseException as exc:
+                # Out of a handler only an Exception crashes the actor cleanly (the askers
+                # were failed already): a simulated power cut becomes one.
+                raise AuditUnavailable(f"audit log {self.path} stopped: {exc!r}") from exc
+            self._core.requeue(batch)
+        self._flushing = True
+        self.spawn_task(self._flush(), name="group-commit")
+        return reply
+
+    # -- group commit (the shell around glove.journal._group) ---------------------------------
 
     async def _flush(self) -> None:
-        # Appends that arrive while a batch syncs form the next batch: one fdatasync for many
-        # concurrent appenders, and every reply still waits for the fdatasync of its record.
+        # Appends that arrive while a batch is written or synced form the next batch: one
+        # fdatasync for many concurrent appenders, and every reply still waits for the
+        # fdatasync of its record (a two-phase write's first reply only for its write).
         try:
-            while self._queue:
-                batch = self._queue[:MAX_AUDIT_BATCH]
-                del self._queue[:MAX_AUDIT_BATCH]
-                try:
-                    acks, error = await self.run_blocking(
-                        self._commit_blocking, [w.fields for w in batch]
-                    )
-                except BaseException as exc:
-                    self._failed = True
-                    # fdatasync failed (never retried) or we were stopped mid-commit: nothing
-                    # pending may be acknowledged; the exception crashes the actor.
-                    failure = (
-                        exc
-                        if isinstance(exc, AuditError)
-                        else AuditUnavailable(f"audit log {self.path} stopped while writing")
-                    )
-                    for waiting in [*batch, *self._queue]:
-                        if not waiting.future.done():
-                            waiting.future.set_exception(failure)
-                    self._queue.clear()
-                    raise
-                for waiting, ack in zip(batch, acks, strict=False):
-                    if not waiting.future.done():
-                        waiting.future.set_result(ack)
-                for waiting in batch[len(acks) :]:
-                    if not waiting.future.done() and error is not None:
-                        waiting.future.set_exception(error)
+            while batch := self._core.next_batch():
+                await self._commit(batch)
         finally:
             self._flushing = False
+
+    def _plan(self, batch: list[_Waiting]) -> tuple[bool, bool]:
+        """(overlapped, quick): a two-phase batch is written on the loop and synced in the
+        executor meanwhile; a small one-phase batch nobody overlaps with is written and
+        synced on the loop while syncs are quick (no thread hop)."""
+        overlapped = any(w.written is not None for w in batch)
+        nbytes = sum(len(w.fields) for w in batch)
+        quick = not overlapped and self._sync_task is None and self.pacer.inline(len(batch), nbytes)
+        return overlapped, quick
+
+    def _commit_here(self, batch: list[_Waiting]) -> bool:
+        """Commit ``batch`` on the loop now; False (nothing done) if it must wait or block.
+
+        Raises:
+            AuditWriteFailed: the write's cut-back or the sync failed (the log fails closed).
+        """
+        overlapped, quick = self._plan(batch)
+        if not (overlapped or quick):
+            return False
+        try:
+            outcome = self._write_now([w.fields for w in batch], sync=quick)
+        except BaseException as exc:
+            self._fail_closed(exc, batch)
+            raise
+        if outcome is None:
+            return False
+        self._finish(batch, outcome, on_loop=True)
+        return True
+
+    async def _commit(self, batch: list[_Waiting]) -> None:
+        if self._commit_here(batch):
+            return
+        overlapped, _quick = self._plan(batch)
+        try:
+            outcome = await self.run_blocking(
+                self._commit_blocking, [w.fields for w in batch], not overlapped
+            )
+        except BaseException as exc:
+            self._fail_closed(exc, batch)
+            raise
+        self._finish(batch, outcome, on_loop=False)
+
+    def _finish(self, batch: list[_Waiting], outcome: _Outcome, *, on_loop: bool) -> None:
+        acks, error, seconds = outcome
+        for waiting, ack in zip(batch, acks, strict=False):
+            waiting.ack = ack
+        if acks:
+            done = [(a.seq, w) for w, a in zip(batch, acks, strict=False)]
+            self._core.written(done, acks[-1].seq)
+        self._core.refused(len(batch) - len(acks))
+        for waiting in batch[len(acks) :]:
+            self._reject(waiting, error or AuditWriteFailed("the record was not written"))
+        for waiting in batch[: len(acks)]:
+            if waiting.written is not None and waiting.ack is not None:
+                waiting.written.set_result(PendingRecord(waiting.ack, waiting.durable, self.path))
+        if seconds is not None and acks:
+            # The step synced the file itself: everything written so far is durable (a file
+            # left behind by a rotation was synced before it was let go).
+            self.pacer.observe(seconds, inline=on_loop)
+            self._resolve(self._core.synced(self._core.written_upto))
+        elif self._core.pending_sync() and self._sync_task is None:
+            self._sync_task = self.spawn_task(self._syncs(), name="group-sync")
+
+    async def _syncs(self) -> None:
+        # One fdatasync at a time in the executor, each covering everything written when it
+        # started; writes go on meanwhile and the next sync covers them.
+        try:
+            while (target := self._core.sync_target()) is not None:
+                seconds = await self.run_blocking(self._sync_blocking)
+                self.pacer.observe(seconds, inline=False)
+                self._resolve(self._core.synced(target))
+        except BaseException as exc:
+            self._fail_closed(exc, [])
+            raise
+        finally:
+            self._sync_task = None
+
+    def _resolve(self, done: list[_Waiting]) -> None:
+        for waiting in done:
+            if waiting.ack is not None and not waiting.durable.done():
+                waiting.durable.set_result(waiting.ack)
+        self._durable_seq = max(self._durable_seq, self._core.durable_upto)
+
+    def _reject(self, waiting: _Waiting, exc: BaseException) -> None:
+        if waiting.written is not None and not waiting.written.done():
+            waiting.written.set_exception(exc)
+        if not waiting.durable.done():
+            waiting.durable.set_exception(exc)
+
+    def _fail_closed(self, exc: BaseException, batch: list[_Waiting]) -> None:
+        # fdatasync failed (never retried) or we were stopped mid-commit: nothing pending may
+        # be acknowledged; the exception crashes the actor.
+        failure = (
+            exc
+            if isinstance(exc, AuditError)
+            else AuditUnavailable(f"audit log {self.path} stopped while writing")
+        )
+        self._fail(failure, batch)
+
+    def _fail(self, failure: BaseException, batch: list[_Waiting]) -> None:
+        for waiting in [*batch, *self._core.fail()]:
+            self._reject(waiting, failure)
 
     # -- blocking side (the actor's executor) -------------------------------------------------
 
@@ -290,18 +505,36 @@ class AuditLog(Actor):
         storage = self._storage
         storage.lock_wait(self._lock_fd, AUDIT_APPEND_TIMEOUT_S)
         try:
-            current = storage.stat(self.path) if storage.exists(self.path) else None
-            mine = storage.fstat(self._fd)
-            if current is None or (current.dev, current.ino) != (mine.dev, mine.ino):
-                storage.close(self._fd)  # another writer rotated the file
-                self._fd = -1
-                self._fd = storage.open_append(self.path, create=True)
-                mine = storage.fstat(self._fd)
-            if mine.size != self._size:
-                self._size = self._resume(self._fd)
+            self._catch_up(may_reopen=True)
         except BaseException:
             storage.unlock(self._lock_fd)
             raise
+
+    def _catch_up(self, *, may_reopen: bool) -> bool:
+        """Under the turn lock: follow another writer's rotation and records.
+
+        Returns False (having changed nothing) if the file was rotated and ``may_reopen`` is
+        false: on the loop while a sync of the old descriptor may be running in the executor.
+
+        Raises:
+            OSError: the log cannot be synced, reopened or read.
+        """
+        storage = self._storage
+        current = storage.stat(self.path) if storage.exists(self.path) else None
+        mine = storage.fstat(self._fd)
+        if current is None or (current.dev, current.ino) != (mine.dev, mine.ino):
+            if not may_reopen:
+                return False
+            # Another writer rotated the file: what we wrote to it must be durable before
+            # we let it go, since our next sync covers only the new file.
+            storage.fdatasync(self._fd)
+            storage.close(self._fd)
+            self._fd = -1
+            self._fd = storage.open_append(self.path, create=True)
+            mine = storage.fstat(self._fd)
+        if mine.size != self._size:
+            self._size = self._resume(self._fd)
+        return True
 
     def _resume(self, fd: int) -> int:
         """Cut a torn last line, read the last sequence number; return the file's size.
@@ -335,21 +568,66 @@ class AuditLog(Actor):
         self._seq = _last_seq(last, self.path)
         return end
 
-    def _commit_blocking(
-        self, batch: list[bytes]
-    ) -> tuple[list[AuditAck], AuditWriteFailed | None]:
+    def _write_now(self, fields: list[bytes], *, sync: bool) -> _Outcome | None:
+        """Write (and with ``sync``, fdatasync) on the loop, or None if that would block:
+        another writer holds the turn, the file must rotate or be reopened."""
+        storage = self._storage
+        if self._size + sum(len(f) + _LINE_HEAD_BYTES for f in fields) > self._max_bytes:
+            return None
+        if self._shared:
+            try:
+                storage.lock(self._lock_fd)
+            except LockHeld:
+                return None
+            except OSError as exc:
+                raise _SyncFailed(f"cannot take a turn at the shared audit log: {exc}") from exc
+            try:
+                try:
+                    if not self._catch_up(may_reopen=self._sync_task is None):
+                        return None
+                except OSError as exc:
+                    raise _SyncFailed(f"cannot catch up with the shared audit log: {exc}") from exc
+                if self._size + sum(len(f) + _LINE_HEAD_BYTES for f in fields) > self._max_bytes:
+                    return None
+                acks, error = self._commit_lines(fields)
+            finally:
+                storage.unlock(self._lock_fd)
+        else:
+            acks, error = self._commit_lines(fields)
+        seconds = self._sync_blocking() if sync and acks else None
+        return acks, error, seconds
+
+    def _commit_blocking(self, fields: list[bytes], sync: bool) -> _Outcome:
+        """Write the batch in the executor (waiting for a shared turn, rotating as needed),
+        then fdatasync it if ``sync``."""
         if not self._shared:
-            return self._commit_lines(batch)
+            acks, error = self._commit_lines(fields)
+        else:
+            try:
+                self._take_turn()
+            except LockHeld as exc:
+                return [], AuditWriteFailed(f"no turn to write the shared audit log: {exc}"), None
+            except OSError as exc:
+                raise _SyncFailed(f"cannot catch up with the shared audit log: {exc}") from exc
+            try:
+                acks, error = self._commit_lines(fields)
+            finally:
+                self._storage.unlock(self._lock_fd)
+        seconds = self._sync_blocking() if sync and acks else None
+        return acks, error, seconds
+
+    def _sync_blocking(self) -> float:
+        """fdatasync the current file; return how long it took.
+
+        Raises:
+            _SyncFailed: it failed (never retried).
+        """
+        started = time.perf_counter()
         try:
-            self._take_turn()
-        except LockHeld as exc:
-            return [], AuditWriteFailed(f"no turn to write the shared audit log: {exc}")
+            self._storage.fdatasync(self._fd)
         except OSError as exc:
-            raise _SyncFailed(f"cannot catch up with the shared audit log: {exc}") from exc
-        try:
-            return self._commit_lines(batch)
-        finally:
-            self._storage.unlock(self._lock_fd)
+            raise _SyncFailed(f"fdatasync failed, not retried: {exc}") from exc
+        return time.perf_counter() - started
 
     def _commit_lines(self, batch: list[bytes]) -> tuple[list[AuditAck], AuditWriteFailed | None]:
         acks: list[AuditAck] = []
@@ -393,10 +671,6 @@ class AuditLog(Actor):
             if written != len(line):
                 self._cut_back()
                 raise AuditWriteFailed(f"short write of {written}/{len(line)} bytes (disk full?)")
-        try:
-            storage.fdatasync(self._fd)
-        except OSError as exc:
-            raise _SyncFailed(f"fdatasync failed, not retried: {exc}") from exc
 
     def _cut_back(self) -> None:
         try:
@@ -408,6 +682,9 @@ class AuditLog(Actor):
     def _rotate(self) -> None:
         storage = self._storage
         try:
+            # Records written but not yet synced live in this file: sync it before letting
+            # go, since the next fdatasync covers only the new file.
+            storage.fdatasync(self._fd)
             storage.close(self._fd)
             self._fd = -1
             oldest = f"{self.path}.{self._keep}"

@@ -1,4 +1,5 @@
-"""``glove attach`` and ``glove session log/input/resize/signal``: a session's terminal.
+"""``glove attach``, ``glove session log/input/resize/signal``: a session's terminal, and
+``glove session output``: a pipes session's stdout and stderr.
 
 ``glove attach ID`` is a person's client (raw mode, the detach key, the window size
 followed); the others are for scripts. Exit codes as the rest of ``glove session``
@@ -18,18 +19,21 @@ import typer
 from glove.cli._session import (
     _RUNTIME_HELP,
     _fail,
+    _no_sessions,
     _print_json,
     _with_client,
     outcome_text,
     wait_exit_code,
 )
-from glove.exits import EXIT_REFUSED, EXIT_USAGE
+from glove.exits import EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE
 
 #: What ``glove attach`` replays by default: the last bytes of the transcript.
 DEFAULT_TAIL_BYTES: Final = 256 * 1024
 #: How long ``glove attach`` waits for a session that ended to have its receipt.
 FINAL_STATE_WAIT_S: Final = 10.0
 LOG_CALL_TIMEOUT_S: Final = 24 * 3600.0
+#: How often ``glove session output --follow`` looks for more output (a file, no stream).
+OUTPUT_POLL_S: Final = 0.2
 
 
 def _start(verb: str, offset: int | None, tail: int | None) -> dict[str, int]:
@@ -120,9 +124,11 @@ def _run_attach(
     try:
         return asyncio.run(main())
     except RemoteError as exc:
+        if exc.code == "method_not_found":
+            _fail("attach", _no_sessions(runtime_dir, exc.message), EXIT_REFUSED)
         _fail("attach", f"{exc.code}: {exc.message}", EXIT_REFUSED)
     except DaemonUnavailable as exc:
-        _fail("attach", f"{exc} (start it with `glove daemon install` or `gloved`)", 69)
+        _fail("attach", str(exc), EXIT_UNAVAILABLE)
     except (ControlError, AttachBroken) as exc:
         _fail("attach", str(exc), EXIT_REFUSED)
 
@@ -143,7 +149,7 @@ async def _final_state(client: Any, session_id: str) -> dict[str, Any] | None:
 
 
 def register_session_verbs(session: typer.Typer) -> None:
-    """Add ``log``, ``input``, ``resize`` and ``signal`` to ``glove session``."""
+    """Add ``log``, ``output``, ``input``, ``resize`` and ``signal`` to ``glove session``."""
 
     @session.command("log")
     def log_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
@@ -165,6 +171,22 @@ def register_session_verbs(session: typer.Typer) -> None:
             **_start("session log", offset, tail),
         }
         _with_client("session log", runtime_dir, lambda c: _print_log(c, params, raw))
+
+    @session.command("output")
+    def output_cmd(
+        session_id: str = typer.Argument(..., help="The session (its plan says terminal pipes)."),
+        stderr: bool = typer.Option(False, "--stderr", help="Its stderr instead of its stdout."),
+        raw: bool = typer.Option(
+            False, "--raw", help="The exact bytes, escape sequences included (unsafe to a tty)."
+        ),
+        follow: bool = typer.Option(
+            False, "--follow", "-f", help="Keep printing until the session ends."
+        ),
+        runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
+    ) -> None:
+        """A pipes session's stdout (or --stderr); without --raw, sequences that act on a
+        terminal are shown inert, as `glove session log` shows a transcript."""
+        _print_output(session_id, "stderr" if stderr else "stdout", raw, follow, runtime_dir)
 
     @session.command("input")
     def input_cmd(
@@ -213,6 +235,53 @@ def register_session_verbs(session: typer.Typer) -> None:
             "session signal", runtime_dir, lambda c: c.call("session.signal", params)
         )
         typer.echo(f"SIG{name} -> {result['to']}")
+
+
+def _print_output(
+    session_id: str, stream: str, raw: bool, follow: bool, runtime_dir: Path | None
+) -> None:
+    """Print a pipes session's output file (see ``glove session output``)."""
+    import time
+
+    from glove.config import glove_paths
+    from glove.session import LogFilter
+
+    verb = "session output"
+
+    def status(client: Any) -> Any:
+        return client.call("session.status", {"session_id": session_id})
+
+    view = _with_client(verb, runtime_dir, status)
+    if view.get("terminal") == "pty":
+        _fail(
+            verb,
+            f"session {session_id} has a terminal: its output is its transcript, "
+            f"`glove session log {session_id}`",
+            EXIT_REFUSED,
+        )
+    path = glove_paths().sessions_data / session_id / stream
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        why = "removed by `glove session cleanup`" if view.get("cleaned") else "not written yet"
+        _fail(verb, f"session {session_id} has no {stream}: {why} ({path})", EXIT_REFUSED)
+    except OSError as exc:
+        _fail(verb, f"cannot read {path}: {exc.strerror or exc}", EXIT_REFUSED)
+    out = sys.stdout.buffer
+    text = LogFilter()
+    with handle:
+        while True:
+            ended = view.get("state") == "terminal"  # read before the bytes: none is missed
+            while data := handle.read(64 * 1024):
+                out.write(data if raw else text.feed(data).encode())
+                out.flush()
+            if not follow or ended:
+                break
+            time.sleep(OUTPUT_POLL_S)
+            view = _with_client(verb, runtime_dir, status)
+    if not raw:
+        out.write(text.close().encode())
+    out.flush()
 
 
 def _print_log(client: Any, params: dict[str, Any], raw: bool) -> None:

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -37,27 +37,95 @@ def register(app: typer.Typer) -> None:
 Filters = tuple[str | None, str | None, str | None]
 
 
+def _run_of(record: dict[str, Any]) -> object:
+    """The run a record belongs to: the mediator's ``run``, the egress proxy's ``session``."""
+    return record.get("run", record.get("session"))
+
+
 def _matches(record: dict[str, Any], filters: Filters) -> bool:
     tool, decision, run = filters
     if tool is not None and not fnmatch.fnmatchcase(str(record.get("tool", "")), tool):
         return False
-    if decision is not None and record.get("decision") != decision:
+    if decision is not None and _decision(record) != decision:
         return False
-    return run is None or record.get("run") == run
+    return run is None or _run_of(record) == run
+
+
+def _decision(record: dict[str, Any]) -> str:
+    """The DECISION cell: the record's decision; an egress connection's end says ``end``."""
+    if record.get("kind") == "egress.end":
+        return "end"
+    return str(record.get("decision", "-"))
+
+
+def _destination(record: dict[str, Any]) -> str:
+    host, port = record.get("host"), record.get("port")
+    where = "?" if host is None else str(host)
+    if port is not None:
+        where = f"[{where}]:{port}" if ":" in where else f"{where}:{port}"
+    proto = record.get("proto")
+    return f"dns {where}" if proto == "dns" else where
+
+
+#: The TOOL cell of each mediator record kind that is not a tool call.
+_SUBJECTS: Final[dict[str, Callable[[dict[str, Any]], str]]] = {
+    "mcp.prompt": lambda r: f"prompt {r.get('prompt', '?')}",
+    "mcp.resource": lambda r: f"{r.get('op', 'resource')} {r.get('uri', '?')}",
+    "mcp.complete": lambda r: f"complete {r.get('ref', '?')} {r.get('target', '')}".rstrip(),
+    "mcp.logging": lambda r: f"logging {r.get('level', '?')}",
+    "mcp.request": lambda r: f"request {r.get('request_id', '')} (error {r.get('code', '?')})",
+}
+
+
+def _subject(record: dict[str, Any]) -> str:
+    """The TOOL cell: the tool called, or what else the record is about (by its kind)."""
+    kind = str(record.get("kind", ""))
+    if "tool" in record:
+        return str(record["tool"])
+    if kind.startswith("egress"):
+        return _destination(record)
+    if kind in _SUBJECTS:
+        return _SUBJECTS[kind](record)
+    if "upstream" in record:
+        method = record.get("method")
+        return f"{record['upstream']}: {method}" if method else f"upstream {record['upstream']}"
+    return kind or "-"
+
+
+def _why(record: dict[str, Any]) -> str:
+    """The WHY cell: the reason (it names the deciding rule), and what a kind adds to it."""
+    kind = record.get("kind")
+    parts = [str(record["reason"])] if record.get("reason") else []
+    if kind == "egress.end":
+        parts.insert(
+            0,
+            f"{record.get('outcome', '?')}: up {record.get('bytes_up', 0)} B, down "
+            f"{record.get('bytes_down', 0)} B, {record.get('duration_ms', 0)} ms"
+            + (f" to {record['address']}" if record.get("address") else ""),
+        )
+    elif kind == "egress" and not parts and record.get("rule"):
+        parts.append(str(record["rule"]))
+    if record.get("excerpt"):
+        parts.append(f"line: {record['excerpt']}")
+    stderr = record.get("stderr")
+    if isinstance(stderr, list) and stderr:
+        parts.append(f"stderr: {stderr[-1]}")
+    return "; ".join(parts)
 
 
 def _row(record: dict[str, Any]) -> str:
     ts = str(record.get("ts", ""))
     when = ts[11:26] if len(ts) >= 26 else ts
+    run = _run_of(record)
     values = (
         str(record.get("seq", "")),
         when,
-        str(record.get("run", "-")),
-        str(record.get("decision", "-")),
-        str(record.get("tool", "-")),
+        "-" if run is None else str(run),
+        _decision(record),
+        _subject(record),
     )
     cells = [value[:width].ljust(width) for value, (_, width) in zip(values, _COLUMNS, strict=True)]
-    detail = str(record.get("reason", ""))  # it names the deciding rule
+    detail = _why(record)
     if len(detail) > REASON_CHARS:
         detail = detail[: REASON_CHARS - 3] + "..."
     return " ".join(cells) + " " + detail
@@ -130,16 +198,21 @@ def _emit(
 
 
 def show_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
-    path: Path = typer.Argument(..., help="The audit log (the `audit` file of glove.toml)."),
+    path: Path = typer.Argument(
+        ..., help="The audit log (glove.toml's `audit`, or an egress audit log)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print matching records as JSON lines."),
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new records."),
     tool: str | None = typer.Option(None, "--tool", help="Only this exposed tool (a glob)."),
     decision: str | None = typer.Option(
         None, "--decision", help="Only this decision: allow, deny, unknown_tool, ..."
     ),
-    run: str | None = typer.Option(None, "--run", help="Only the records of this run id."),
+    run: str | None = typer.Option(
+        None, "--run", help="Only the records of this run id (an egress log's session)."
+    ),
 ) -> None:
-    """Show the activity log: one row per decision (or --json), oldest first."""
+    """Show an audit log (the mediator's or the egress proxy's): one row per record (or
+    --json), oldest first; TOOL is the tool, or what another kind is about (host:port)."""
     try:
         reader = _Reader(path)
     except OSError as exc:

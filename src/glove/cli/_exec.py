@@ -12,7 +12,6 @@ its arguments here.
 import argparse
 from typing import TYPE_CHECKING, Final
 
-from glove.run import add_sandbox_arguments, sandbox_options
 from glove.usage import UsageParser
 
 if TYPE_CHECKING:
@@ -29,6 +28,9 @@ _SUMMARY: Final = "Run CMD inside the sandbox: own namespaces, minimal root, no 
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``glove exec`` argument parser."""
+    # glove.run (the sandbox) only once the command runs: `glove --help` lists this module.
+    from glove.run import add_sandbox_arguments
+
     parser = UsageParser(prog="glove exec", description=_SUMMARY, epilog=EPILOG)
     parser.add_argument(
         "--audit",
@@ -43,8 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     """Parse ``argv`` (what follows ``glove exec``), run the sandbox, return the exit code."""
     parser = build_parser()
+    from glove.run import exec_command, sandbox_options
+
     opts = sandbox_options(parser, parser.parse_args(argv))
-    from glove.run import exec_command
 
     return exec_command(opts)
 

@@ -26,6 +26,18 @@ EXIT_BY_ERROR: Final = {
 }
 
 
+_KEY_HELP: Final = "The HMAC key file (default: the one glove setup made)."
+
+
+def _key_path(given: Path | None) -> Path:
+    """``--key-file``, or the journals' key ``glove setup`` made."""
+    if given is not None:
+        return given
+    from glove.config import glove_paths
+
+    return glove_paths().hmac_key
+
+
 def read_key_file(path: Path) -> bytes:
     """Read a journal key: 64 hex digits (optionally newline-terminated) or raw bytes.
 
@@ -87,7 +99,7 @@ def register(app: typer.Typer) -> None:
 
 def verify_cmd(
     path: Path = typer.Argument(..., help="The journal directory."),
-    key_file: Path = typer.Option(..., "--key-file", help="File holding the HMAC key."),
+    key_file: Path | None = typer.Option(None, "--key-file", "--key", help=_KEY_HELP),
     checkpoint: str | None = typer.Option(
         None, "--checkpoint", help="SEQ:TAGHEX from an earlier receipt; must still hold."
     ),
@@ -100,7 +112,7 @@ def verify_cmd(
 
     try:
         _journal_dir(path)
-        key = read_key_file(key_file)
+        key = read_key_file(_key_path(key_file))
         point = parse_checkpoint(checkpoint) if checkpoint is not None else None
         report = verify(path, key, point)
     except (OSError, ValueError) as exc:
@@ -123,7 +135,7 @@ def verify_cmd(
 
 def repair_cmd(
     path: Path = typer.Argument(..., help="The journal directory."),
-    key_file: Path = typer.Option(..., "--key-file", help="File holding the HMAC key."),
+    key_file: Path | None = typer.Option(None, "--key-file", "--key", help=_KEY_HELP),
     truncate_at: str | None = typer.Option(
         None,
         "--truncate-at",
@@ -137,7 +149,7 @@ def repair_cmd(
     try:
         where = _truncate_point(truncate_at) if truncate_at is not None else None
         _journal_dir(path)
-        key = read_key_file(key_file)
+        key = read_key_file(_key_path(key_file))
         lock_fd = storage.open_append(str(path / LOCK_NAME), create=False)
     except (OSError, ValueError) as exc:
         _say("repair", exc)

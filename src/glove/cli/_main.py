@@ -100,16 +100,11 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 
 def _one_usage_code() -> None:
-    """Make click's usage errors exit :data:`EXIT_USAGE`, like the argparse commands.
+    """Make click's usage errors one line exiting :data:`EXIT_USAGE`, like the argparse
+    commands (:func:`glove.usage.one_line_click_errors`)."""
+    from glove.usage import one_line_click_errors
 
-    Typer ships its own copy of click (``typer._click``); both are set.
-    """
-    for name in ("typer._click.exceptions", "click.exceptions"):
-        try:
-            module = importlib.import_module(name)
-        except ImportError:
-            continue
-        module.UsageError.exit_code = EXIT_USAGE
+    one_line_click_errors(EXIT_USAGE)
 
 
 def main() -> None:
@@ -122,6 +117,11 @@ def main() -> None:
     args = sys.argv[1:]
     command = args[0] if args else None
     try:
+        from glove.cli._fast import run as run_fast
+
+        done = run_fast(args)
+        if done is not None:
+            sys.exit(done)
         if command in _FAST_COMMANDS:
             sys.exit(importlib.import_module(_FAST_COMMANDS[command]).main(args[1:]))
         _one_usage_code()

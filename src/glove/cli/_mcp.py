@@ -75,17 +75,10 @@ def _http_options(
     )
 
 
-class _UsageParser(argparse.ArgumentParser):
-    """argparse whose usage errors exit 64, like every Glove command (docs/cli.md)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        sys.stderr.write(f"{self.prog}: {message}\n")
-        raise SystemExit(EXIT_USAGE)
-
-
 def _serve_parser() -> argparse.ArgumentParser:
-    parser = _UsageParser(prog="glove mcp serve", add_help=False)
+    from glove.usage import UsageParser
+
+    parser = UsageParser(prog="glove mcp serve", add_help=False)
     parser.add_argument("--config", "-c", required=True, type=Path)
     parser.add_argument("--http")
     parser.add_argument("--token-file", type=Path)

@@ -50,6 +50,7 @@ from glove.exits import (
     EXIT_RECEIPT_UNREADABLE,
     EXIT_RECEIPTS_REFUSED,
     EXIT_UNAVAILABLE,
+    EXIT_USAGE,
 )
 
 if TYPE_CHECKING:
@@ -115,7 +116,16 @@ def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[
         typer.echo(f"glove receipts {verb}: {exc}", err=True)
         raise typer.Exit(EXIT_UNAVAILABLE) from exc
     except RemoteError as exc:
-        typer.echo(f"glove receipts {verb}: {exc.code}: {exc.message}", err=True)
+        message = f"{exc.code}: {exc.message}"
+        if exc.code == "invalid_params":  # an option's value gloved cannot take: usage
+            typer.echo(f"glove receipts {verb}: {message} (see glove receipts {verb} --help)",
+                       err=True)  # fmt: skip
+            raise typer.Exit(EXIT_USAGE) from exc
+        if exc.code == "method_not_found":
+            from glove.cli._session import _no_sessions
+
+            message = _no_sessions(runtime_dir, exc.message)
+        typer.echo(f"glove receipts {verb}: {message}", err=True)
         raise typer.Exit(EXIT_RECEIPTS_REFUSED) from exc
     except ControlError as exc:
         typer.echo(f"glove receipts {verb}: {exc}", err=True)
@@ -124,7 +134,7 @@ def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[
 
 def page_cmd(
     after: int = typer.Option(0, "--after", help="Receipts after this sequence number."),
-    limit: int = typer.Option(100, "--limit", help="At most this many (1-1000)."),
+    limit: int = typer.Option(100, "--limit", min=1, max=1000, help="At most this many."),
     as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
     runtime_dir: Path | None = typer.Option(
         None,
@@ -138,11 +148,10 @@ def page_cmd(
         typer.echo(json.dumps(page, sort_keys=True))
         return
     typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  CHECKPOINT")
+    from glove.cli._session import outcome_text
+
     for item in page["receipts"]:
-        outcome = (item.get("receipt") or {}).get("outcome") or {}
-        kind = str(outcome.get("kind", "-"))
-        if kind == "exited":
-            kind = f"exited {outcome.get('exit_code')}"
+        kind = outcome_text((item.get("receipt") or {}).get("outcome"))  # limit, signal: which
         typer.echo(
             f"{item['seq']:>6}  {item.get('session_id') or '-':<34}  {kind:<20}  "
             f"{item.get('checkpoint') or '-'}"
@@ -201,6 +210,32 @@ _WITNESS_HELP: Final = (
 )
 
 
+_PUBLIC_KEY_HELP: Final = (
+    "The log's verifier key: a file holding it, or the key text itself (the line `glove setup` "
+    "and `glove receipts public-key` print). Default: this machine's log, from the signing key "
+    "glove setup made."
+)
+
+
+def _verifier(value: str | None) -> VerifierKey:
+    """The verifier key ``--public-key`` names: a file, the key's text, or this machine's."""
+    from glove.journal import (
+        SigningKeyError,
+        load_signing_key,
+        parse_verifier_key,
+        read_verifier_key_file,
+    )
+
+    if value is None:
+        return load_signing_key(None).verifier
+    if not os.path.lexists(value):
+        try:
+            return parse_verifier_key(value.strip())
+        except SigningKeyError:
+            pass  # not key text either: say the file cannot be read
+    return read_verifier_key_file(Path(value))
+
+
 def _witnesses(paths: list[Path] | None) -> list[WitnessKey]:
     from glove.journal import read_witness_key_file
 
@@ -239,7 +274,10 @@ def _write_atomically(path: Path, data: bytes) -> None:
 
 def public_key_cmd(
     key: Path | None = typer.Option(
-        None, "--key", help="The signing key file (default: the one glove setup made)."
+        None,
+        "--key",
+        "--key-file",
+        help="The signing key file (default: the one glove setup made).",
     ),
 ) -> None:
     """Print the log's verifier key (C2SP signed-note format) for third parties."""
@@ -256,7 +294,11 @@ def export_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
         None, "--journal", help="The receipts journal directory (default: the state dir's)."
     ),
     key: Path | None = typer.Option(
-        None, "--key", help="The signing key file, to check the stored checkpoint with."
+        None,
+        "--key",
+        "--key-file",
+        help="The signing key file, to check the stored checkpoint with (default: the one "
+        "glove setup made).",
     ),
     since: Path | None = typer.Option(
         None,
@@ -370,7 +412,7 @@ def _check_projections(receipt: dict[str, Any], files: list[Path]) -> list[dict[
 
 def verify_cmd(
     bundle: Path = typer.Argument(..., help="The bundle file."),
-    public_key: Path = typer.Option(..., "--public-key", help="The log's verifier key file."),
+    public_key: str | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
     witness: list[Path] | None = typer.Option(None, "--witness", help=_WITNESS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     library: list[Path] | None = typer.Option(None, "--library", help=_LIBRARY_HELP),
@@ -381,12 +423,12 @@ def verify_cmd(
     --witness: a signature line of any other key is refused (exit 1), never ignored. Each
     --library FILE must hash to one of the receipt's projections (exit 4 otherwise).
     """
-    from glove.journal import read_verifier_key_file, verify_bundle
+    from glove.journal import verify_bundle
 
     checked: list[dict[str, Any]] = []
 
     def action() -> VerifiedReceipt:
-        verifier = read_verifier_key_file(public_key)
+        verifier = _verifier(public_key)
         witnesses = _witnesses(witness)
         verified = verify_bundle(_read(bundle, "bundle"), verifier, witnesses=witnesses)
         checked.extend(_check_projections(verified.receipt, library or []))
@@ -460,7 +502,7 @@ def _consistency(
 def consistency_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     old: Path = typer.Argument(..., help="The older checkpoint file or bundle."),
     new: Path = typer.Argument(..., help="The newer checkpoint file or bundle."),
-    public_key: Path = typer.Option(..., "--public-key", help="The log's verifier key file."),
+    public_key: str | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
     journal: Path | None = typer.Option(
         None, "--journal", help="A receipts journal to compute the proof from (the operator)."
     ),
@@ -468,10 +510,9 @@ def consistency_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Prove that NEW's tree extends OLD's: same log, nothing removed or changed."""
-    from glove.journal import read_verifier_key_file
 
     def action() -> tuple[SignedCheckpoint, SignedCheckpoint, str]:
-        verifier = read_verifier_key_file(public_key)
+        verifier = _verifier(public_key)
         return _consistency(old, new, verifier, journal, _witnesses(witness))
 
     old_head, new_head, how = _run("consistency", as_json, action)

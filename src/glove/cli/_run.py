@@ -9,7 +9,6 @@ orchestration is :func:`glove.run.run_agent`. See ``docs/mcp.md`` ("glove run").
 import argparse
 from typing import TYPE_CHECKING, Final
 
-from glove.run import add_sandbox_arguments, sandbox_options
 from glove.usage import UsageParser
 
 if TYPE_CHECKING:
@@ -28,6 +27,9 @@ _SUMMARY: Final = (
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``glove run`` argument parser: ``--config`` and every ``glove exec`` option."""
+    # glove.run (the sandbox) only once the command runs: `glove --help` lists this module.
+    from glove.run import add_sandbox_arguments
+
     parser = UsageParser(prog="glove run", description=_SUMMARY, epilog=EPILOG)
     parser.add_argument(
         "-c", "--config", required=True, metavar="FILE", help="mediator configuration (TOML)"
@@ -40,8 +42,9 @@ def main(argv: list[str]) -> int:
     """Parse ``argv`` (what follows ``glove run``), run the agent, return the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    from glove.run import run_agent, sandbox_options
+
     opts = sandbox_options(parser, args)
-    from glove.run import run_agent
 
     return run_agent(opts, args.config)
 

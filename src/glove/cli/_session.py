@@ -16,11 +16,21 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
-import typer
+from glove.cli._echo import echo
+from glove.exits import (
+    EXIT_DEADLINE,
+    EXIT_NOT_AN_EXIT,
+    EXIT_REFUSED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+)
 
-from glove.exits import EXIT_DEADLINE, EXIT_NOT_AN_EXIT, EXIT_REFUSED, EXIT_UNAVAILABLE
+# typer only where a command is registered: ``capabilities`` and ``session status`` also run
+# without it (glove.cli._fast calls show_capabilities and show_session_status).
+if TYPE_CHECKING:
+    import typer
 
 MAX_EXIT_STATUS: Final = 255
 #: How long one call may take (a create persists the plan; the default is generous).
@@ -33,9 +43,11 @@ T = TypeVar("T")
 _RUNTIME_HELP = "gloved's runtime directory (default: the one `glove doctor` names)."
 
 
-def _fail(verb: str, message: str, code: int) -> NoReturn:
-    typer.echo(f"glove {verb}: {message}", err=True)
-    raise typer.Exit(code)
+def _fail(verb: str, message: str, code: int, detail: list[str] | None = None) -> NoReturn:
+    echo(f"glove {verb}: {message}", err=True)
+    for line in detail or ():
+        echo(line, err=True)
+    raise SystemExit(code)
 
 
 def _with_client(verb: str, runtime_dir: Path | None, action: Callable[[Any], T]) -> T:
@@ -47,20 +59,41 @@ def _with_client(verb: str, runtime_dir: Path | None, action: Callable[[Any], T]
             return action(client)
     except RemoteError as exc:
         if exc.code == "method_not_found":
-            _fail(
-                verb,
-                f"{exc.message} (gloved runs no sessions: see `glove capabilities`)",
-                EXIT_REFUSED,
-            )
+            _fail(verb, _no_sessions(runtime_dir, exc.message), EXIT_REFUSED)
+        if exc.code == "invalid_params":  # an option's value the daemon cannot take
+            _fail(verb, f"{exc.code}: {exc.message} (see glove {verb} --help)", EXIT_USAGE)
         _fail(verb, f"{exc.code}: {exc.message}", EXIT_REFUSED)
     except DaemonUnavailable as exc:
-        _fail(verb, f"{exc} (start it with `glove daemon install` or `gloved`)", EXIT_UNAVAILABLE)
+        _fail(verb, str(exc), EXIT_UNAVAILABLE)
     except ControlError as exc:
         _fail(verb, str(exc), EXIT_REFUSED)
 
 
+def _no_sessions(runtime_dir: Path | None, message: str) -> str:
+    """Why gloved has no session methods, and what to do: its capabilities' reason.
+
+    A gloved started before ``glove setup`` runs on without sessions; the line says so and
+    names the fix (set up, then restart gloved) rather than the method it lacks.
+    """
+    from glove.control import Client, ControlError
+
+    try:
+        with Client.for_runtime_dir(runtime_dir, timeout=CALL_TIMEOUT_S) as client:
+            reason = client.call("capabilities").get("reason")
+    except ControlError:
+        reason = None
+    if not reason:
+        return f"{message} (gloved runs no sessions: see `glove capabilities`)"
+    if "glove setup" in reason:
+        return (
+            f"gloved runs no sessions: it was started before `glove setup` ({reason}); "
+            "run `glove setup`, then restart gloved"
+        )
+    return f"gloved runs no sessions: {reason}"
+
+
 def _print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, sort_keys=True))
+    echo(json.dumps(value, sort_keys=True))
 
 
 def _read_plan(verb: str, path: Path) -> str:
@@ -122,6 +155,9 @@ def _session_rows(sessions: list[dict[str, Any]]) -> list[list[str]]:
     return rows
 
 
+#: The states ``glove session list --state`` takes (a session's life, in order).
+SESSION_STATES: Final = ("created", "preparing", "composed", "running", "finalizing", "terminal")
+
 _SESSION_HEADERS: Final = ["SESSION", "STATE", "HARNESS", "OUTCOME", "RECEIPT", "CREATED"]
 
 
@@ -135,6 +171,37 @@ def wait_exit_code(view: dict[str, Any]) -> int:
     return EXIT_NOT_AN_EXIT
 
 
+def show_capabilities(as_json: bool, runtime_dir: Path | None) -> None:
+    """``glove capabilities``: one call, printed as a report or JSON (no typer needed)."""
+    caps = _with_client("capabilities", runtime_dir, lambda c: c.call("capabilities"))
+    if as_json:
+        _print_json(caps)
+        return
+    state = "operational" if caps["lifecycle_operational"] else "not operational"
+    echo(f"schema {caps['schema_version']}, protocol {caps['protocol']}: {state}")
+    if caps.get("reason"):
+        echo(f"reason: {caps['reason']}")
+    echo(f"backend: {caps.get('backend', '-')}")
+    echo(f"runtimes: {', '.join(caps['runtimes']) or '-'}")
+    echo(f"networks: {', '.join(caps['networks']) or '-'}")
+    echo(f"terminals: {', '.join(caps['terminals']) or '-'}")
+    rows = [[name, mech] for name, mech in sorted(caps["limits"].items())]
+    echo(_table(rows, ["LIMIT", "MECHANISM"]))
+
+
+def show_session_status(session_id: str, as_json: bool, runtime_dir: Path | None) -> None:
+    """``glove session status``: one call, printed as a one-row table or JSON (no typer)."""
+    view = _with_client(
+        "session status",
+        runtime_dir,
+        lambda c: c.call("session.status", {"session_id": session_id}),
+    )
+    if as_json:
+        _print_json(view)
+    else:
+        echo(_table(_session_rows([view]), _SESSION_HEADERS))
+
+
 def register(app: typer.Typer) -> None:
     """Add ``init``, ``capabilities``, ``plan`` and ``session`` to ``app``."""
     _register_init(app)
@@ -144,6 +211,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _register_init(app: typer.Typer) -> None:
+    import typer
+
     @app.command("init")
     def init_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
         alias: str = typer.Argument(..., help="The name plans use for this directory."),
@@ -158,16 +227,21 @@ def _register_init(app: typer.Typer) -> None:
     ) -> None:
         """Expose a directory to sessions by alias (pinned, generation-bound), or revoke it."""
         if mode not in ("ro", "rw"):
-            _fail("init", f"--mode must be ro or rw, not {mode!r}", 64)
+            _fail("init", f"--mode must be ro or rw, not {mode!r}", EXIT_USAGE)
         if revoke:
             if path is not None:
-                _fail("init", "--revoke takes the alias only", 64)
+                _fail("init", "--revoke takes the alias only", EXIT_USAGE)
             result = _with_client(
                 "init", runtime_dir, lambda c: c.call("exposure.revoke", {"alias": alias})
             )
         else:
             if path is None:
-                _fail("init", "give the directory to expose: glove init ALIAS PATH", 64)
+                _fail(
+                    "init",
+                    f"give the directory to expose: `glove init {alias} PATH` (this "
+                    f"directory: `glove init {alias} {Path.cwd()}`)",
+                    EXIT_USAGE,
+                )
             params: dict[str, Any] = {
                 "alias": alias,
                 "path": str(Path.cwd() / path) if not path.is_absolute() else str(path),
@@ -188,29 +262,20 @@ def _register_init(app: typer.Typer) -> None:
 
 
 def _register_capabilities(app: typer.Typer) -> None:
+    import typer
+
     @app.command("capabilities")
     def capabilities_cmd(
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """What this gloved can run: schema, runtimes, each limit's mechanism."""
-        caps = _with_client("capabilities", runtime_dir, lambda c: c.call("capabilities"))
-        if as_json:
-            _print_json(caps)
-            return
-        state = "operational" if caps["lifecycle_operational"] else "not operational"
-        typer.echo(f"schema {caps['schema_version']}, protocol {caps['protocol']}: {state}")
-        if caps.get("reason"):
-            typer.echo(f"reason: {caps['reason']}")
-        typer.echo(f"backend: {caps.get('backend', '-')}")
-        typer.echo(f"runtimes: {', '.join(caps['runtimes']) or '-'}")
-        typer.echo(f"networks: {', '.join(caps['networks']) or '-'}")
-        typer.echo(f"terminals: {', '.join(caps['terminals']) or '-'}")
-        rows = [[name, mech] for name, mech in sorted(caps["limits"].items())]
-        typer.echo(_table(rows, ["LIMIT", "MECHANISM"]))
+        show_capabilities(as_json, runtime_dir)
 
 
 def _register_plan(app: typer.Typer) -> None:
+    import typer
+
     plan = typer.Typer(help="Check plans against this gloved's local policy.")
 
     @plan.command("validate")
@@ -239,6 +304,8 @@ def _register_plan(app: typer.Typer) -> None:
 
 
 def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure per verb
+    import typer
+
     session = typer.Typer(help="Create, watch and stop gloved sessions.", no_args_is_help=True)
 
     @session.command("create")
@@ -256,12 +323,19 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
             try:
                 return client.call("session.create", {"plan": text})
             except RemoteError as exc:
-                if exc.code == "invalid_plan" and isinstance(exc.data, dict):
-                    if as_json:
-                        _print_json({"valid": False, "errors": exc.data.get("errors", [])})
-                    for problem in exc.data.get("errors", []):
-                        typer.echo(f"  {problem['path']}: {problem['message']}", err=True)
-                raise
+                errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
+                if exc.code != "invalid_plan" or not errors:
+                    raise
+                if as_json:
+                    _print_json({"valid": False, "errors": errors})
+                # Each problem once: the summary line does not repeat the first one.
+                _fail(
+                    "session create",
+                    f"invalid_plan: plan refused ({len(errors)} "
+                    f"problem{'s' if len(errors) != 1 else ''}):",
+                    EXIT_REFUSED,
+                    detail=[f"  {p['path']}: {p['message']}" for p in errors],
+                )
 
         view = _with_client("session create", runtime_dir, action)
         if as_json:
@@ -276,26 +350,27 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """A session's state, and its outcome once terminal."""
-        view = _with_client(
-            "session status",
-            runtime_dir,
-            lambda c: c.call("session.status", {"session_id": session_id}),
-        )
-        if as_json:
-            _print_json(view)
-        else:
-            typer.echo(_table(_session_rows([view]), _SESSION_HEADERS))
+        show_session_status(session_id, as_json, runtime_dir)
 
     @session.command("list")
     def list_cmd(
         state: str | None = typer.Option(None, "--state", help="Only sessions in this state."),
         after: str | None = typer.Option(None, "--after", help="Start after this session id."),
-        limit: int = typer.Option(100, "--limit", help="At most this many (1-500)."),
+        limit: int = typer.Option(100, "--limit", min=1, max=500, help="At most this many."),
         as_json: bool = typer.Option(False, "--json", help="Print the page as JSON."),
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """Sessions by id (paged; --after the last id for the next page)."""
         params: dict[str, Any] = {"limit": limit}
+        if state is not None and state not in SESSION_STATES:
+            from glove.usage import did_you_mean
+
+            _fail(
+                "session list",
+                f"--state {state!r} is not one of {', '.join(SESSION_STATES)}"
+                + did_you_mean(state, SESSION_STATES),
+                EXIT_USAGE,
+            )
         if state is not None:
             params["state"] = state
         if after is not None:
@@ -322,7 +397,7 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
 
         budget = timeout if timeout is not None else 24 * 3600.0
         if budget <= 0:
-            _fail("session wait", "--timeout must be positive", 64)
+            _fail("session wait", "--timeout must be positive", EXIT_USAGE)
 
         def action(client: Any) -> Any:
             last = None

@@ -6,37 +6,14 @@ follows (:func:`check_private` and the create/read helpers: refused, never repai
 gloved's configuration, decoded strictly (:class:`GlovedConfig`, :func:`load_gloved_config`).
 It sits low (docs/architecture.md, "Layers"): the control service, the session registry,
 ``glove setup`` and ``glove doctor`` all read it.
+
+The runtime directory's choice and the errors are imported with the package (every control
+client reads them); gloved.toml's schema and the owner-only file helpers on first use
+(PEP 562), so ``glove capabilities`` does not build gloved's config structs.
 """
 
-from glove.config._gloved_config import (
-    DEFAULT_MAX_RUNNING,
-    DEFAULT_TRANSCRIPT_BYTES,
-    MAX_CONFIG_BYTES,
-    MAX_PROJECTIONS,
-    MAX_RING_BYTES,
-    MAX_RUNNING_CEILING,
-    MIN_RING_BYTES,
-    PROJECTION_FORBIDDEN_TREES,
-    GlovedConfig,
-    HarnessConfig,
-    LocalLimits,
-    NetworkConfig,
-    ProjectionConfig,
-    SessionsConfig,
-    TerminalConfig,
-    load_gloved_config,
-    parse_gloved_config,
-)
-from glove.config._paths import (
-    DIR_MODE,
-    FILE_MODE,
-    GlovePaths,
-    check_private,
-    create_private_file,
-    ensure_private_dir,
-    glove_paths,
-    read_private_file,
-)
+from typing import TYPE_CHECKING, Any
+
 from glove.config._runtime_dir import (
     RUNTIME_DIR_NAME,
     STATE_RUNTIME_NAME,
@@ -46,6 +23,77 @@ from glove.config._runtime_dir import (
     glove_state_dir,
 )
 from glove.config.errors import ConfigError, GlovedConfigError, UnsafePath
+
+if TYPE_CHECKING:
+    from glove.config._gloved_config import (
+        DEFAULT_MAX_RUNNING,
+        DEFAULT_TRANSCRIPT_BYTES,
+        MAX_CONFIG_BYTES,
+        MAX_PROJECTIONS,
+        MAX_RING_BYTES,
+        MAX_RUNNING_CEILING,
+        MIN_RING_BYTES,
+        PROJECTION_FORBIDDEN_TREES,
+        GlovedConfig,
+        HarnessConfig,
+        LocalLimits,
+        NetworkConfig,
+        ProjectionConfig,
+        SessionsConfig,
+        TerminalConfig,
+        load_gloved_config,
+        parse_gloved_config,
+    )
+    from glove.config._paths import (
+        DIR_MODE,
+        FILE_MODE,
+        GlovePaths,
+        check_private,
+        create_private_file,
+        ensure_private_dir,
+        glove_paths,
+        read_private_file,
+    )
+
+_LAZY: dict[str, str] = {
+    "DEFAULT_MAX_RUNNING": "glove.config._gloved_config",
+    "DEFAULT_TRANSCRIPT_BYTES": "glove.config._gloved_config",
+    "GlovedConfig": "glove.config._gloved_config",
+    "HarnessConfig": "glove.config._gloved_config",
+    "LocalLimits": "glove.config._gloved_config",
+    "MAX_CONFIG_BYTES": "glove.config._gloved_config",
+    "MAX_PROJECTIONS": "glove.config._gloved_config",
+    "MAX_RING_BYTES": "glove.config._gloved_config",
+    "MAX_RUNNING_CEILING": "glove.config._gloved_config",
+    "MIN_RING_BYTES": "glove.config._gloved_config",
+    "NetworkConfig": "glove.config._gloved_config",
+    "PROJECTION_FORBIDDEN_TREES": "glove.config._gloved_config",
+    "ProjectionConfig": "glove.config._gloved_config",
+    "SessionsConfig": "glove.config._gloved_config",
+    "TerminalConfig": "glove.config._gloved_config",
+    "load_gloved_config": "glove.config._gloved_config",
+    "parse_gloved_config": "glove.config._gloved_config",
+    "DIR_MODE": "glove.config._paths",
+    "FILE_MODE": "glove.config._paths",
+    "GlovePaths": "glove.config._paths",
+    "check_private": "glove.config._paths",
+    "create_private_file": "glove.config._paths",
+    "ensure_private_dir": "glove.config._paths",
+    "glove_paths": "glove.config._paths",
+    "read_private_file": "glove.config._paths",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'glove.config' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_MAX_RUNNING",

@@ -5,39 +5,14 @@ The wire format and every error code: ``docs/protocol.md``. The server side:
 socket actor), :class:`Composition` (what a daemon composes around them; ``gloved``'s root
 tree is :func:`glove.daemon.build_root`). The client side: :class:`Client` (blocking),
 :class:`AsyncClient`, and the one-shot :func:`call`.
+
+Every name but the errors is imported from its module on first use (PEP 562): a blocking
+client (``glove capabilities``, ``glove session status``) loads :class:`Client` and its codec,
+never the server, the registry, the asyncio client or the notifier (issue 22).
 """
 
-# The runtime directory's choice is glove.config's (several layers read it); named here too.
-from glove.config import RuntimeDirChoice, choose_runtime_dir, glove_state_dir
-from glove.control._async_client import AsyncClient, AsyncStream
-from glove.control._auth import PeerCredentials, peer_credentials, peer_uid, read_secret
-from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
-from glove.control._client import Client, SyncStream, call
-from glove.control._composition import Composition
-from glove.control._connection import Limits
-from glove.control._notify import Notifier, ServiceNotifier
+from typing import TYPE_CHECKING, Any
 
-# The sd_notify datagram's codec, under a name that says whose message it decodes.
-from glove.control._notify_wire import decode_message as decode_notify_message
-from glove.control._paths import (
-    MAX_SOCKET_PATH_BYTES,
-    SOCKET_NAME,
-    RuntimePaths,
-    acquire_lock,
-    check_owner_only_dir,
-    default_runtime_dir,
-    long_socket_route,
-    prepare_runtime_dir,
-    socket_address,
-)
-from glove.control._registry import (
-    DEFAULT_STREAM_DEADLINE_S,
-    DEFAULT_UNARY_DEADLINE_S,
-    CallContext,
-    MethodRegistry,
-    MethodSpec,
-)
-from glove.control._server import ControlServer
 from glove.control.errors import (
     ClientClosed,
     ClientTimeout,
@@ -54,6 +29,89 @@ from glove.control.errors import (
     SocketPathTooLong,
     UnsafeRuntimeDir,
 )
+
+if TYPE_CHECKING:
+    # The runtime directory's choice is glove.config's (several layers read it); named here too.
+    from glove.config import RuntimeDirChoice, choose_runtime_dir, glove_state_dir
+    from glove.control._async_client import AsyncClient, AsyncStream
+    from glove.control._auth import PeerCredentials, peer_credentials, peer_uid, read_secret
+    from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
+    from glove.control._client import Client, SyncStream, call
+    from glove.control._composition import Composition
+    from glove.control._connection import Limits
+    from glove.control._notify import Notifier, ServiceNotifier
+
+    # The sd_notify datagram's codec, under a name that says whose message it decodes.
+    from glove.control._notify_wire import decode_message as decode_notify_message
+    from glove.control._paths import (
+        MAX_SOCKET_PATH_BYTES,
+        SOCKET_NAME,
+        RuntimePaths,
+        acquire_lock,
+        check_owner_only_dir,
+        default_runtime_dir,
+        long_socket_route,
+        prepare_runtime_dir,
+        socket_address,
+    )
+    from glove.control._registry import (
+        DEFAULT_STREAM_DEADLINE_S,
+        DEFAULT_UNARY_DEADLINE_S,
+        CallContext,
+        MethodRegistry,
+        MethodSpec,
+    )
+    from glove.control._server import ControlServer
+
+#: name -> (module, attribute) of every lazily imported name.
+_LAZY: dict[str, tuple[str, str]] = {
+    "RuntimeDirChoice": ("glove.config", "RuntimeDirChoice"),
+    "choose_runtime_dir": ("glove.config", "choose_runtime_dir"),
+    "glove_state_dir": ("glove.config", "glove_state_dir"),
+    "AsyncClient": ("glove.control._async_client", "AsyncClient"),
+    "AsyncStream": ("glove.control._async_client", "AsyncStream"),
+    "PeerCredentials": ("glove.control._auth", "PeerCredentials"),
+    "peer_credentials": ("glove.control._auth", "peer_credentials"),
+    "peer_uid": ("glove.control._auth", "peer_uid"),
+    "read_secret": ("glove.control._auth", "read_secret"),
+    "BuiltinMethods": ("glove.control._builtin", "BuiltinMethods"),
+    "CapabilitiesProvider": ("glove.control._builtin", "CapabilitiesProvider"),
+    "Client": ("glove.control._client", "Client"),
+    "SyncStream": ("glove.control._client", "SyncStream"),
+    "call": ("glove.control._client", "call"),
+    "Composition": ("glove.control._composition", "Composition"),
+    "Limits": ("glove.control._connection", "Limits"),
+    "Notifier": ("glove.control._notify", "Notifier"),
+    "ServiceNotifier": ("glove.control._notify", "ServiceNotifier"),
+    "decode_notify_message": ("glove.control._notify_wire", "decode_message"),
+    "MAX_SOCKET_PATH_BYTES": ("glove.control._paths", "MAX_SOCKET_PATH_BYTES"),
+    "RuntimePaths": ("glove.control._paths", "RuntimePaths"),
+    "SOCKET_NAME": ("glove.control._paths", "SOCKET_NAME"),
+    "acquire_lock": ("glove.control._paths", "acquire_lock"),
+    "check_owner_only_dir": ("glove.control._paths", "check_owner_only_dir"),
+    "default_runtime_dir": ("glove.control._paths", "default_runtime_dir"),
+    "long_socket_route": ("glove.control._paths", "long_socket_route"),
+    "prepare_runtime_dir": ("glove.control._paths", "prepare_runtime_dir"),
+    "socket_address": ("glove.control._paths", "socket_address"),
+    "CallContext": ("glove.control._registry", "CallContext"),
+    "DEFAULT_STREAM_DEADLINE_S": ("glove.control._registry", "DEFAULT_STREAM_DEADLINE_S"),
+    "DEFAULT_UNARY_DEADLINE_S": ("glove.control._registry", "DEFAULT_UNARY_DEADLINE_S"),
+    "MethodRegistry": ("glove.control._registry", "MethodRegistry"),
+    "MethodSpec": ("glove.control._registry", "MethodSpec"),
+    "ControlServer": ("glove.control._server", "ControlServer"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    where = _LAZY.get(name)
+    if where is None:
+        raise AttributeError(f"module 'glove.control' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(where[0]), where[1])
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_STREAM_DEADLINE_S",

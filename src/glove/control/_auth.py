@@ -23,9 +23,7 @@ starts again.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import os
-import secrets
 import socket
 import stat
 import struct
@@ -77,6 +75,8 @@ def write_secret(directory: Path) -> bytes:
         UnsafeRuntimeDir: ``directory`` is not an owner-only directory of ours.
         OSError: the file could not be written.
     """
+    import secrets  # the server's: a client never pays for hashlib and random
+
     check_owner_only_dir(directory)
     secret = secrets.token_hex(SECRET_BYTES).encode("ascii")
     dir_fd = os.open(directory, _DIR_FLAGS)
@@ -143,5 +143,7 @@ def read_secret(path: Path) -> str:
 
 def secret_matches(expected: bytes, offered: str) -> bool:
     """Compare a secret offered in ``hello`` with ours in constant time (for equal lengths)."""
+    import hmac  # the server's, like secrets above
+
     # surrogatepass: JSON may carry a lone surrogate, which plain UTF-8 cannot encode.
     return hmac.compare_digest(expected, offered.encode("utf-8", "surrogatepass"))

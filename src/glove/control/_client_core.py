@@ -90,7 +90,11 @@ def foreign(exc: BaseException, *, connecting: bool, where: Path) -> ControlErro
         return DaemonProtocolError(f"gloved sent an invalid reply: {exc}")
     if isinstance(exc, OSError):
         if connecting and exc.errno in _CONNECT_UNAVAILABLE:
-            hint = "start it with `gloved`" if exc.errno != errno.EACCES else "not ours?"
+            hint = (
+                "start it with `glove daemon install` or `gloved`"
+                if exc.errno != errno.EACCES
+                else "not ours?"
+            )
             return DaemonUnavailable(f"no gloved listens on {where} ({exc.strerror}); {hint}")
         if connecting:
             return DaemonUnavailable(f"cannot connect to {where}: {exc.strerror or exc}")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import logging
 import os
 import stat
 import sys
@@ -53,8 +52,6 @@ LOCK_STALE_GRACE_S: Final = 5.0
 LOCK_RETRY_S: Final = 0.05
 #: Bytes of a holder's command line shown in a message.
 MAX_SHOWN_CMDLINE: Final = 80
-
-_log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +222,9 @@ def _lock_or_wait(fd: int, paths: RuntimePaths, grace_s: float) -> None:
         who = f"gloved (pid {recorded})" if recorded is not None else "the gloved that took it"
         if deadline is None:
             deadline = time.monotonic() + grace_s
-            _log.warning(
+            import logging  # only here: a client that imports this module never logs
+
+            logging.getLogger(__name__).warning(
                 "%s is gone but its lock %s is still held by %s: waiting up to %.0f s",
                 who,
                 paths.lock,

@@ -106,5 +106,6 @@ def _compose(config: Path | None, runtime_dir: Path) -> Composition:
     if service.operational:
         _claim_cgroups()
     if service.reason is not None:
-        logging.getLogger("gloved").warning("sessions are off: %s", service.reason)
+        restart = ", then restart gloved" if "glove setup" in service.reason else ""
+        logging.getLogger("gloved").warning("sessions are off: %s%s", service.reason, restart)
     return service.composition()

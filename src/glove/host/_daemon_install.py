@@ -26,6 +26,7 @@ The rules:
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -66,9 +67,15 @@ from glove.host._service_managers import (
     ServiceState,
     SystemdUser,
     checked,
+    require_user_manager,
     run_tool,
 )
-from glove.host.errors import ServiceError, ServiceFileModified, ServiceManagerFailed
+from glove.host.errors import (
+    NoUserManager,
+    ServiceError,
+    ServiceFileModified,
+    ServiceManagerFailed,
+)
 
 FileAction = Literal["created", "updated", "replaced", "unchanged", "removed", "absent"]
 CONTROL_PROBE_DEADLINE_S = 2.0
@@ -282,6 +289,8 @@ def install(
             ],
             commands=activation_commands(layout),
         )
+    if layout.platform == "systemd":
+        require_user_manager(runner, os.environ)  # before anything is written
     state_dir = layout.manifest_path.parent
     created = [str(p) for p in make_dirs(state_dir, PRIVATE_DIR_MODE)]
     check_state_dir(state_dir)
@@ -348,8 +357,18 @@ def uninstall(
             raise _refuse_foreign(p, why, "removing")
     ran: list[Argv] = []
     notes: list[str] = []
+    manager_up = True
+    if layout.platform == "systemd":
+        try:
+            require_user_manager(runner, os.environ)
+        except NoUserManager:
+            # Nothing runs the service, so there is nothing to stop: the files go anyway.
+            manager_up = False
+            notes.append("no systemd user manager: nothing to stop; the files are removed")
 
     def tolerate(argv: Argv) -> None:
+        if not manager_up:
+            return
         try:
             ran.append(checked(runner, argv).argv)
         except ServiceManagerFailed as exc:
@@ -389,6 +408,8 @@ def control(
     layout = layout or default_layout()
     if not layout.service_path.exists():
         raise ServiceError(f"{layout.manager.service} is not installed: glove daemon install")
+    if layout.platform == "systemd":
+        require_user_manager(runner, os.environ)
     checked(runner, layout.manager.action(action))
     return query_state(layout, runner)
 
@@ -416,6 +437,8 @@ def status(*, layout: Layout | None = None, runner: Runner = run_tool) -> Daemon
     manager: ServiceState | None = None
     manager_error = None
     try:
+        if layout.platform == "systemd":
+            require_user_manager(runner, os.environ)
         manager = query_state(layout, runner)
     except ServiceManagerFailed as exc:
         manager_error = str(exc)

@@ -36,7 +36,7 @@ from typing import Final, Literal
 import msgspec
 
 from glove.host._service_units import LAUNCHD_LABEL, SYSTEMD_UNIT_NAME
-from glove.host.errors import ServiceManagerFailed
+from glove.host.errors import NoUserManager, ServiceManagerFailed
 
 Platform = Literal["systemd", "launchd"]
 Action = Literal["start", "stop", "restart"]
@@ -130,6 +130,52 @@ def checked(runner: Runner, argv: Sequence[str]) -> ToolResult:
     return result
 
 
+#: ``systemctl --user is-system-running`` words that mean a manager answers (``degraded``
+#: exits non-zero but runs units); ``offline`` or nothing means there is none to talk to.
+_MANAGER_UP: Final = frozenset(
+    {"running", "degraded", "starting", "initializing", "maintenance", "stopping"}
+)
+
+
+def require_user_manager(runner: Runner, environ: Mapping[str, str]) -> None:
+    """Refuse before anything is written when this user has no systemd user manager.
+
+    Raises:
+        NoUserManager: systemctl --user cannot reach one (the message says how to get one).
+    """
+    argv = SystemdUser().probe()
+    try:
+        result = runner(argv)
+    except ServiceManagerFailed as exc:  # systemctl missing, or it overran
+        raise NoUserManager(argv, exc.returncode, exc.stderr, str(exc)) from exc
+    word = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    if word in _MANAGER_UP:
+        return
+    said = (result.stderr.strip().splitlines() or [word or "no answer"])[-1]
+    runtime = environ.get("XDG_RUNTIME_DIR")
+    where = f"XDG_RUNTIME_DIR={runtime}" if runtime else "XDG_RUNTIME_DIR is not set"
+    user = environ.get("USER") or environ.get("LOGNAME") or _user_name()
+    raise NoUserManager(
+        argv,
+        result.returncode,
+        result.stderr.strip()[-MAX_STDERR_CHARS:],
+        f"this user has no systemd user manager (`{display(argv)}`: {said}; {where}): log "
+        f"in through a login session (ssh, a console; not su or sudo), or keep one running "
+        f"with `loginctl enable-linger {user}` (as root: `sudo loginctl enable-linger {user}`), "
+        "then run glove daemon install again; or start `gloved` yourself",
+    )
+
+
+def _user_name() -> str:
+    import os
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return "$USER"
+
+
 class ServiceState(msgspec.Struct, frozen=True):
     """What the service manager says about the unit (fields it does not report are None).
 
@@ -160,6 +206,10 @@ class SystemdUser:
     def reload(self) -> Argv:
         """Make the manager re-read unit files."""
         return ["systemctl", "--user", "daemon-reload"]
+
+    def probe(self) -> Argv:
+        """Ask whether this user's manager runs at all (its one-word state)."""
+        return ["systemctl", "--user", "is-system-running"]
 
     def activate(self) -> Argv:
         """Enable at login and start now."""

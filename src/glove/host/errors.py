@@ -12,6 +12,7 @@
             ├── ServiceFileModified      an installed file is not what install wrote (--force)
             ├── ManifestError            the install manifest is unreadable or not ours
             └── ServiceManagerFailed     systemctl/launchctl failed (its argv and stderr)
+                └── NoUserManager        this user has no systemd user manager to talk to
 
 ``UnsafePath`` and ``GlovedConfigError``, which this module names too, are
 :mod:`glove.config`'s (``glove.config.errors``): Glove's own files and gloved.toml are read
@@ -96,3 +97,8 @@ class ServiceManagerFailed(ServiceError):
         self.argv = list(argv)
         self.returncode = returncode
         self.stderr = stderr
+
+
+class NoUserManager(ServiceManagerFailed):
+    """This user has no systemd user manager (no login session, no lingering): the message
+    says how to get one (``loginctl enable-linger``, a login session)."""

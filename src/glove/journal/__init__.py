@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from glove.journal._codec import MAX_PAYLOAD_BYTES, MAX_RECORD_BYTES, RecordKind
     from glove.journal._entries import Entry, iter_entries, read_entry_at
+    from glove.journal._group import GroupCommit, SyncPacer
     from glove.journal._handle import APPEND_TIMEOUT_S, CLOSE_TIMEOUT_S, Journal, open_journal
     from glove.journal._keyfile import (
         default_signing_key_path,
@@ -111,6 +112,7 @@ _EXPORTS: dict[str, str] = {
     "Entry": "glove.journal._entries",
     "EntryMismatch": "glove.journal.errors",
     "FileStat": "glove.journal._storage",
+    "GroupCommit": "glove.journal._group",
     "Journal": "glove.journal._handle",
     "JournalChanged": "glove.journal.errors",
     "JournalClosed": "glove.journal.errors",
@@ -147,6 +149,7 @@ _EXPORTS: dict[str, str] = {
     "SigningKeyError": "glove.journal.errors",
     "SigningKeyUnsafe": "glove.journal.errors",
     "Storage": "glove.journal._storage",
+    "SyncPacer": "glove.journal._group",
     "TailReport": "glove.journal._verify",
     "TransparencyLog": "glove.journal._tlog",
     "UnsupportedFormat": "glove.journal.errors",
@@ -218,6 +221,7 @@ __all__ = [
     "Entry",
     "EntryMismatch",
     "FileStat",
+    "GroupCommit",
     "Journal",
     "JournalChanged",
     "JournalClosed",
@@ -255,6 +259,7 @@ __all__ = [
     "SigningKeyError",
     "SigningKeyUnsafe",
     "Storage",
+    "SyncPacer",
     "TailReport",
     "TransparencyLog",
     "UnsupportedFormat",

@@ -33,7 +33,7 @@ from glove.journal._codec import (
     encode_header,
     state_byte_offset,
 )
-from glove.journal._recovery import SegmentScan, scan_chain
+from glove.journal._recovery import SegmentScan, TailKind, scan_chain
 from glove.journal._storage import Storage
 from glove.journal.errors import JournalCorrupt, JournalTampered
 
@@ -106,6 +106,23 @@ class TailCut:
     length: int
     kind: str
     kept_in: str
+
+
+def is_prealloc_tail(scan: SegmentScan) -> bool:
+    """Whether the segment's tail is its writer's zero-filled region, not damage.
+
+    Only a segment that was open (ONLINE) has one: the writer cuts it off before it seals or
+    closes a segment. Zeros from a record boundary to the end are what a crash leaves of a
+    batch that never reached the disk, or the region no batch reached yet; either way no
+    acknowledged record is there (every acknowledged record was written and synced whole,
+    and its bytes are not zero: a record starts with its magic).
+    """
+    return (
+        scan.tail is not None
+        and scan.tail.kind is TailKind.ZERO
+        and scan.header.state is SegmentState.ONLINE
+        and not scan.sealed
+    )
 
 
 def cut_tail(storage: Storage, path: str, scan: SegmentScan, *, allow_clean: bool) -> TailCut:

@@ -123,7 +123,7 @@ def verify(
             clean=last.header.state is not SegmentState.ONLINE,
             checkpoint=ck_text,
         )
-        if last.tail is not None:
+        if last.tail is not None and not _layout.is_prealloc_tail(last):
             tail = last.tail
             return msgspec.structs.replace(
                 base,
@@ -209,7 +209,7 @@ def repair(
     actions: list[str] = []
     if truncate_at is None:
         scans = _layout.load_segments(store, where, key)
-        if scans and scans[-1].tail is not None:
+        if scans and scans[-1].tail is not None and not _layout.is_prealloc_tail(scans[-1]):
             cut = _layout.cut_tail(store, where, scans[-1], allow_clean=True)
             actions.append(
                 f"cut {cut.kind} tail of {cut.length} bytes at {cut.segment}:{cut.offset} "

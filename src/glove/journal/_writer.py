@@ -49,6 +49,7 @@ from glove.journal._codec import (
     encode_record,
 )
 from glove.journal._entries import Entry
+from glove.journal._group import GroupCommit, SyncPacer
 from glove.journal._layout import TailCut
 from glove.journal._limits import ON_FULL, JournalKind, JournalLimits, OnFull
 from glove.journal._pages import read_receipts
@@ -78,6 +79,10 @@ MAX_BATCH_RECORDS: Final = 1024
 """Most records one group commit writes before its fdatasync."""
 MAX_PENDING_APPENDS: Final = 8192
 """Most appends waiting for a batch; beyond it an append gets ``Busy`` (back off)."""
+PREALLOC_BYTES: Final = 1024 * 1024
+"""The active segment is zero-filled this far ahead of its last record, so an append
+overwrites blocks that already exist and its fdatasync changes no metadata (decision 0045)."""
+_ZEROS: Final = bytes(64 * 1024)
 SEAL_PAYLOAD: Final = struct.Struct("<QQ")  # segment number, records in the segment
 SEAL_RESERVE_BYTES: Final = RECORD_OVERHEAD_BYTES + SEAL_PAYLOAD.size
 _FULL_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
@@ -138,6 +143,7 @@ class _Pending:
     kind: int
     t_ns: int
     future: asyncio.Future[Receipt]
+    receipt: Receipt | None = None
 
 
 @dataclass(slots=True)
@@ -183,10 +189,11 @@ class JournalWriter(Actor):
         self._clock = clock
         self._state: WriterState = "open"
         self._lock_fd = -1
-        self._fd = -1
-        self._rw_fd = -1
+        self._fd = -1  # the active segment, read-write: records are pwrite(2)n at _size
+        self._seg_path = ""
         self._ino = -1
-        self._size = 0
+        self._size = 0  # end of the last record
+        self._alloc_end = 0  # end of the file: _size plus the zero-filled region ahead
         self._count = 0
         self._journal_id = b""
         self._seq = 0
@@ -194,7 +201,12 @@ class JournalWriter(Actor):
         self._durable_seq = 0
         self._acked = 0
         self._segments: list[_Segment] = []
-        self._queue: list[_Pending] = []
+        self._core: GroupCommit[_Pending] = GroupCommit(
+            max_batch=MAX_BATCH_RECORDS, max_pending=MAX_PENDING_APPENDS
+        )
+        self.pacer = SyncPacer()
+        """Decides whether a small commit runs on the loop or in the executor (0045)."""
+        self._sync_s = 0.0  # time the last commit spent in fdatasync
         self._flushing = False
         self._idle = asyncio.Event()
         self._idle.set()
@@ -231,10 +243,9 @@ class JournalWriter(Actor):
 
     async def on_stop(self) -> None:
         """Fail what is still queued, mark the segment OFFLINE if healthy, release the files."""
-        for item in self._queue:
+        for item in self._core.fail():
             if not item.future.done():
                 item.future.set_exception(JournalClosed(f"journal {self.path} closed"))
-        self._queue.clear()
         await self.run_blocking(self._close_blocking)
 
     async def handle(self, msg: object) -> object:
@@ -254,78 +265,149 @@ class JournalWriter(Actor):
         if isinstance(msg, CloseRequest):
             if self._state == "open":
                 self._state = "closing"
+                self._core.close()
             await self._idle.wait()
             return None
         raise TypeError(f"journal writer got unexpected message {type(msg).__name__}")
 
     # -- appends and group commit -------------------------------------------------------------
 
-    def _append(self, msg: AppendRequest) -> Deferred:
+    def _refusal(self, msg: AppendRequest) -> BaseException | None:
         if self._state != "open":
             cls = JournalFailed if self._state == "failed" else JournalClosed
-            return _failed_future(cls(f"journal {self.path} is {self._state}"))
+            return cls(f"journal {self.path} is {self._state}")
         if msg.kind not in RECEIPT_KINDS:
-            return _failed_future(ValueError(f"record kind {msg.kind} cannot be appended"))
+            return ValueError(f"record kind {msg.kind} cannot be appended")
         room = self.limits.max_segment_bytes - HEADER_BYTES - SEAL_RESERVE_BYTES
         if len(msg.payload) > min(MAX_PAYLOAD_BYTES, room - RECORD_OVERHEAD_BYTES):
-            return _failed_future(
-                RecordTooLarge(f"payload of {len(msg.payload)} bytes cannot fit one record")
-            )
-        if len(self._queue) >= MAX_PENDING_APPENDS:
-            return _failed_future(Busy(self.name, MAX_PENDING_APPENDS))
+            return RecordTooLarge(f"payload of {len(msg.payload)} bytes cannot fit one record")
+        if self._core.admit() != "ok":
+            return Busy(self.name, MAX_PENDING_APPENDS)
+        return None
+
+    def _append(self, msg: AppendRequest) -> Deferred:
+        refusal = self._refusal(msg)
+        if refusal is not None:
+            return _failed_future(refusal)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Receipt] = loop.create_future()
-        self._queue.append(_Pending(msg.payload, msg.kind, self._clock(), future))
-        if not self._flushing:
-            self._flushing = True
-            self._idle.clear()
-            self.spawn_task(self._flush(), name="group-commit")
+        self._core.submit(_Pending(msg.payload, msg.kind, self._clock(), future))
+        if self._flushing:
+            return Deferred(future)
+        if self.mailbox_depth == 0 and self._core.queued == 1:
+            # Idle: nobody else is waiting to be batched with this append, so it commits
+            # here, in the handler: no group-commit task, and on the loop if the pacer lets.
+            batch = self._core.next_batch()
+            if self._on_loop(batch):
+                try:
+                    self._commit_here(batch)
+                except Exception:
+                    raise
+                except BaseException as exc:
+                    # Out of a handler only an Exception crashes the actor cleanly (the
+                    # askers were failed already): a simulated power cut becomes one.
+                    raise JournalFailed(f"journal {self.path} stopped: {exc!r}") from exc
+                return Deferred(future)
+            self._core.requeue(batch)
+        self._flushing = True
+        self._idle.clear()
+        self.spawn_task(self._flush(), name="group-commit")
         return Deferred(future)
 
+    def _on_loop(self, batch: list[_Pending]) -> bool:
+        """Whether ``batch`` may be committed on the loop: small, quick syncs lately, and
+        inside the zero-filled region of the segment (no rotation, no extension)."""
+        nbytes = sum(RECORD_OVERHEAD_BYTES + len(item.payload) for item in batch)
+        return (
+            self.pacer.inline(len(batch), nbytes)
+            and self._size + nbytes <= self._alloc_end
+            and self._fits(nbytes, len(batch))
+        )
+
     async def _flush(self) -> None:
+        # One batch at a time, each written and fdatasync'ed before the next is written:
+        # recovery's batch rule (see _codec) relies on it, so the journal never overlaps a
+        # batch's writes with the previous batch's sync.
         try:
-            while self._queue:
-                batch = self._queue[:MAX_BATCH_RECORDS]
-                del self._queue[:MAX_BATCH_RECORDS]
+            while batch := self._core.next_batch():
+                if self._on_loop(batch):
+                    self._commit_here(batch)
+                    continue
                 try:
                     receipts, error = await self.run_blocking(self._commit_blocking, batch)
-                except (JournalFailed, JournalChanged) as exc:
-                    self._fail_all(batch, exc)
-                    raise
-                except OSError as exc:
-                    fatal = JournalFailed(f"journal {self.path} failed: {exc}")
-                    self._fail_all(batch, fatal)
-                    raise fatal from exc
                 except BaseException as exc:
-                    # Cancelled mid-commit, or the storage itself went away: nothing in the
-                    # batch may be acknowledged, and the askers must not wait for a deadline.
-                    self._fail_all(batch, JournalFailed(f"journal {self.path} stopped: {exc!r}"))
-                    raise
-                committed, self._committed = self._committed, []
-                try:
-                    for listener in list(self._listeners):
-                        listener(committed)
-                except Exception as exc:
-                    fatal = JournalFailed(f"journal {self.path}: a commit listener failed: {exc}")
-                    self._fail_all(batch, fatal)
-                    raise fatal from exc
-                for item, receipt in zip(batch, receipts, strict=False):
-                    if not item.future.done():
-                        item.future.set_result(receipt)
-                if error is not None:
-                    for item in batch[len(receipts) :]:
-                        if not item.future.done():
-                            item.future.set_exception(error)
+                    raise self._failed(batch, exc) from exc
+                if receipts:
+                    self.pacer.observe(self._sync_s, inline=False)
+                self._deliver(batch, receipts, error)
         finally:
             self._flushing = False
             self._idle.set()
 
+    def _commit_here(self, batch: list[_Pending]) -> None:
+        """Commit ``batch`` on the loop, now (small, inside the zero region, quick syncs).
+
+        Raises:
+            JournalFailed, JournalChanged: as the executor path (the batch is failed first).
+        """
+        try:
+            receipts, error = self._commit_blocking(batch)
+        except BaseException as exc:
+            raise self._failed(batch, exc) from exc
+        if receipts:
+            self.pacer.observe(self._sync_s, inline=True)
+        self._deliver(batch, receipts, error)
+
+    def _failed(self, batch: list[_Pending], exc: BaseException) -> BaseException:
+        """Fail ``batch`` and everything queued for ``exc``; return what to raise."""
+        if isinstance(exc, JournalFailed | JournalChanged):
+            self._fail_all(batch, exc)
+            return exc
+        if isinstance(exc, OSError):
+            fatal = JournalFailed(f"journal {self.path} failed: {exc}")
+            self._fail_all(batch, fatal)
+            return fatal
+        # Cancelled mid-commit, or the storage itself went away: nothing in the batch may be
+        # acknowledged, and the askers must not wait for a deadline.
+        self._fail_all(batch, JournalFailed(f"journal {self.path} stopped: {exc!r}"))
+        return exc
+
+    def _deliver(
+        self, batch: list[_Pending], receipts: list[Receipt], error: JournalError | None
+    ) -> None:
+        """Tell the listeners, then acknowledge the batch's durable records.
+
+        Raises:
+            JournalFailed: a commit listener failed (the batch is failed with it).
+        """
+        committed, self._committed = self._committed, []
+        try:
+            for listener in list(self._listeners):
+                listener(committed)
+        except Exception as exc:
+            fatal = JournalFailed(f"journal {self.path}: a commit listener failed: {exc}")
+            self._fail_all(batch, fatal)
+            raise fatal from exc
+        for item, receipt in zip(batch, receipts, strict=False):
+            item.receipt = receipt
+        done = [(r.seq, item) for item, r in zip(batch, receipts, strict=False)]
+        self._core.written(done, self._seq)
+        self._core.refused(len(batch) - len(receipts))
+        # The batch's fdatasync already ran: everything written is durable.
+        target = self._core.sync_target()
+        for item in self._core.synced(target if target is not None else self._seq):
+            if not item.future.done() and item.receipt is not None:
+                item.future.set_result(item.receipt)
+        if error is not None:
+            for item in batch[len(receipts) :]:
+                if not item.future.done():
+                    item.future.set_exception(error)
+
     def _fail_all(self, batch: list[_Pending], exc: JournalError) -> None:
         self._state = "failed"
-        for item in [*batch, *self._queue]:
+        for item in [*batch, *self._core.fail()]:
             if not item.future.done():
                 item.future.set_exception(exc)
-        self._queue.clear()
 
     # -- blocking side: open, commit, rotate, close -------------------------------------------
 
@@ -360,7 +442,13 @@ class JournalWriter(Actor):
                 raise UnsupportedFormat(
                     f"journal {path} is of kind {last.header.journal_kind}, not {int(self.kind)}"
                 )
-            if last.tail is not None:
+            # A zero tail of a segment that was open is the writer's own zero-filled region
+            # (PREALLOC_BYTES): nothing was ever written there, so it is kept as it is and
+            # not reported. Anything else past the last good record is cut (and kept aside).
+            alloc_end = last.good_end
+            if last.tail is not None and _layout.is_prealloc_tail(last):
+                alloc_end = last.good_end + last.tail.length
+            elif last.tail is not None:
                 self.recovered.append(_layout.cut_tail(storage, path, last, allow_clean=False))
                 last = scan_segment(
                     storage.read_file(str(Path(path) / last.name)),
@@ -376,17 +464,20 @@ class JournalWriter(Actor):
             ]
             self._seq, self._tag = last.end.seq, last.end.tag
             self._durable_seq = self._seq
+            self._core = GroupCommit(
+                max_batch=MAX_BATCH_RECORDS, max_pending=MAX_PENDING_APPENDS, durable=self._seq
+            )
             self._acked = self._load_ack(scans[0].header.first_seq - 1)
+            self._open_active(last.name, last.good_end, last.count, alloc_end)
             if last.sealed:
-                self._open_active(last.name, last.good_end, last.count)
+                # Crashed between the seal and the end of the rotation: finish it.
+                self._release_prealloc()
                 if last.header.state is not SegmentState.SEALED:
-                    _layout.set_state(storage, self._rw_fd, SegmentState.SEALED)
+                    _layout.set_state(storage, self._fd, SegmentState.SEALED)
                 self._close_active()
                 self._start_next_segment_blocking(last.header.segment + 1)
-            else:
-                self._open_active(last.name, last.good_end, last.count)
-                if last.header.state is not SegmentState.ONLINE:
-                    _layout.set_state(storage, self._rw_fd, SegmentState.ONLINE)
+            elif last.header.state is not SegmentState.ONLINE:
+                _layout.set_state(storage, self._fd, SegmentState.ONLINE)
         except OSError as exc:
             raise JournalFailed(f"cannot recover journal {path}: {exc}") from exc
 
@@ -397,20 +488,56 @@ class JournalWriter(Actor):
         seq, _tag = decode_ack(self._key, self._journal_id, self._storage.read_file(ack_path))
         return max(seq, floor)
 
-    def _open_active(self, name: str, size: int, count: int) -> None:
+    def _open_active(self, name: str, size: int, count: int, alloc_end: int) -> None:
         seg_path = str(Path(self.path) / name)
-        self._fd = self._storage.open_append(seg_path, create=False)
-        self._rw_fd = self._storage.open_rw(seg_path)
+        self._seg_path = seg_path
+        self._fd = self._storage.open_rw(seg_path)
         stat = self._storage.fstat(self._fd)
-        if stat.size != size:
+        if stat.size != alloc_end:
             raise JournalChanged(f"segment {name} changed size while it was being opened")
-        self._ino, self._size, self._count = stat.ino, size, count
+        self._ino, self._size, self._count, self._alloc_end = stat.ino, size, count, alloc_end
 
     def _close_active(self) -> None:
-        for fd in (self._fd, self._rw_fd):
-            if fd >= 0:
-                self._storage.close(fd)
-        self._fd = self._rw_fd = -1
+        if self._fd >= 0:
+            self._storage.close(self._fd)
+        self._fd = -1
+
+    def _release_prealloc(self) -> None:
+        """Cut the zero-filled region off, so a sealed or closed segment ends at its last
+        record (the format readers of closed journals know); the caller's state change
+        fdatasyncs the new size."""
+        if self._alloc_end > self._size:
+            self._storage.ftruncate(self._fd, self._size)
+            self._alloc_end = self._size
+
+    def _extend_blocking(self, needed: int) -> None:
+        """Zero-fill the segment at least ``needed`` bytes past its last record.
+
+        The zeros are written for real (not ``fallocate``d): an unwritten extent would make
+        each append's fdatasync convert it, a metadata change; written blocks make the later
+        appends pure overwrites. The batch's own fdatasync makes the zeros durable with it.
+
+        Raises:
+            JournalFull: the disk has no room for them (the segment is cut back first).
+            JournalFailed: another write error.
+        """
+        limit = self.limits.max_segment_bytes
+        end = min(limit, max(self._size + needed, self._alloc_end + PREALLOC_BYTES))
+        at = self._alloc_end
+        while at < end:
+            chunk = _ZEROS[: min(len(_ZEROS), end - at)]
+            try:
+                written = self._storage.pwrite(self._fd, chunk, at)
+            except OSError as exc:
+                if exc.errno not in _FULL_ERRNOS:
+                    raise JournalFailed(f"extending journal {self.path} failed: {exc}") from exc
+                self._cut_back(self._alloc_end, 0)
+                raise JournalFull(f"journal {self.path}: {exc.strerror}") from exc
+            if written <= 0:
+                self._cut_back(self._alloc_end, 0)
+                raise JournalFull(f"journal {self.path}: short write extending the segment")
+            at += written
+        self._alloc_end = end
 
     def _create_segment_blocking(
         self, journal_id: bytes, number: int, first_seq: int, start_tag: bytes
@@ -430,7 +557,7 @@ class JournalWriter(Actor):
         self._prune_blocking()
         self._create_segment_blocking(self._journal_id, number, self._seq + 1, self._tag)
         self._segments.append(_Segment(number, self._seq + 1, self._seq, HEADER_BYTES))
-        self._open_active(_layout.segment_name(number), HEADER_BYTES, 0)
+        self._open_active(_layout.segment_name(number), HEADER_BYTES, 0, HEADER_BYTES)
 
     def _prune_blocking(self) -> None:
         while len(self._segments) >= self.limits.max_segments:
@@ -468,14 +595,14 @@ class JournalWriter(Actor):
 
     def _check_file(self) -> None:
         stat = self._storage.fstat(self._fd)
-        active = _layout.segment_name(self._segments[-1].number)
-        if stat.ino != self._ino or stat.size != self._size:
+        active = self._seg_path.rsplit("/", 1)[-1]
+        if stat.ino != self._ino or stat.size != self._alloc_end:
             raise JournalChanged(
-                f"segment {active} is {stat.size} bytes, the writer expected {self._size}: "
+                f"segment {active} is {stat.size} bytes, the writer expected {self._alloc_end}: "
                 "it was truncated or grown outside the writer"
             )
         try:
-            on_disk = self._storage.stat(str(Path(self.path) / active))
+            on_disk = self._storage.stat(self._seg_path)
         except FileNotFoundError as exc:
             raise JournalChanged(f"segment {active} was removed outside the writer") from exc
         if on_disk.ino != self._ino:
@@ -527,6 +654,7 @@ class JournalWriter(Actor):
         segment = self._segments[-1]
         marks: list[IndexEntry] = []
         offsets: list[int] = []
+        records: list[bytes] = []
         for pos, item in enumerate(items):
             seq += 1
             body = encode_body(seq, item.t_ns, item.kind, item.payload, pos)
@@ -534,37 +662,61 @@ class JournalWriter(Actor):
                 marks.append((seq, size, tag))
             tag = _chain.record_tag(self._key, self._journal_id, tag, seq, body)
             record = encode_record(body, tag)
-            try:
-                written = storage.write(self._fd, record)
-            except OSError as exc:
-                if exc.errno not in _FULL_ERRNOS:
-                    raise JournalFailed(f"write to journal {self.path} failed: {exc}") from exc
-                self._cut_back(start_size)
-                raise JournalFull(f"journal {self.path}: {exc.strerror}") from exc
-            if written != len(record):
-                self._cut_back(start_size)
-                raise JournalFull(f"journal {self.path}: short write ({written}/{len(record)})")
+            records.append(record)
             offsets.append(size)
-            size += written
+            size += len(record)
             receipts.append(Receipt(self._journal_id, seq, item.kind, item.t_ns, tag))
+        data = b"".join(records)
+        if size > self._alloc_end:
+            self._extend_blocking(len(data))
+        # One pwrite(2) for the batch, over zero-filled blocks the segment already has.
         try:
-            storage.fdatasync(self._fd)
+            written = storage.pwrite(self._fd, data, start_size)
         except OSError as exc:
-            raise JournalFailed(f"fdatasync of journal {self.path} failed (not retried)") from exc
+            if exc.errno not in _FULL_ERRNOS:
+                raise JournalFailed(f"write to journal {self.path} failed: {exc}") from exc
+            self._cut_back(start_size, len(data))
+            raise JournalFull(f"journal {self.path}: {exc.strerror}") from exc
+        if written != len(data):
+            self._cut_back(start_size, len(data))
+            raise JournalFull(f"journal {self.path}: short write ({written}/{len(data)})")
+        self._sync_blocking()
         self._committed.extend(
             Entry(r.seq, r.kind, item.payload, segment.number, at)
             for r, item, at in zip(receipts, items, offsets, strict=True)
         )
         self._size, self._seq, self._tag = size, seq, tag
+        self._alloc_end = max(self._alloc_end, size)
         self._count += len(items)
         self._durable_seq = seq
         segment.last_seq, segment.end = seq, size
         segment.index.extend(marks)
         return receipts
 
-    def _cut_back(self, size: int) -> None:
+    def _sync_blocking(self) -> None:
+        started = time.perf_counter()
         try:
-            self._storage.ftruncate(self._fd, size)
+            self._storage.fdatasync(self._fd)
+        except OSError as exc:
+            raise JournalFailed(f"fdatasync of journal {self.path} failed (not retried)") from exc
+        self._sync_s = time.perf_counter() - started
+
+    def _cut_back(self, size: int, length: int) -> None:
+        """Undo a failed write of up to ``length`` bytes at ``size``, durably.
+
+        Inside the zero-filled region the bytes are zeroed again (the region stays); past
+        it the file is truncated, as before preallocation.
+        """
+        try:
+            if self._alloc_end > size:
+                end = min(self._alloc_end, size + length)
+                at = size
+                while at < end:
+                    at += self._storage.pwrite(self._fd, _ZEROS[: min(len(_ZEROS), end - at)], at)
+                self._storage.ftruncate(self._fd, self._alloc_end)  # whatever went past it
+            else:
+                self._storage.ftruncate(self._fd, size)
+                self._alloc_end = size
             self._storage.fdatasync(self._fd)
         except OSError as exc:
             raise JournalFailed(f"cannot cut journal {self.path} back: {exc}") from exc
@@ -577,7 +729,7 @@ class JournalWriter(Actor):
         tag = _chain.record_tag(self._key, self._journal_id, self._tag, seq, body)
         record = encode_record(body, tag)
         try:
-            written = self._storage.write(self._fd, record)
+            written = self._storage.pwrite(self._fd, record, self._size)
         except OSError as exc:
             raise JournalFailed(f"writing the seal record of {self.path} failed: {exc}") from exc
         if written != len(record):
@@ -590,10 +742,12 @@ class JournalWriter(Actor):
             if (seq - active.first_seq) % INDEX_STRIDE == 0:
                 active.index.append((seq, self._size, self._tag))
             self._size += len(record)
+            self._alloc_end = max(self._alloc_end, self._size)
             self._seq, self._tag = seq, tag
             active.last_seq, active.end = seq, self._size
             self._durable_seq = seq
-            _layout.set_state(self._storage, self._rw_fd, SegmentState.SEALED)
+            self._release_prealloc()
+            _layout.set_state(self._storage, self._fd, SegmentState.SEALED)
             self._close_active()
             self._start_next_segment_blocking(active.number + 1)
         except OSError as exc:
@@ -601,9 +755,10 @@ class JournalWriter(Actor):
 
     def _close_blocking(self) -> None:
         try:
-            if self._state != "failed" and self._rw_fd >= 0:
+            if self._state != "failed" and self._fd >= 0:
                 self._check_file()
-                _layout.set_state(self._storage, self._rw_fd, SegmentState.OFFLINE)
+                self._release_prealloc()
+                _layout.set_state(self._storage, self._fd, SegmentState.OFFLINE)
         except (OSError, JournalChanged):
             pass  # the journal stays ONLINE: the next open runs the full recovery scan
         finally:
@@ -668,7 +823,7 @@ class JournalWriter(Actor):
             self._segments[-1].number if self._segments else -1,
             len(self._segments),
             self._acked,
-            len(self._queue),
+            self._core.queued,
             tuple(f"{c.kind} tail {c.length}B at {c.segment}:{c.offset}" for c in self.recovered),
             self._degraded,
         )

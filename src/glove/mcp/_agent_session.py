@@ -16,6 +16,7 @@ ids ``glove-N`` and wait for the agent's answer.
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
@@ -24,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from glove._version import __version__
-from glove.mcp._contracts import Refusal
+from glove.mcp._contracts import PendingAudit, Refusal
 from glove.mcp._features import page
 from glove.mcp._framing import encode_error, encode_notification, encode_request, encode_result
 from glove.mcp._messages import ErrorResponse, Message, Notification, Request, RequestId, Response
@@ -102,9 +103,34 @@ class AgentSession:
         self._targets: dict[RequestId, str | None] = {}
         self._outgoing: dict[str, asyncio.Future[msgspec.Raw]] = {}
         self._ids = itertools.count(1)
+        #: Frames that are not answers, waiting for the decisions written before them.
+        self._held: collections.deque[tuple[PendingAudit | None, bytes, RequestId | None]] = (
+            collections.deque()
+        )
 
     def _reply(self, request_id: RequestId | None, frame: bytes) -> None:
         self._emit(frame, request_id, True)
+
+    def _emit_after_records(self, frame: bytes, related: RequestId | None) -> None:
+        """Send a frame that is not an answer once every decision written before it is
+        durable, in order (decision 0046): a call's progress, or an upstream's notification
+        its call caused, must not reach the agent before the call's record is durable. An
+        answer needs no such wait: the kernel waits for its own record first."""
+        barrier = self.mediator.undurable()
+        if barrier is None and not self._held:
+            self._emit(frame, related, False)
+            return
+        self._held.append((barrier, frame, related))
+        if barrier is not None:
+            barrier.add_done_callback(self._release_held)
+
+    def _release_held(self) -> None:
+        while self._held:
+            barrier, frame, related = self._held[0]
+            if barrier is not None and not barrier.done:
+                return
+            self._held.popleft()
+            self._emit(frame, related, False)
 
     # -- input ---------------------------------------------------------------------------------
 
@@ -295,7 +321,8 @@ class AgentSession:
 
         def progress(params: dict[str, Any]) -> None:
             if request.id in self._calls:
-                self._emit(encode_notification("notifications/progress", params), request.id, False)
+                frame = encode_notification("notifications/progress", params)
+                self._emit_after_records(frame, request.id)
 
         return progress
 
@@ -306,7 +333,7 @@ class AgentSession:
     ) -> None:
         """Send the agent a notification (once it has initialized)."""
         if self.initialized:
-            self._emit(encode_notification(method, params), related, False)
+            self._emit_after_records(encode_notification(method, params), related)
 
     async def request(
         self, method: str, params: dict[str, Any] | None, *, related: RequestId | None = None
@@ -323,7 +350,7 @@ class AgentSession:
         future: asyncio.Future[msgspec.Raw] = asyncio.get_running_loop().create_future()
         self._outgoing[request_id] = future
         try:
-            self._emit(encode_request(request_id, method, params), related, False)
+            self._emit_after_records(encode_request(request_id, method, params), related)
             return await future
         except asyncio.CancelledError:
             # The upstream gave up (or the session ends): tell the agent, as MCP asks.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, runtime_checkable
 
 import msgspec
 
@@ -56,6 +56,25 @@ class AuditSink(Protocol):
     """Where decisions go: :class:`glove.audit.AuditLog` (append returns once durable)."""
 
     async def append(self, record: Mapping[str, object]) -> object: ...
+
+
+class PendingAudit(Protocol):
+    """A record written but perhaps not yet durable (:class:`glove.audit.PendingRecord`)."""
+
+    @property
+    def done(self) -> bool: ...
+    @property
+    def failed(self) -> bool: ...
+    async def durable(self) -> object: ...
+    def add_done_callback(self, callback: Callable[[], None]) -> None: ...
+
+
+@runtime_checkable
+class TwoPhaseAuditSink(Protocol):
+    """A sink that can write a record now and make it durable while the caller works."""
+
+    async def append(self, record: Mapping[str, object]) -> object: ...
+    async def write(self, record: Mapping[str, object]) -> PendingAudit: ...
 
 
 class Refusal(Exception):

@@ -9,6 +9,7 @@ server-to-client requests are in :mod:`._features`, mixed into the same class.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping
@@ -26,9 +27,11 @@ from glove.mcp._catalog import (
 )
 from glove.mcp._contracts import (
     AuditSink,
+    PendingAudit,
     PolicyDecision,
     PolicyEngine,
     Refusal,
+    TwoPhaseAuditSink,
     UpstreamRequest,
     arguments_digest,
     audit_id,
@@ -79,6 +82,39 @@ RUN_ID_BYTES: Final = 6
 _audit_id = audit_id
 
 
+class _AbortIfNotDurable:
+    """While a call is forwarded, a decision that cannot be made durable stops the wait.
+
+    The audit log fails closed and its mediation ends; the agent must hear that the audit
+    failed, not that the session ended, so the forward is cancelled at once (the task's own
+    cancellation, taken back by :meth:`aborted`) and the call answered with the audit error.
+    """
+
+    def __init__(self, pending: PendingAudit) -> None:
+        self._task = asyncio.current_task()
+        self._forwarding = True
+        self._cancelled = False
+        pending.add_done_callback(lambda: self._check(pending))
+
+    def _check(self, pending: PendingAudit) -> None:
+        if self._forwarding and pending.failed and self._task is not None:
+            self._cancelled = True
+            self._task.cancel(msg="the audit record could not be made durable")
+
+    def forwarded(self) -> None:
+        """The forward is over: from now on the caller waits for the record itself."""
+        self._forwarding = False
+
+    def aborted(self) -> bool:
+        """Whether a CancelledError is this guard's own (then it is taken back)."""
+        self._forwarding = False
+        if not self._cancelled or self._task is None:
+            return False
+        self._cancelled = False
+        self._task.uncancel()
+        return True
+
+
 class Mediator(FeatureMediation):
     """Resolve, decide, audit and forward: the request flow of the architecture.
 
@@ -123,6 +159,7 @@ class Mediator(FeatureMediation):
         #: Calls refused by policy or for an unknown tool, and the first one's tool name.
         self.denied = 0
         self.first_denied: str | None = None
+        self._last_written: PendingAudit | None = None
         FeatureMediation.__init__(self)
 
     def _count_denial(self, name: str) -> None:
@@ -215,12 +252,77 @@ class Mediator(FeatureMediation):
         # a hidden tool (answered like an unknown one) from a call whose arguments failed.
         decision = self.policy.check_call(name, arguments, definition)
         hidden = not decision.allowed and not self.policy.check_tool(name, definition).allowed
-        await self.record_decision(record, decision, inspected=True)
-        # A tool the policy hides looks exactly like a tool that does not exist.
-        self.refuse_denied(name, decision, hidden=hidden, kind="tool", action="tool call")
-        return await self._forward_call(
-            request_id, tool, forwarded, (token, progress if token else None)
-        )
+        if not decision.allowed or not isinstance(self._audit, TwoPhaseAuditSink):
+            await self.record_decision(record, decision, inspected=True)
+            # A tool the policy hides looks exactly like a tool that does not exist.
+            self.refuse_denied(name, decision, hidden=hidden, kind="tool", action="tool call")
+            return await self._forward_call(
+                request_id, tool, forwarded, (token, progress if token else None)
+            )
+        # Overlapped (decision 0046): the allow is written (in the kernel: it survives a
+        # kill -9 of this process) before the upstream sees the call, its fdatasync runs
+        # while the upstream works, and nothing reaches the agent before it is durable.
+        pending = await self._write_decision(record, decision)
+        guard = _AbortIfNotDurable(pending)
+        try:
+            result = await self._forward_call(
+                request_id, tool, forwarded, (token, progress if token else None)
+            )
+        except asyncio.CancelledError:
+            if not guard.aborted():
+                raise
+            raise Refusal(
+                AUDIT_FAILED, "the audit log failed; the call's answer is withheld"
+            ) from None
+        except Refusal:
+            guard.forwarded()
+            await self._settle(pending)
+            raise
+        guard.forwarded()
+        await self._settle(pending)
+        return result
+
+    async def _write_decision(
+        self, record: dict[str, object], decision: PolicyDecision
+    ) -> PendingAudit:
+        """Write an allow decision without waiting for its fdatasync.
+
+        Raises:
+            Refusal: the write failed (code AUDIT_FAILED); nothing was forwarded.
+        """
+        assert isinstance(self._audit, TwoPhaseAuditSink)
+        record.update(decision="allow", reason=decision.reason, rule=decision.rule)
+        record["inspected"] = dict(decision.inspected)
+        record.setdefault("run", self.run_id)
+        record.setdefault("policy", self.policy.digest)
+        try:
+            pending = await self._audit.write(record)
+        except self._audit_errors as exc:
+            _log.error("audit write failed, refusing the request: %s", exc)
+            raise Refusal(AUDIT_FAILED, "the audit log is unavailable; request refused") from exc
+        self._last_written = pending
+        return pending
+
+    def undurable(self) -> PendingAudit | None:
+        """The last decision written and not yet durable, if any: what a frame to an agent
+        that is not a call's answer waits for (records are durable in the order written)."""
+        last = self._last_written
+        return last if last is not None and not last.done else None
+
+    async def _settle(self, pending: PendingAudit) -> None:
+        """Wait until the decision is durable; an audit that failed turns the answer into
+        an error (the log itself has failed closed).
+
+        Raises:
+            Refusal: the record could not be made durable (code AUDIT_FAILED).
+        """
+        try:
+            await pending.durable()
+        except self._audit_errors as exc:
+            _log.error("audit record not durable, refusing the answer: %s", exc)
+            raise Refusal(
+                AUDIT_FAILED, "the audit log failed; the call's answer is withheld"
+            ) from exc
 
     async def _forward_call(
         self,

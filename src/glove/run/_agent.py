@@ -46,7 +46,7 @@ from glove.mcp import (
     prepare_guest_dir,
 )
 from glove.run._egress import NetworkChoice, egress_additions, network_choice
-from glove.run._exec import dry_run, print_notes, report_result, write_status
+from glove.run._exec import dry_run, print_notes, report_result, say_agent_notes, write_status
 from glove.run._options import SandboxOptions
 from glove.run._prepare import (
     Additions,
@@ -201,6 +201,8 @@ async def _session(
         spec = _spec_with(opts, wiring.guest(agent_argv(opts, agent)), protected, status, agent)
         if not opts.quiet:
             print_notes(PROG, spec)
+            rules = network.rules() if network.mode == "proxy" else None
+            say_agent_notes(PROG, agent, spec, network.mode, rules)
         filters = terminal_filters(pty=spec.pty, raw=opts.raw)
         writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1}, filters)
         ready = wiring.ready

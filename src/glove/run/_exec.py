@@ -46,7 +46,7 @@ from glove.run._terminal import dropped, terminal_filters, withheld
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
     from glove.container import Profile
-    from glove.egress import EgressParts
+    from glove.egress import EgressParts, RuleSet
     from glove.session import TerminalFilter
 
 
@@ -102,6 +102,25 @@ def print_notes(prog: str, spec: SandboxSpec) -> None:
     except SandboxError:
         return  # the launch itself reports the refusal
     for note in notes_before(spec, plans):
+        say(prog, note)
+
+
+def say_agent_notes(
+    prog: str,
+    agent: AgentLaunch | None,
+    spec: SandboxSpec,
+    mode: str,
+    rules: RuleSet | None,
+) -> None:
+    """Say, before the start, what the agent would wait on: no route to its API, no key."""
+    if agent is None:
+        return
+    from glove.agents import agent_notes
+
+    def reaches(host: str, port: int) -> bool:
+        return rules is not None and rules.decide(host, port, tunnel=True).allowed
+
+    for note in agent_notes(agent, spec.env, network=mode, reaches=reaches):
         say(prog, note)
 
 
@@ -181,6 +200,7 @@ def exec_command(opts: SandboxOptions) -> int:
         _write_agent_config(agent, spec)
         if not opts.quiet:
             print_notes(prog, spec)
+            say_agent_notes(prog, agent, spec, network.mode, None)
         filters = terminal_filters(pty=spec.pty, raw=opts.raw)
         result = run(
             spec,
@@ -246,6 +266,7 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
         _write_agent_config(agent, spec)
         if not opts.quiet:
             print_notes(prog, spec)
+            say_agent_notes(prog, agent, spec, network.mode, rules)
         filters = terminal_filters(pty=spec.pty, raw=opts.raw)
         done = asyncio.run(
             run_proxied(spec, parts, rules, audit_path, new_session_id(), filters=filters)

@@ -259,7 +259,9 @@ class TerminalMethods:
         terminal = record.plan.get("terminal")
         if terminal != "pty":
             raise MethodError(
-                "no_terminal", f"session {session_id} has no terminal: its plan says {terminal!r}"
+                "no_terminal",
+                f"session {session_id} has no terminal: its plan says {terminal!r}; its output: "
+                f"`glove session output {session_id}` (--stderr for its stderr)",
             )
         return record
 

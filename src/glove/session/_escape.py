@@ -9,8 +9,11 @@ operator's clipboard, OSC 0/2 set the window title, DCS and the other string seq
 
 ``text`` (``glove session log``; ``glove exec`` and ``glove run`` writing to a terminal)
     lets through only an allowlist that draws text, SGR colours and attributes and plain
-    cursor motion and erasure, and renders every other control visibly and inertly in
-    ``cat -v`` notation (ESC as ``^[``, DEL as ``^?``, a C1 control U+009B as ``M-^[``).
+    cursor motion and erasure, drops the mode toggles every prompt and editor emits and
+    that mean nothing there (bracketed paste, cursor visibility and blink, application
+    cursor keys and keypad, focus events: :data:`QUIET_MODES`), and renders every other
+    control visibly and inertly in ``cat -v`` notation (ESC as ``^[``, DEL as ``^?``, a C1
+    control U+009B as ``M-^[``).
 ``pty`` (``glove exec --pty`` and ``glove run --pty`` writing to a terminal)
     keeps what an agent's TUI needs (private modes, the alternate screen, mouse and paste
     modes, cursor styles, charsets, titles, hyperlinks, colour settings) byte for byte and
@@ -56,6 +59,14 @@ MAX_CSI_CHARS: Final = 64
 MAX_CSI_NUMBER: Final = 9999
 #: CSI finals let through in ``text`` mode: SGR, cursor motion, erase, insert/delete, scroll.
 ALLOWED_CSI_FINALS: Final = frozenset("mABCDEFGHJKSTfdLMPX@")
+#: DEC private modes whose set/reset (``CSI ? N h``/``l``) ``text`` mode drops: application
+#: cursor keys, cursor blink and visibility, focus events, bracketed paste. Nothing reaches
+#: the terminal, so dropping is as safe as showing them inert, and a shell's prompt is not
+#: wrapped in ``^[[?2004h`` noise. The alternate screen and mouse reporting stay shown.
+QUIET_MODES: Final = frozenset({1, 12, 25, 1004, 2004})
+#: ``ESC =`` / ``ESC >`` (keypad application/numeric mode): dropped the same way.
+_QUIET_ESCAPES: Final = frozenset("=>")
+_QUIET_MODE: Final = re.compile(r"\?([0-9]{1,4}(?:;[0-9]{1,4})*)")
 #: The longest OSC payload let through in ``pty`` mode (a hyperlink, a title).
 MAX_STRING_CHARS: Final = 4096
 #: Intermediates of an ``ESC I.. F`` sequence (``ESC ( 0``) let through in ``pty`` mode.
@@ -130,6 +141,11 @@ def _allowed_csi(body: str, final: str) -> bool:
     if any(n > MAX_CSI_NUMBER for n in numbers):
         return False
     return not (final == "J" and 3 in numbers)  # erasing the operator's scrollback
+
+
+def _quiet_mode(body: str, final: str) -> bool:
+    match = _QUIET_MODE.fullmatch(body) if final in "hl" else None
+    return match is not None and all(int(n) in QUIET_MODES for n in match.group(1).split(";"))
 
 
 def pty_csi_allowed(body: str, final: str) -> bool:  # noqa: PLR0911 - one rule per family
@@ -241,21 +257,28 @@ class EscapeFilter:
                 else:
                     self._state = _ESCAPE
             elif self._state == _ESCAPE:
-                if text[i] == "[":
-                    self._state = _CSI
-                    self._pending = []
-                    i += 1
-                else:
-                    out.append("^[")  # the rest is shown as text: inert without its ESC
-                    self.dropped += 1
-                    self._state = _GROUND
+                i = self._text_escape(text[i], i, out)
             else:
                 i = self._csi(text, i, out)
         return "".join(out)
 
+    def _text_escape(self, char: str, i: int, out: list[str]) -> int:
+        if char == "[":
+            self._state = _CSI
+            self._pending = []
+            return i + 1
+        self._state = _GROUND
+        if char in _QUIET_ESCAPES:  # keypad mode: noise in a log, dropped
+            return i + 1
+        out.append("^[")  # the rest is shown as text: inert without its ESC
+        self.dropped += 1
+        return i
+
     def _text_csi(self, body: str, final: str, out: list[str]) -> None:
         if _allowed_csi(body, final):
             out.append(f"\x1b[{body}{final}")
+        elif _quiet_mode(body, final):
+            pass  # a mode toggle that means nothing here (QUIET_MODES): not shown, not counted
         else:
             out.append(f"^[[{body}{final}")
             self.dropped += 1

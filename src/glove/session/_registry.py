@@ -142,6 +142,8 @@ class SessionView(msgspec.Struct, frozen=True):
     outcome: dict[str, Any] | None = None
     launch_binding: str | None = None
     cleaned: bool = False
+    #: The plan's terminal: ``pipes`` (``glove session output``) or ``pty`` (``session log``).
+    terminal: str = "pipes"
 
 
 _T = TypeVar("_T")
@@ -501,6 +503,7 @@ class SessionRegistry(Actor):
             outcome=record.outcome,
             launch_binding=record.details.get("launch_binding"),
             cleaned=record.cleaned,
+            terminal=str(record.plan.get("terminal", "pipes")),
         )
 
     def _record(self, session_id: str) -> SessionRecord:

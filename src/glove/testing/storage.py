@@ -11,9 +11,12 @@
 
 The garbage never reaches bytes outside the un-synced write itself: this is SQLite's
 "powersafe overwrite" device property (its default on Linux), under which writing part of a
-sector does not disturb the other bytes of that sector. Garbage only replaces appended bytes;
-an in-place overwrite of durable bytes (a header's state byte) is applied whole or dropped,
-as sector writes are atomic.
+sector does not disturb the other bytes of that sector. An in-place overwrite of durable
+bytes lands sector by sector: each sector it touches is written whole or keeps its old bytes
+(sector writes are atomic), so a record written over a preallocated region can be torn at
+any sector boundary. Garbage replaces appended bytes, and overwritten sectors whose old bytes
+were all zero (a zero-filled region that never held data); durable data that was not zero
+in the same sector (a header's state byte, an acknowledged record) is never garbled.
 """
 
 from __future__ import annotations
@@ -55,18 +58,33 @@ class FaultStorage(PosixStorage):
         self.writes = 0
         self.syncs = 0
 
+    def _write_fault(self) -> int | None:
+        self.writes += 1
+        if self.write_errno is None or self.writes_failing <= 0:
+            return None
+        self.writes_failing -= 1
+        code = self.write_errno
+        if self.writes_failing == 0:
+            self.write_errno = None
+        return code
+
     def write(self, fd: int, data: bytes) -> int:
         """Write, or store a prefix and fail if a write error is scheduled."""
-        self.writes += 1
-        if self.write_errno is not None and self.writes_failing > 0:
-            self.writes_failing -= 1
-            code = self.write_errno
-            if self.writes_failing == 0:
-                self.write_errno = None
+        code = self._write_fault()
+        if code is not None:
             if self.partial_bytes:
                 os.write(fd, data[: self.partial_bytes])
             raise OSError(code, os.strerror(code))
         return os.write(fd, data)
+
+    def pwrite(self, fd: int, data: bytes, offset: int) -> int:
+        """Positional write, or store a prefix and fail (the same schedule as ``write``)."""
+        code = self._write_fault()
+        if code is not None:
+            if self.partial_bytes:
+                os.pwrite(fd, data[: self.partial_bytes], offset)
+            raise OSError(code, os.strerror(code))
+        return os.pwrite(fd, data, offset)
 
     def fdatasync(self, fd: int) -> None:
         """fdatasync, or fail if a sync error is scheduled."""
@@ -255,18 +273,35 @@ class CrashStorage(PosixStorage):
             else:
                 durable_size = os.fstat(fd).st_size
                 for item in writes:
-                    # Sector writes are atomic: an in-place overwrite of durable bytes (the
-                    # header's state byte) lands whole or not at all, never as garbage.
-                    overwrite = item.offset + len(item.data) <= durable_size
-                    garbles = self.mode == "random" and not overwrite
-                    choice = self.rng.randrange(3 if garbles else 2)
-                    if choice == 0:
-                        os.pwrite(fd, item.data, item.offset)
-                    elif choice == 2:
-                        os.pwrite(fd, self._garble(item), item.offset)
+                    if item.offset >= durable_size:
+                        self._land_append(fd, item)
+                    else:
+                        self._land_overwrite(fd, item)
             state.pending.clear()
             os.close(fd)
         self._files.clear()
+
+    def _land_append(self, fd: int, item: _Pending) -> None:
+        choice = self.rng.randrange(3 if self.mode == "random" else 2)
+        if choice == 0:
+            os.pwrite(fd, item.data, item.offset)
+        elif choice == 2:
+            os.pwrite(fd, self._garble(item), item.offset)
+
+    def _land_overwrite(self, fd: int, item: _Pending) -> None:
+        sector = self.sector_bytes
+        start, end = item.offset, item.offset + len(item.data)
+        for base in range(start - start % sector, end, sector):
+            lo, hi = max(base, start), min(base + sector, end)
+            piece = item.data[lo - start : hi - start]
+            # The whole sector decides: a sector that held any data (a header, a record)
+            # lands whole or not at all; one that was all zeros may come back as garbage.
+            garbles = self.mode == "random" and not any(os.pread(fd, sector, base))
+            choice = self.rng.randrange(3 if garbles else 2)
+            if choice == 0:
+                os.pwrite(fd, piece, lo)
+            elif choice == 2:
+                os.pwrite(fd, self.rng.randbytes(len(piece)), lo)
 
     def _garble(self, item: _Pending) -> bytes:
         data = bytearray(item.data)

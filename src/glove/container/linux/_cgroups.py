@@ -428,9 +428,11 @@ def claim_cgroup_v2() -> str:
     if site is None:
         return "cgroup v2: no site (" + "; ".join(probe.why_not.values()) + ")"
     claim_site(site, site.controllers)
-    missing = "; ".join(f"{c}: {why}" for c, why in sorted(probe.why_not.items()))
+    # One short line at every start: the controllers missing by name; why each is
+    # (often a paragraph per controller) is `glove doctor`'s to say.
+    missing = " ".join(sorted(probe.why_not))
     enabled = " ".join(sorted(site.controllers)) or "none"
     moved = f", launcher moved into {site.leaf}" if site.leaf and site.controllers else ""
     return f"cgroup v2: sandbox groups under {site.base}, controllers {enabled}{moved}" + (
-        f" (missing: {missing})" if missing else ""
+        f" (missing {missing}: `glove doctor` says why)" if missing else ""
     )
