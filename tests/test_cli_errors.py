@@ -88,6 +88,10 @@ CASES: list[tuple[list[str], int, str]] = [
     (["glove", "receipts", "page"], 69, "no gloved listens"),
     (["glove", "receipts", "verify", "{missing}", "--public-key", "{missing}"], 6, "cannot read"),
     (["glove", "network", "check", "--allow", "*"], 2, "'*'"),
+    (["glove", "library", "add"], USAGE, "Missing argument"),
+    (["glove", "library", "add", "{missing}"], 2, "library_source_unreadable"),
+    (["glove", "library", "add", "{ws}"], 2, "not a regular file"),
+    (["glove", "library", "remove", "sha256:zz"], 2, "not a digest"),
     (["glove", "daemon", "bogus"], USAGE, "No such command"),
     (["gloved", "--log-level", "verbose"], USAGE, "invalid choice"),
     (["gloved", "--bogus"], USAGE, "unrecognized arguments"),
@@ -120,7 +124,7 @@ def test_bad_input_gets_one_line_and_its_code(
         timeout=60,
         check=False,
         stdin=subprocess.PIPE,
-        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
+        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path), "XDG_STATE_HOME": str(tmp_path)},
     )
     assert "Traceback" not in done.stderr, done.stderr
     assert "never retrieved" not in done.stderr, done.stderr

@@ -144,6 +144,17 @@ EXIT_RECEIPT_LOG: Final = 9
 EXIT_RECEIPT_NO_PROOF: Final = 10
 """No consistency proof is available (NEW carries none from OLD's size)."""
 
+# -- glove library add / list / remove / verify ------------------------------------------------
+
+EXIT_LIBRARY_DIFFERS: Final = 1
+"""``glove library verify``: a bundle differs from its name or is not as the store leaves it
+(each is named), or an entry that is not a bundle is in the store."""
+
+EXIT_LIBRARY_REFUSED: Final = 2
+"""``glove library``: the store or the file refused the operation (an unsafe library root, a
+source that is not a regular file or changed while read, no such bundle, a full disk); the
+error's code is printed."""
+
 # -- the other commands' own failure -----------------------------------------------------------
 
 EXIT_FAILED: Final = 1

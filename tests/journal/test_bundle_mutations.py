@@ -253,6 +253,19 @@ def test_bundles_exported_by_earlier_code_still_verify(path: Path) -> None:
     assert result.exit_code == EXIT_OK, result.output
 
 
+def test_a_library_file_is_none_of_an_earlier_bundles_projections(tmp_path: Path) -> None:
+    """An earlier bundle (no projections) still verifies; given a --library file it cannot
+    hold, the command says so and exits 4 (the entry does not match)."""
+    path = VECTORS / "v1-s0.json"
+    other = tmp_path / "skill.md"
+    other.write_bytes(b"# not projected\n")
+    args = ["receipts", "verify", str(path), "--public-key", str(VECTORS / "v1-log.pub")]
+    assert CliRunner().invoke(build_app(), args).exit_code == EXIT_OK
+    result = CliRunner().invoke(build_app(), [*args, "--library", str(other)])
+    assert result.exit_code == 4, result.output
+    assert "is not a projection of this receipt (0 listed)" in result.output
+
+
 def test_todays_export_is_byte_for_byte_the_committed_one() -> None:
     """Exporting the vectors' log again gives exactly the committed files, so the bundle
     format has not changed under anyone holding one."""

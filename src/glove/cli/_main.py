@@ -37,6 +37,7 @@ _COMMAND_MODULES = {
     "policy": "glove.cli._policy",
     "journal": "glove.cli._journal",
     "receipts": "glove.cli._receipts",
+    "library": "glove.cli._library",
     "diag": "glove.cli._diag",
     "daemon": "glove.cli._daemon",
     "network": "glove.cli._network",

@@ -16,7 +16,8 @@ exit codes:
 69  no gloved is running (``page``, ``ack``), as for every ``glove session`` command
 64  usage error (a missing or unknown argument)
 3   a proof does not hold: inclusion, consistency, or NEW is not an extension of OLD
-4   the entry does not match the receipt shown, or the session named
+4   the entry does not match the receipt shown, or the session named, or a --library file
+    is none of the receipt's projections
 5   an input is malformed: a bundle, a checkpoint, a key
 6   an input cannot be read, or a key file is unsafe (symlink, other owner, open to others)
 7   the journal holds no receipt of that session
@@ -353,25 +354,94 @@ def _report(verified: VerifiedReceipt) -> dict[str, Any]:
     return report
 
 
+_LIBRARY_HELP: Final = (
+    "A file projected into the session (a library bundle's bytes); its SHA-256 and size are "
+    "recomputed and must be those of one of the receipt's projections. Repeat for each."
+)
+#: Largest projected file accepted by --library (glove.library's MAX_BUNDLE_BYTES).
+MAX_LIBRARY_FILE_BYTES: Final = 64 * 1024 * 1024
+
+
+def _file_digest(path: Path) -> tuple[str, int]:
+    """``sha256:<hex>`` and size of a regular file (never blocking on a FIFO)."""
+    import hashlib
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _Failure("OSError", f"cannot read --library {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _Failure("OSError", f"--library {path} is not a regular file")
+        digest = hashlib.sha256()
+        size = 0
+        while chunk := handle.read(1024 * 1024):
+            size += len(chunk)
+            if size > MAX_LIBRARY_FILE_BYTES:
+                raise _Failure("EntryMismatch", f"--library {path} is larger than any bundle")
+            digest.update(chunk)
+    return "sha256:" + digest.hexdigest(), size
+
+
+def _check_projections(receipt: dict[str, Any], files: list[Path]) -> list[dict[str, Any]]:
+    """Each file's digest and size, recomputed, against the receipt's projections.
+
+    Raises:
+        _Failure: ``EntryMismatch`` for a file that is none of the receipt's projections.
+    """
+    projections = receipt.get("projections")
+    listed = projections if isinstance(projections, list) else []
+    checked: list[dict[str, Any]] = []
+    for path in files:
+        digest, size = _file_digest(path)
+        matches = [
+            p
+            for p in listed
+            if isinstance(p, dict) and p.get("digest") == digest and p.get("size") == size
+        ]
+        if not matches:
+            raise _Failure(
+                "EntryMismatch",
+                f"--library {path} ({digest}, {size} bytes) is not a projection of this "
+                f"receipt ({len(listed)} listed)",
+            )
+        checked.extend(
+            {"alias": p.get("alias"), "target": p.get("target"), "digest": digest, "size": size,
+             "file": str(path)}
+            for p in matches
+        )  # fmt: skip
+    return checked
+
+
 def verify_cmd(
     bundle: Path = typer.Argument(..., help="The bundle file."),
     public_key: str | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
     witness: list[Path] | None = typer.Option(None, "--witness", help=_WITNESS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    library: list[Path] | None = typer.Option(None, "--library", help=_LIBRARY_HELP),
 ) -> None:
     """Verify a bundle offline: signature, inclusion proof and entry must all hold.
 
     The checkpoint must carry exactly the log's signature and one cosignature of each
-    --witness: a signature line of any other key is refused (exit 1), never ignored.
+    --witness: a signature line of any other key is refused (exit 1), never ignored. Each
+    --library FILE must hash to one of the receipt's projections (exit 4 otherwise).
     """
     from glove.journal import verify_bundle
+
+    checked: list[dict[str, Any]] = []
 
     def action() -> VerifiedReceipt:
         verifier = _verifier(public_key)
         witnesses = _witnesses(witness)
-        return verify_bundle(_read(bundle, "bundle"), verifier, witnesses=witnesses)
+        verified = verify_bundle(_read(bundle, "bundle"), verifier, witnesses=witnesses)
+        checked.extend(_check_projections(verified.receipt, library or []))
+        return verified
 
     report = _report(_run("verify", as_json, action))
+    if library:
+        report["projections_verified"] = checked
     if as_json:
         typer.echo(json.dumps(report, ensure_ascii=False))
         return
@@ -388,6 +458,11 @@ def verify_cmd(
     if "consistent_with" in report:
         old = report["consistent_with"]
         typer.echo(f"  and that tree extends the one of size {old['tree_size']} ({old['root']})")
+    for item in report.get("projections_verified", ()):
+        typer.echo(
+            f"  projection {item['alias']} at {item['target']}: {item['file']} is "
+            f"{item['digest']} ({item['size']} bytes)"
+        )
     typer.echo(f"  receipt: {json.dumps(report['receipt'], ensure_ascii=False)}")
 
 

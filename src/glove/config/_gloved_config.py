@@ -24,6 +24,9 @@ commented template ``glove setup`` writes)::
     [exposures]                               # directories exposed although they are not
     allow_special = ["/run/foo"]              # the owner's alone, or on a runtime/kernel fs
 
+    [projections.skill]                       # a library bundle a plan may project, by
+    target = "/skills/skill.md"               # alias: the file's path inside the sandbox
+
     [harnesses.demo]                          # the only source of command lines
     argv = ["/bin/sh", "-c", "echo hello"]
     env = { LANG = "C.UTF-8" }                # the command's environment (plus the sandbox's)
@@ -58,6 +61,14 @@ MIN_RING_BYTES: Final = 256 * 1024
 MAX_RING_BYTES: Final = 4 * 1024**3
 #: Directories ``[exposures] allow_special`` may list.
 MAX_ALLOW_SPECIAL: Final = 64
+#: Most ``[projections.ALIAS]`` tables gloved.toml may hold.
+MAX_PROJECTIONS: Final = 64
+#: Sandbox trees a projection target never lies in (kernel and device trees the sandbox
+#: builds itself); the sandbox's workspace and the other targets are refused as well.
+PROJECTION_FORBIDDEN_TREES: Final = ("/proc", "/dev", "/sys")
+#: Where a sandbox's workspace appears (glove.container's default workspace target): no
+#: projection target lies on, under or above it.
+WORKSPACE_TARGET: Final = "/workspace"
 
 
 class LocalLimits(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -119,6 +130,17 @@ class ExposuresConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     allow_special: list[str] = msgspec.field(default_factory=list)
 
 
+class ProjectionConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[projections.ALIAS]``: where a library bundle a plan names by this alias appears.
+
+    ``target`` is an absolute, normalized file path inside the sandbox, never on or under
+    ``/proc``, ``/dev``, ``/sys`` or the workspace, never ``/`` or ``/tmp``, and never on,
+    under or above another alias's target.
+    """
+
+    target: str
+
+
 class GlovedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The whole of gloved.toml."""
 
@@ -130,6 +152,7 @@ class GlovedConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     harnesses: dict[str, HarnessConfig] = msgspec.field(default_factory=dict)
     network: NetworkConfig = msgspec.field(default_factory=NetworkConfig)
     exposures: ExposuresConfig = msgspec.field(default_factory=ExposuresConfig)
+    projections: dict[str, ProjectionConfig] = msgspec.field(default_factory=dict)
     remote_backend: dict[str, object] | None = None
 
 
@@ -147,6 +170,7 @@ def _check(config: GlovedConfig, source: str) -> None:
     if config.protected_root is not None and not config.protected_root.startswith("/"):
         raise GlovedConfigError(f"{source}: `protected_root` must be an absolute path")
     _check_allow_special(config.exposures.allow_special, source)
+    _check_projections(config.projections, source)
     if not 1 <= config.sessions.max_running <= MAX_RUNNING_CEILING:
         raise GlovedConfigError(
             f"{source}: `sessions.max_running` must be within 1..{MAX_RUNNING_CEILING}"
@@ -184,6 +208,50 @@ def _check_allow_special(paths: list[str], source: str) -> None:
             raise GlovedConfigError(
                 f"{where}: {path!r} must be an absolute, normalized directory other than /"
             )
+
+
+def _under(path: str, tree: str) -> bool:
+    return path == tree or path.startswith(tree.rstrip("/") + "/")
+
+
+def _check_projections(projections: dict[str, ProjectionConfig], source: str) -> None:
+    """Each alias an identifier, each target a file path of its own inside the sandbox."""
+    import posixpath
+
+    workspace = WORKSPACE_TARGET
+    if len(projections) > MAX_PROJECTIONS:
+        raise GlovedConfigError(f"{source}: `projections` has more than {MAX_PROJECTIONS} aliases")
+    seen: dict[str, str] = {}
+    for alias, projection in projections.items():
+        where = f"{source}: `projections.{alias}.target`"
+        if not HARNESS_ID_RE.match(alias):
+            raise GlovedConfigError(
+                f"{source}: `projections.{alias}`: an alias is 1-64 of [a-z0-9_-] starting "
+                "with a letter or digit"
+            )
+        target = projection.target
+        if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in target):
+            raise GlovedConfigError(f"{where} has a control character")
+        if not target.startswith("/") or target.startswith("//"):
+            raise GlovedConfigError(f"{where}: {target!r} must be an absolute path")
+        if posixpath.normpath(target) != target or target.endswith("/"):
+            raise GlovedConfigError(
+                f"{where}: {target!r} must be normalized (no ., .., // or trailing /)"
+            )
+        if target in ("/", "/tmp"):  # noqa: S108 - paths inside the sandbox
+            raise GlovedConfigError(f"{where}: {target!r} is a directory the sandbox owns")
+        for tree in PROJECTION_FORBIDDEN_TREES:
+            if _under(target, tree):
+                raise GlovedConfigError(f"{where}: {target!r} is under {tree}; use another path")
+        if _under(target, workspace) or _under(workspace, target):
+            raise GlovedConfigError(f"{where}: {target!r} overlaps the workspace ({workspace})")
+        for other, other_target in seen.items():
+            if _under(target, other_target) or _under(other_target, target):
+                raise GlovedConfigError(
+                    f"{where}: {target!r} overlaps `projections.{other}.target` "
+                    f"({other_target!r}): each alias has a file of its own"
+                )
+        seen[alias] = target
 
 
 def parse_gloved_config(data: bytes, source: str = "gloved.toml") -> GlovedConfig:

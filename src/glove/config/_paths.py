@@ -10,6 +10,8 @@
       receipts/                         the receipt journal (a transparency log)
       sessions/                         the session journal (plans and every transition)
       exposures.json              0600  the exposure registry
+      library/                    0700  the library store (glove.library: sha256-<hex>
+                                        bundles, 0400)
       sessions-data/<id>/               each session's output
       run/                        0700  the runtime directory when there is no per-user one
     $XDG_RUNTIME_DIR/glove/       0700  gloved.sock, gloved.lock, bootstrap-secret (else
@@ -75,6 +77,11 @@ class GlovePaths:
     def exposures_file(self) -> Path:
         """The exposure registry."""
         return self.state_dir / "exposures.json"
+
+    @property
+    def library_dir(self) -> Path:
+        """The library store (digest-named bundles, ``glove library add``)."""
+        return self.state_dir / "library"
 
     @property
     def sessions_data(self) -> Path:

@@ -86,11 +86,13 @@ from glove.container._socket_gate import LANDLOCK_RESOLVE_UNIX_ABI, GateSupport
 from glove.container._spec import (
     DEFAULT_HOSTNAME,
     Bind,
+    FileProjection,
     NetworkMode,
     Protected,
     Retained,
     SandboxSpec,
     normalize_inside,
+    projection_conflict,
     sandbox_owned,
 )
 from glove.container.errors import (
@@ -135,6 +137,7 @@ __all__ = [
     "AsyncSandbox",
     "Bind",
     "Durations",
+    "FileProjection",
     "GateSupport",
     "HostLimitSupport",
     "LimitPlan",
@@ -176,6 +179,7 @@ __all__ = [
     "plan_limits",
     "probe_host_limits",
     "probe_unix_gate",
+    "projection_conflict",
     "run",
     "run_async",
     "sandbox_owned",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import posixpath
-from typing import Final, Literal
+from typing import Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 
@@ -34,6 +34,29 @@ NetworkMode = Literal["none", "proxy"]
 def normalize_inside(path: str) -> str:
     """Normalize an absolute sandbox path, collapsing the leading ``//`` POSIX keeps."""
     return "/" + posixpath.normpath(path).lstrip("/")
+
+
+def projection_conflict(spec: SandboxSpec, target: str) -> str | None:
+    """Why a projection at ``target`` cannot be mounted in ``spec``'s sandbox, or None.
+
+    A projection is a file on the sandbox's own root tmpfs: never on or under a bind, a
+    retained copy or the workspace (mounting there would create its mount point in a host
+    directory), never above one, and never in a tree the sandbox owns.
+    """
+    target = normalize_inside(target)
+    if sandbox_owned(target) is not None or target.startswith("/sys/") or target == "/sys":
+        return f"{target} is in a tree the sandbox builds itself"
+    shown = [(f"bind {b.destination}", b.destination) for b in spec.binds]
+    shown += [(f"retained copy {r.target}", normalize_inside(r.target)) for r in spec.retained]
+    if spec.workspace is not None:
+        workspace = normalize_inside(spec.workspace_target)
+        shown.append((f"workspace {workspace}", workspace))
+    for what, inside in shown:
+        if target == inside or target.startswith(inside.rstrip("/") + "/"):
+            return f"{target} is inside the {what} (a host path)"
+        if inside.startswith(target + "/"):
+            return f"{target} is above the {what}"
+    return None
 
 
 def sandbox_owned(inside: str) -> str | None:
@@ -253,3 +276,36 @@ class SandboxSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         if self.cwd is not None:
             return self.cwd
         return self.workspace_target if self.workspace is not None else "/"
+
+
+@runtime_checkable
+class FileProjection(Protocol):
+    """A verified file the sandbox's init mounts read-only at :attr:`target` (one file).
+
+    Built by a layer above (gloved's sessions, with ``glove.library``) and passed to
+    :func:`glove.container.launch` beside the spec; the sandbox only calls it, in this
+    order: :meth:`park` and :meth:`attach` in the init (its own user and mount namespace,
+    before ``pivot_root``), :meth:`close` in the launcher once the sandbox was cloned. A
+    refusal in the init is raised as an exception; the launch then fails, nothing runs.
+    """
+
+    @property
+    def target(self) -> str:
+        """The absolute file path inside the sandbox."""
+        ...
+
+    def park(self, directory: str) -> None:
+        """In the init: make the private read-only copy ready, keeping what must outlive
+        the root's construction on ``directory`` (an empty directory of the old root,
+        detached with it after ``pivot_root``)."""
+        ...
+
+    def attach(self, root_fd: int) -> None:
+        """In the init: mount the copy at :attr:`target` beneath ``root_fd`` (the new root
+        being built; the target's parent directories exist), read-only, nosuid, nodev,
+        noexec, and close every descriptor of the projection."""
+        ...
+
+    def close(self) -> None:
+        """In the launcher, after the clone: close its own descriptors (idempotent)."""
+        ...

@@ -40,6 +40,8 @@ import errno
 import os
 import stat
 import tempfile
+import threading
+import time
 from pathlib import Path
 from types import TracebackType
 from typing import Final
@@ -66,6 +68,26 @@ _MS_FLAGS: Final = sc.MS_RDONLY | sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC
 _ST_FLAGS: Final = os.ST_RDONLY | os.ST_NOSUID | os.ST_NODEV | os.ST_NOEXEC
 _O_PATH: Final = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 _CREATE_COPY: Final = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+#: Held while a copy's writable descriptor is open; every ``os.fork`` of this process waits
+#: for it (``os.register_at_fork``). A fork in another thread would otherwise copy that
+#: descriptor into the child (close-on-exec acts only at exec), and while the child holds
+#: it the kernel refuses to make the tmpfs read-only (EBUSY): a multi-threaded launcher
+#: such as gloved forks other sessions' sandboxes while it freezes.
+_WRITING: Final = threading.Lock()
+#: Tries of the seal when a writer outside this process's forks (a ``subprocess`` child
+#: between its fork and its exec) still holds the copy, and the pause between them.
+SEAL_TRIES: Final = 5
+SEAL_PAUSE_S: Final = 0.002
+
+
+def _release_after_fork() -> None:
+    if _WRITING.locked():
+        _WRITING.release()
+
+
+os.register_at_fork(
+    before=_WRITING.acquire, after_in_parent=_WRITING.release, after_in_child=_release_after_fork
+)
 
 
 class AttachedProjection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -420,18 +442,19 @@ def _copy_into(bundle: OpenedBundle, dir_fd: int) -> tuple[int, int]:
         ProjectionError: the bundle's bytes are refused (``read_verified``).
         FreezeError: ``freeze_failed`` (the copy could not be written).
     """
-    try:
-        copy = os.open(bundle.name, _CREATE_COPY, BUNDLE_MODE, dir_fd=dir_fd)
-    except OSError as exc:
-        raise _failed("create the copy", exc) from exc
-    try:
+    with _WRITING:  # no fork copies the writable descriptor (see _WRITING)
         try:
-            read_verified(bundle, copy)
+            copy = os.open(bundle.name, _CREATE_COPY, BUNDLE_MODE, dir_fd=dir_fd)
         except OSError as exc:
-            raise _failed("write the copy", exc) from exc
-        info = os.fstat(copy)
-    finally:
-        os.close(copy)
+            raise _failed("create the copy", exc) from exc
+        try:
+            try:
+                read_verified(bundle, copy)
+            except OSError as exc:
+                raise _failed("write the copy", exc) from exc
+            info = os.fstat(copy)
+        finally:
+            os.close(copy)
     if info.st_size != bundle.size:
         raise FreezeError("freeze_failed", f"the copy of {bundle.name} has the wrong size")
     return info.st_dev, info.st_ino
@@ -442,7 +465,14 @@ def _seal(mount_fd: int) -> None:
     picked = sc.fspick(mount_fd)
     try:
         sc.fsconfig_flag(picked, "ro")
-        sc.fsconfig_reconfigure(picked)
+        for attempt in range(SEAL_TRIES):
+            try:
+                sc.fsconfig_reconfigure(picked)
+                break
+            except OSError as exc:
+                if exc.errno != errno.EBUSY or attempt == SEAL_TRIES - 1:
+                    raise
+                time.sleep(SEAL_PAUSE_S)
     finally:
         os.close(picked)
     sc.mount_setattr(mount_fd, sc.MOUNT_ATTR_RDONLY)

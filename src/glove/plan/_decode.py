@@ -32,9 +32,12 @@ from glove.plan._model import (
     MAX_LABELS,
     MAX_PLAN_BYTES,
     MAX_PLAN_DEPTH,
+    MAX_PROJECTIONS,
     PLAN_VERSION,
+    PROJECTION_DIGEST_RE,
     Plan,
     PlanLimits,
+    PlanProjection,
     ProxyNetwork,
 )
 from glove.plan.errors import PlanError, PlanProblem, member_path
@@ -51,7 +54,7 @@ _COMMAND = (
 )
 _ENVIRONMENT = "a plan carries no environment; the harness's comes from gloved.toml"
 _PATHS = "raw paths never appear in a plan; name an exposure alias (glove init ALIAS PATH)"
-_LIBRARY = "library projection is not built"
+_LIBRARY = 'a plan names library bundles by digest: "projections": [{"alias", "digest", "size"}]'
 #: Members the spec rejects, with why; refused by name wherever a plan object has members.
 REJECTED_MEMBERS: Final[dict[str, str]] = {
     "prompt_ref": "bundle expansion into harness-native prompt directories is not implemented",
@@ -74,6 +77,9 @@ REJECTED_MEMBERS: Final[dict[str, str]] = {
 
 _PLAN_FIELDS: Final = frozenset(field.encode_name for field in msgspec.structs.fields(Plan))
 _LIMIT_FIELDS: Final = frozenset(field.encode_name for field in msgspec.structs.fields(PlanLimits))
+_PROJECTION_FIELDS: Final = frozenset(
+    field.encode_name for field in msgspec.structs.fields(PlanProjection)
+)
 _MSGSPEC_PATH_MARK: Final = " - at `"
 _MISSING_PREFIX: Final = "Object missing required field `"
 
@@ -257,6 +263,11 @@ def _member_problems(raw: Any) -> list[PlanProblem]:
     limits = raw.get("limits")
     if isinstance(limits, dict):
         _sort_members(limits, "$.limits", _LIMIT_FIELDS, named, unknown)
+    projections = raw.get("projections")
+    if isinstance(projections, list):
+        for index, item in enumerate(projections):
+            if isinstance(item, dict):
+                _sort_members(item, f"$.projections[{index}]", _PROJECTION_FIELDS, named, unknown)
     network = raw.get("network")
     if isinstance(network, dict):
         problem = _network_object(network)
@@ -364,6 +375,7 @@ def plan_problems(plan: Plan) -> list[PlanProblem]:
         else:
             first_at[alias] = index
     problems.extend(_terminal_problems(plan))
+    problems.extend(_projection_problems(plan))
     problems.extend(_label_problems(plan))
     problems.extend(_network_problems(plan))
     problems.extend(_evaluation_problems(plan))
@@ -381,6 +393,45 @@ def _evaluation_problems(plan: Plan) -> list[PlanProblem]:
             "terminal stream",
         )
     ]
+
+
+def _projection_problems(plan: Plan) -> list[PlanProblem]:
+    """Each projection names an alias once, by identifier, and a ``sha256:<64 hex>`` digest."""
+    projections = plan.projection_list
+    problems: list[PlanProblem] = []
+    if len(projections) > MAX_PROJECTIONS:
+        problems.append(
+            PlanProblem.at(
+                "$.projections", f"at most {MAX_PROJECTIONS} projections, got {len(projections)}"
+            )
+        )
+    first_at: dict[str, int] = {}
+    for index, projection in enumerate(projections):
+        path = f"$.projections[{index}]"
+        alias = _identifier(
+            f"{path}.alias", projection.alias, "name a [projections.ALIAS] alias of gloved.toml"
+        )
+        if alias is not None:
+            problems.append(alias)
+        elif projection.alias in first_at:
+            problems.append(
+                PlanProblem.at(
+                    f"{path}.alias",
+                    f"projection {projection.alias!r} is named twice (first at "
+                    f"$.projections[{first_at[projection.alias]}])",
+                )
+            )
+        else:
+            first_at[projection.alias] = index
+        if not PROJECTION_DIGEST_RE.fullmatch(projection.digest):
+            problems.append(
+                PlanProblem.at(
+                    f"{path}.digest",
+                    "a digest is sha256: and 64 lower-case hex digits (as glove library add "
+                    "prints it)",
+                )
+            )
+    return problems
 
 
 def _network_problems(plan: Plan) -> list[PlanProblem]:

@@ -79,6 +79,11 @@ CONTAINER_LIMIT_NAMES: Final = {
     "output_bytes": "output",
 }
 
+#: Most projections one plan may carry.
+MAX_PROJECTIONS: Final = 16
+#: A projection's digest: ``sha256:`` and 64 lower-case hex digits (a library bundle's).
+PROJECTION_DIGEST_RE: Final = re.compile(r"sha256:[0-9a-f]{64}", re.ASCII)
+
 #: Most allow (and most deny) rules one plan may carry, and the longest rule, in characters.
 MAX_NETWORK_RULES: Final = 64
 MAX_NETWORK_RULE_CHARS: Final = 300
@@ -196,6 +201,20 @@ def network_mode(network: PlanNetwork) -> str:
     return "proxy" if isinstance(network, ProxyNetwork) else network
 
 
+class PlanProjection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One ``"projections"`` entry: a library bundle shown read-only at an alias's target.
+
+    Attributes:
+        alias: a ``[projections.ALIAS]`` table of gloved.toml (where the file appears).
+        digest: the bundle's ``sha256:<64 hex>`` (the library names bundles by it).
+        size: the bundle's size in bytes.
+    """
+
+    alias: str
+    digest: str
+    size: Annotated[int, Meta(ge=0, le=MAX_SAFE_INTEGER)]
+
+
 class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """A decoded plan v1 (structure checked; not yet judged against local policy).
 
@@ -211,6 +230,8 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         labels: at most 16 short string pairs kept for the controller's own bookkeeping.
         evaluation: a refinement-eval-v1 evaluation of the run (a refinement plan), only
             with ``"terminal": "pty"``.
+        projections: library bundles shown read-only in the sandbox (at most 16, each alias
+            once), optional.
     """
 
     version: Literal[1]
@@ -223,6 +244,12 @@ class Plan(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     cols: Cells | UnsetType = UNSET
     labels: dict[str, str] | UnsetType = UNSET
     evaluation: PlanEvaluation | UnsetType = UNSET
+    projections: tuple[PlanProjection, ...] | UnsetType = UNSET
+
+    @property
+    def projection_list(self) -> tuple[PlanProjection, ...]:
+        """``projections``, empty when absent."""
+        return () if isinstance(self.projections, UnsetType) else self.projections
 
 
 class HarnessPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -296,6 +323,10 @@ class LocalPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         terminals: the terminal kinds offered here.
         egress_allow: the owner's local egress allowlist (gloved.toml ``[network] allow``).
         egress_deny: the owner's local egress denylist (``[network] deny``), always applied.
+        projections: each ``[projections.ALIAS]`` of gloved.toml -> its target in the sandbox.
+        library: each entry of the library store with a bundle's name -> its size (None
+            for one that is not a regular file: the launch refuses it with its own code),
+            or None when this gloved has no library store (every projection is refused).
     """
 
     harnesses: dict[str, HarnessPolicy]
@@ -307,6 +338,8 @@ class LocalPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     terminals: frozenset[str] = frozenset({"pipes"})
     egress_allow: tuple[str, ...] = ()
     egress_deny: tuple[str, ...] = ()
+    projections: dict[str, str] = msgspec.field(default_factory=dict)
+    library: dict[str, int | None] | None = None
 
     def egress_rules(self) -> RuleSet:
         """The owner's egress rules, loaded (checked when the policy was built)."""
@@ -338,6 +371,22 @@ class LocalPolicy(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                 )
 
 
+class ResolvedProjection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A plan's projection with the target its alias has here.
+
+    Attributes:
+        alias: the alias (gloved.toml ``[projections.ALIAS]``).
+        target: the absolute file path inside the sandbox.
+        digest: ``sha256:<64 hex>``.
+        size: bytes.
+    """
+
+    alias: str
+    target: str
+    digest: str
+    size: int
+
+
 class ValidatedPlan(msgspec.Struct, frozen=True):
     """A plan that passed validation, with everything the lifecycle needs from it.
 
@@ -354,6 +403,7 @@ class ValidatedPlan(msgspec.Struct, frozen=True):
         egress: in ``proxy`` mode, the rules the session's proxy runs with:
             ``narrow(local, plan)`` (the plan's allow rules, each inside the owner's, and
             both denylists); None in ``none`` mode.
+        projections: each projection, in plan order, with its target.
     """
 
     plan: Plan
@@ -364,6 +414,7 @@ class ValidatedPlan(msgspec.Struct, frozen=True):
     limits: Limits
     mechanisms: dict[str, str]
     egress: RuleSet | None = None
+    projections: tuple[ResolvedProjection, ...] = ()
 
     @property
     def evaluation(self) -> PlanEvaluation | None:

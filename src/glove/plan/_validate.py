@@ -62,6 +62,7 @@ from glove.plan._model import (
     LocalPolicy,
     Plan,
     ProxyNetwork,
+    ResolvedProjection,
     ValidatedPlan,
     network_mode,
 )
@@ -142,6 +143,7 @@ def validate_plan(plan: Plan, local: LocalPolicy) -> ValidatedPlan:
             )
         )
     exposures = _exposures(plan, local, problems)
+    projections = _projections(plan, local, problems)
     mechanisms = _limits(plan, local, problems)
     mode = network_mode(plan.network)
     egress: RuleSet | None = None
@@ -168,7 +170,57 @@ def validate_plan(plan: Plan, local: LocalPolicy) -> ValidatedPlan:
         limits=limits,
         mechanisms=mechanisms,
         egress=egress,
+        projections=projections,
     )
+
+
+def _projections(
+    plan: Plan, local: LocalPolicy, problems: list[PlanProblem]
+) -> tuple[ResolvedProjection, ...]:
+    """Each projection's alias has a target here, and its bundle is in the library store
+    with the size the plan says."""
+    resolved: list[ResolvedProjection] = []
+    for index, projection in enumerate(plan.projection_list):
+        path = f"$.projections[{index}]"
+        target = local.projections.get(projection.alias)
+        if target is None:
+            problems.append(
+                PlanProblem.at(
+                    f"{path}.alias",
+                    f"no projection alias {projection.alias!r} here (gloved.toml has no "
+                    f"[projections.{projection.alias}] table)",
+                )
+            )
+            continue
+        if local.library is None:
+            problems.append(PlanProblem.at(path, "this gloved has no library store"))
+            continue
+        if projection.digest not in local.library:
+            problems.append(
+                PlanProblem.at(
+                    f"{path}.digest",
+                    f"no bundle {projection.digest} in the library (glove library add FILE)",
+                )
+            )
+            continue
+        stored = local.library[projection.digest]
+        if stored is not None and stored != projection.size:
+            problems.append(
+                PlanProblem.at(
+                    f"{path}.size",
+                    f"bundle {projection.digest} is {stored} bytes, not {projection.size}",
+                )
+            )
+            continue
+        resolved.append(
+            ResolvedProjection(
+                alias=projection.alias,
+                target=target,
+                digest=projection.digest,
+                size=projection.size,
+            )
+        )
+    return tuple(resolved)
 
 
 def _egress(network: ProxyNetwork, local: LocalPolicy, problems: list[PlanProblem]) -> RuleSet:

@@ -205,7 +205,8 @@ UNAVAILABLE: Final = "unavailable"
 class Capabilities(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The ``capabilities`` result: what this daemon can run, and how it enforces limits.
 
-    ``schema_version`` is 0 until a runtime is constructed; ``limits`` maps each of
+    ``schema_version`` is 1 once both the Linux runtime and the library store are
+    constructed, else 0; ``limits`` maps each of
     :data:`LIMIT_NAMES` to its mechanism on this host (``"cgroup2:memory.max"``) or
     ``"unavailable"``; ``protocol`` and ``lifecycle_operational`` are filled by the server
     (from the registry's predicate), so they cannot disagree with ``hello``'s method list.

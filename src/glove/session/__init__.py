@@ -25,6 +25,7 @@ from glove.session._tree import (
 from glove.session._wiring import GuestParts, SessionWiring
 from glove.session.errors import (
     ExposureError,
+    ProjectionRefused,
     RecoveryRefused,
     SessionConflict,
     SessionError,
@@ -74,6 +75,7 @@ __all__ = [
     "Kill",
     "LogFilter",
     "ModeTracker",
+    "ProjectionRefused",
     "RecoveryRefused",
     "SandboxActor",
     "SendSignal",

@@ -5,7 +5,8 @@ harness in ``gloved.toml``, its host paths from the resolved exposures (never fr
 plan), and its limits from the plan (already checked against the local maxima). The
 **launch binding** is the SHA-256 of the RFC 8785 canonical JSON of everything the launch
 uses: the plan's digests, the complete sandbox spec, and each exposure's identity (device,
-inode, generation). The terminal receipt commits to it, so a receipt says exactly what ran.
+inode, generation), and each projection's alias, target, digest, size, mount flags and
+freeze method. The terminal receipt commits to it, so a receipt says exactly what ran.
 """
 
 from __future__ import annotations
@@ -55,9 +56,14 @@ def compose_spec(
 
 
 def launch_binding(
-    spec: SandboxSpec, plan_sha256: str, plan_blake3: str, exposures: list[Exposure]
+    spec: SandboxSpec,
+    plan_sha256: str,
+    plan_blake3: str,
+    exposures: list[Exposure],
+    projections: list[dict[str, Any]] | None = None,
 ) -> str:
-    """The digest of everything the launch uses (``sha256:<hex>``)."""
+    """The digest of everything the launch uses (``sha256:<hex>``); ``projections`` (each
+    projection's receipt entry) are in it only when there are some."""
     binding: dict[str, Any] = {
         "binding": "glove-launch-binding/v1",
         "plan": {"sha256": plan_sha256, "blake3": plan_blake3},
@@ -74,4 +80,6 @@ def launch_binding(
             for e in exposures
         },
     }
+    if projections:
+        binding["projections"] = [dict(p) for p in projections]
     return "sha256:" + hashlib.sha256(jcs_dumps(binding)).hexdigest()

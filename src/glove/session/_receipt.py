@@ -20,7 +20,14 @@ fractional number of seconds, encoded as RFC 8785 numbers are)::
      "audit": {"records": N, "bytes": N, "sha256": "sha256:...", "files": N} | null,
      "counts": {"tool_calls_denied": N, "egress_allowed": N, "egress_denied": N},
      "times": {"created_us": N, "launched_us": N | null, "ended_us": N},
-     "transcript": {...}}                      (PTY sessions only, see below)
+     "transcript": {...},                      (PTY sessions only, see below)
+     "projections": [{"alias": A, "target": PATH, "digest": "sha256:...", "size": N,
+                      "mount_flags": ["ro", "nosuid", "nodev", "noexec"],
+                      "freeze_method": "detached-tmpfs"}]}   (only when the plan has some)
+
+A projection refused at prepare or in the sandbox's init makes the outcome a
+``setup_error`` whose ``error_code`` is the refusal's code (``projection_digest_mismatch``,
+``projection_symlink``, ...); ``error_code`` is present only then.
 
 A PTY session's ``output`` has one stream, ``pty``; its ``transcript`` commits to the
 terminal's bytes as the transcript ring keeps them (``glove.session._transcript_format``)::
@@ -90,11 +97,16 @@ def _micro(seconds: float) -> int:
 
 
 def outcome_of(
-    result: SandboxResult | None, *, kind: str | None = None, error: str | None = None
+    result: SandboxResult | None,
+    *,
+    kind: str | None = None,
+    error: str | None = None,
+    error_code: str | None = None,
 ) -> dict[str, Any]:
-    """The receipt's ``outcome`` from a sandbox result (or from ``kind`` without one)."""
+    """The receipt's ``outcome`` from a sandbox result (or from ``kind`` without one);
+    ``error_code`` (a refused projection's code) is added only when given."""
     if result is None:
-        return {
+        outcome: dict[str, Any] = {
             "kind": kind or "setup_error",
             "exit_code": None,
             "signal": None,
@@ -102,11 +114,14 @@ def outcome_of(
             "mechanism": None,
             "error": error,
         }
+        if error_code is not None:
+            outcome["error_code"] = error_code
+        return outcome
     limit = next((name for name, r in result.limits.items() if r.hit), None)
     outcome_kind = kind or result.outcome
     if outcome_kind == "signaled" and result.error == "cancelled by the caller":
         outcome_kind = "cancelled"
-    return {
+    shown: dict[str, Any] = {
         "kind": outcome_kind,
         "exit_code": result.exit_code,
         "signal": result.signal,
@@ -114,6 +129,9 @@ def outcome_of(
         "mechanism": result.limits[limit].mechanism if limit is not None else None,
         "error": error or result.error,
     }
+    if error_code is not None:
+        shown["error_code"] = error_code
+    return shown
 
 
 def terminal_receipt(
@@ -132,13 +150,15 @@ def terminal_receipt(
     counts: dict[str, int] | None = None,
     transcript: dict[str, Any] | None = None,
     evaluation: dict[str, Any] | None = None,
+    projections: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The receipt as a JSON value (encode it with :func:`glove.plan.jcs_dumps`).
 
     ``audit`` is the digest of the session's audit log (its MCP decisions and egress
     records; null without tools or network), ``counts`` what was refused, and a PTY
-    session's receipt carries its ``transcript``. With ``evaluation`` it is a refinement
-    envelope (module docstring).
+    session's receipt carries its ``transcript``; a session with projections lists what
+    was mounted (``projections``). With ``evaluation`` it is a refinement envelope (module
+    docstring).
     """
     limits: dict[str, Any] = {}
     usage: dict[str, Any] = {
@@ -184,4 +204,6 @@ def terminal_receipt(
     if evaluation is not None:
         receipt["receipt"] = REFINEMENT_FORMAT
         receipt["evaluation"] = evaluation
+    if projections:
+        receipt["projections"] = [dict(p) for p in projections]
     return receipt

@@ -36,11 +36,13 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -55,6 +57,7 @@ from glove.container import (
     SandboxSpec,
     probe_host_limits,
     probe_unix_gate,
+    projection_conflict,
 )
 from glove.container.linux import DEFAULT_WINSIZE
 from glove.errors import GloveError
@@ -68,6 +71,7 @@ from glove.journal import (
     SigningKey,
     TransparencyLog,
 )
+from glove.library import Library, LibraryError, digest_of, is_bundle_name
 from glove.plan import (
     CONTAINER_LIMIT_NAMES,
     ExposurePolicy,
@@ -100,6 +104,7 @@ from glove.session._mediated import (
     digest_builtins,
     session_tools,
 )
+from glove.session._projections import SessionProjection, prepare_projections, refusal_code
 from glove.session._pty_drain import PtyDrain
 from glove.session._receipt import (
     check_envelope,
@@ -116,6 +121,7 @@ from glove.session._viewers import TerminalHub
 from glove.session.errors import (
     ExposureError,
     FixtureRefused,
+    ProjectionRefused,
     RecoveryRefused,
     SessionConflict,
     SessionLimit,
@@ -221,6 +227,7 @@ class _Progress:
     evaluator_error: str | None = None
     #: The child whose failure ended the session tree early (any session's).
     failed_child: str | None = None
+    projections: list[SessionProjection] = field(default_factory=list)
 
 
 def _harness_of(record: SessionRecord) -> str:
@@ -241,6 +248,12 @@ async def _release_tools(session_id: str, tools: SessionTools) -> None:
         await tools.close()
     except Exception:  # noqa: BLE001 - the session is already failing; keep its first error
         _log.exception("session %s: its tools did not close", session_id)
+
+
+def _close_all(projections: list[SessionProjection]) -> None:
+    """Close every projection (blocking: an unparked tmpfs's close waits for the kernel)."""
+    for projection in projections:
+        projection.close()
 
 
 def new_session_id() -> str:
@@ -287,6 +300,9 @@ class SessionRegistry(Actor):
         self._places: dict[int, tuple[int, int]] = {}
         #: PTY sessions' drains and viewers (session.attach and friends).
         self.terminals = TerminalHub()
+        #: The library store (``paths.library_dir``), once opened; None when it cannot be
+        #: (capabilities then say schema_version 0 and every projection is refused).
+        self.library: Library | None = None
 
     # -- start and recovery -------------------------------------------------------------------
 
@@ -309,6 +325,7 @@ class SessionRegistry(Actor):
         )
         await self.store.replay()
         self.exposures.load()
+        self.library = await asyncio.to_thread(self._open_library)
         self._mechanisms = host_mechanisms(probe_host_limits())
         for record in list(self.store.sessions.values()):
             if record.state in LIVE_STATES:
@@ -318,6 +335,39 @@ class SessionRegistry(Actor):
             # A power cut may have lost the last checkpoint's rename (it has no directory
             # fsync): every receipt is sealed again before anything is served.
             await self.log.checkpoint()
+
+    def _open_library(self) -> Library | None:
+        """The library store in gloved's state directory (made owner-only when absent), or
+        None when it is unsafe or cannot be made (logged: refused, never repaired)."""
+        from glove.config import UnsafePath, ensure_private_dir
+
+        root = self.paths.library_dir
+        try:
+            ensure_private_dir(root.parent)
+            return Library.open(root, create=True)
+        except (LibraryError, UnsafePath, OSError) as exc:
+            _log.warning("the library store %s is not usable: %s", root, exc)
+            return None
+
+    def _library_sizes(self) -> dict[str, int | None] | None:
+        """Each entry with a bundle's name by digest: its size if it is a regular file,
+        else None (whatever it is, the launch's resolve refuses it with its own code: a
+        symlink, a FIFO); None without a usable store."""
+        if self.library is None:
+            return None
+        found: dict[str, int | None] = {}
+        try:
+            root = self.library.root_fd
+            for name in os.listdir(root):  # noqa: PTH208 - a directory descriptor
+                if is_bundle_name(name):
+                    with contextlib.suppress(FileNotFoundError):
+                        info = os.stat(name, dir_fd=root, follow_symlinks=False)
+                        found[digest_of(name)] = (
+                            info.st_size if stat.S_ISREG(info.st_mode) else None
+                        )
+        except (LibraryError, OSError) as exc:
+            _log.warning("the library store cannot be listed: %s", exc)
+        return found
 
     def _index_receipts(self) -> None:
         from glove.journal import PosixStorage, iter_entries
@@ -491,6 +541,8 @@ class SessionRegistry(Actor):
             with contextlib.suppress(Exception):
                 await self.log.checkpoint()
         self.exposures.close()
+        if self.library is not None:
+            self.library.close()
         for queues in self._watchers.values():
             for queue in queues:
                 with contextlib.suppress(asyncio.QueueFull):
@@ -536,8 +588,9 @@ class SessionRegistry(Actor):
 
     # -- the public operations (called by the control methods, on the loop) --------------------
 
-    def local_policy(self) -> LocalPolicy:
-        """The owner's rules a plan is judged by, now."""
+    def local_policy(self, *, library: bool = True) -> LocalPolicy:
+        """The owner's rules a plan is judged by, now (the library store's listing only
+        with ``library``: a plan without projections does not need it)."""
         cfg = self.config
         harnesses = {
             hid: HarnessPolicy(tuple(h.argv), dict(h.env), h.profile)
@@ -565,6 +618,8 @@ class SessionRegistry(Actor):
             egress_allow=tuple(cfg.network.allow),
             egress_deny=tuple(cfg.network.deny),
             terminals=frozenset({"pipes", "pty"}),
+            projections={alias: p.target for alias, p in cfg.projections.items()},
+            library=self._library_sizes() if library else None,
         )
 
     def validate(self, data: bytes) -> ValidatedPlan:
@@ -573,7 +628,8 @@ class SessionRegistry(Actor):
         Raises:
             PlanError: every problem, each with its JSON path.
         """
-        return validate_plan(decode_plan(data), self.local_policy())
+        plan = decode_plan(data)
+        return validate_plan(plan, self.local_policy(library=bool(plan.projection_list)))
 
     def status(self, session_id: str) -> SessionView:
         """One session's view.
@@ -689,13 +745,16 @@ class SessionRegistry(Actor):
     async def _prepare(
         self, record: SessionRecord, validated: ValidatedPlan, run: _Progress
     ) -> tuple[SandboxSpec, str, SessionTools | None]:
-        """Read a refinement plan's fixture, resolve the exposures, compose the sandbox and
-        its tools; persist each step.
+        """Read a refinement plan's fixture, resolve the exposures and the projections,
+        compose the sandbox and its tools; persist each step. The projections (resolved,
+        verified, frozen when gloved may) are kept in ``run``: whatever happens they are
+        closed at the end.
 
         Raises:
             FixtureRefused: the fixture cannot be read or decoded (its code is kept in
                 ``run.refusal``); nothing is launched.
             ExposureError: an exposure is revoked, stale or gone.
+            ProjectionRefused: a projection is refused (its code says why).
             GloveError: the sandbox or the tools cannot be composed (SandboxError too).
             OSError: the host refused a step.
             _Unpersisted: the session journal could not persist a step (fatal).
@@ -731,6 +790,18 @@ class SessionRegistry(Actor):
             accept_weaker=frozenset(self.config.accept_weaker),
             pty=validated.plan.terminal == "pty",
         )
+        for item in validated.projections:
+            conflict = projection_conflict(spec, item.target)
+            if conflict is not None:
+                raise ProjectionRefused(
+                    "projection_target_conflict",
+                    f"projection {item.alias!r}: its target {conflict}",
+                    alias=item.alias,
+                )
+        run.projections = await asyncio.to_thread(
+            prepare_projections, self.library, validated.projections
+        )
+        mounted = [projection.receipt() for projection in run.projections]
         tools = await session_tools(
             session_id=record.session_id,
             data_dir=self.paths.sessions_data / record.session_id,
@@ -741,7 +812,7 @@ class SessionRegistry(Actor):
         try:
             if tools is not None:
                 spec = tools.apply(spec, proxy=validated.egress is not None)
-            binding = launch_binding(spec, record.sha256, record.blake3, exposures)
+            binding = launch_binding(spec, record.sha256, record.blake3, exposures, mounted)
             await self._move(record, "composed", {"launch_binding": binding})
         except BaseException:
             if tools is not None:  # nobody else holds them yet: release them here
@@ -772,6 +843,7 @@ class SessionRegistry(Actor):
             Exception: anything a step of the launch raised (a bug: ``internal_error``).
         """
         drain, tools, evaluator = run.drain, run.tools, run.evaluator
+        projections = tuple(run.projections)
         assert drain is not None
         live = self._live[record.session_id]
         size = drain.size if isinstance(drain, PtyDrain) else None
@@ -790,7 +862,11 @@ class SessionRegistry(Actor):
             ChildSpec(
                 SANDBOX_CHILD,
                 lambda: SandboxActor(
-                    spec, on_output=drain.write, start_after=ready, terminal_size=size
+                    spec,
+                    on_output=drain.write,
+                    start_after=ready,
+                    terminal_size=size,
+                    projections=projections,
                 ),
             ),
         )
@@ -909,15 +985,17 @@ class SessionRegistry(Actor):
             if failure is not None and not isinstance(failure, (GloveError, OSError)):
                 return self._internal(record.session_id, session.failed_child or "launch", failure)
             if failure is not None and run.result is None:
-                return outcome_of(None, error=str(failure))
+                return outcome_of(None, error=str(failure), error_code=refusal_code(str(failure)))
             if failure is not None:
                 return outcome_of(run.result, error=f"the session failed: {failure!r}")
-            return outcome_of(run.result)
+            error = run.result.error if run.result is not None else None
+            return outcome_of(run.result, error_code=refusal_code(error))
         except _Unpersisted:
             raise
         except (ExposureError, SandboxError, LimitRefused, GloveError, OSError) as exc:
             text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            return outcome_of(None, error=text)
+            code = exc.code if isinstance(exc, ProjectionRefused) else None
+            return outcome_of(None, error=text, error_code=code)
         except Exception as exc:  # noqa: BLE001 - one session's bug is its receipt, not gloved's crash
             return self._internal(record.session_id, run.stage, exc)
 
@@ -1033,6 +1111,7 @@ class SessionRegistry(Actor):
             counts=counts,
             transcript=transcript,
             evaluation=evaluation,
+            projections=[projection.receipt() for projection in run.projections],
         )
 
     async def _lifecycle(self, record: SessionRecord, validated: ValidatedPlan) -> None:
@@ -1049,6 +1128,8 @@ class SessionRegistry(Actor):
         evaluation: dict[str, Any] | None = None
         try:
             outcome = await self._drive(record, validated, run)
+            if run.projections:  # the launch closed them; a failure before it did not
+                await asyncio.to_thread(_close_all, run.projections)
             run.stage = "finalize"
             if run.tools is not None:
                 await run.tools.close()

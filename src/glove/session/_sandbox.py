@@ -17,7 +17,7 @@ from typing import Final
 import msgspec
 
 from glove.actors import Actor
-from glove.container import AsyncSandbox, SandboxResult, SandboxSpec
+from glove.container import AsyncSandbox, FileProjection, SandboxResult, SandboxSpec
 from glove.container.linux import OutputHandler
 
 #: How long a stop waits for the killed tree to end and drain before forcing it.
@@ -48,9 +48,11 @@ class SandboxActor(Actor):
         terminal_size: tuple[int, int] | None = None,
         start_after: asyncio.Future[None] | None = None,
         name: str = "sandbox",
+        projections: tuple[FileProjection, ...] = (),
     ) -> None:
         """Prepare; ``start_after`` is awaited before the launch (the mediation's readiness:
-        the agent must not start before its tools exist)."""
+        the agent must not start before its tools exist). ``projections`` are mounted
+        read-only in the sandbox (the launch closes them)."""
         super().__init__(name, mailbox_size=16)
         self.spec = spec
         self._on_output = on_output
@@ -58,6 +60,7 @@ class SandboxActor(Actor):
         self._winsize_from = winsize_from
         self._terminal_size = terminal_size
         self._start_after = start_after
+        self._projections = projections
         self._box: AsyncSandbox | None = None
         #: Resolved with the sandbox's result once it has ended and drained.
         self.result: asyncio.Future[SandboxResult] = asyncio.get_running_loop().create_future()
@@ -83,6 +86,7 @@ class SandboxActor(Actor):
             stdin=self._stdin,
             winsize_from=self._winsize_from,
             terminal_size=self._terminal_size,
+            projections=self._projections,
         )
         self._box = box
         await box.start(self.executor)

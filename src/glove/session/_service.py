@@ -156,8 +156,11 @@ class SessionService:
             return msgspec.structs.replace(unavailable_capabilities(), reason=self.reason)
         support = limit_support(probe_host_limits())
         limits = {name: item.mechanism or UNAVAILABLE for name, item in support.items()}
+        registry = self.registry
+        library_built = registry is not None and registry.library is not None
         return Capabilities(
-            schema_version=SCHEMA_VERSION,
+            # 1 only once both the Linux runtime and the library store were constructed.
+            schema_version=SCHEMA_VERSION if library_built else 0,
             protocol=PROTOCOL_VERSION,
             lifecycle_operational=self.lifecycle_operational(),
             runtimes=["linux"],

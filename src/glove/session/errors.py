@@ -8,6 +8,9 @@
         ├── SessionConflict       the request does not fit the session's state
         ├── SessionLimit          too many sessions are running at once
         ├── ExposureError         an exposure cannot be created, resolved or revoked
+        ├── ProjectionRefused     a plan's projection cannot be resolved, verified, frozen
+        │                         or mounted (``code``: glove.library's, or
+        │                         projection_target_conflict, projection_unavailable)
         ├── RecoveryRefused       the daemon's journals disagree; it will not start
         ├── FixtureRefused        a refinement plan's fixture cannot be read or decoded
         ├── EnvelopeMismatch      a terminal envelope of the wrong kind for its plan
@@ -41,6 +44,24 @@ class SessionLimit(SessionError):
 
 class ExposureError(SessionError):
     """An exposure cannot be created, resolved (revoked, stale, changed) or revoked."""
+
+
+class ProjectionRefused(SessionError):
+    """A plan's projection was refused at prepare or in the sandbox's init; nothing of it
+    is mounted and the command does not run.
+
+    Attributes:
+        code: the stable code (``glove.library``'s, such as ``projection_digest_mismatch``,
+            or ``projection_target_conflict``, ``projection_unavailable``); the text is
+            ``[code] message`` so that the init's one-line setup report keeps it.
+        alias: the projection's alias.
+    """
+
+    def __init__(self, code: str, message: str, *, alias: str = "") -> None:
+        """Build the error."""
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.alias = alias
 
 
 class RecoveryRefused(SessionError):

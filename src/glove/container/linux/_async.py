@@ -34,7 +34,7 @@ from typing import Final
 
 from glove.container._observe import DenialTable, OomWatch, OutputCap
 from glove.container._result import Durations, SandboxResult
-from glove.container._spec import SandboxSpec
+from glove.container._spec import FileProjection, SandboxSpec
 from glove.container._status import StatusDecoder, StatusLineError
 from glove.container._verdict import Observed, decide
 from glove.container.errors import SandboxSetupError
@@ -83,8 +83,12 @@ class AsyncSandbox:
         stdin: int | None = None,
         winsize_from: int | None = None,
         terminal_size: tuple[int, int] | None = None,
+        projections: tuple[FileProjection, ...] = (),
     ) -> None:
         """Prepare (nothing starts until :meth:`start`).
+
+        ``projections`` are verified files mounted read-only in the sandbox (see
+        :func:`~glove.container.linux.launch`, which closes them).
 
         ``stdin`` is a host fd for the command's stdin (handed over when it is a pipe or a
         socket, pumped otherwise), or None for an empty stdin. In PTY mode the terminal
@@ -96,6 +100,7 @@ class AsyncSandbox:
         self._stdin = stdin
         self._winsize_from = winsize_from
         self._terminal_size = terminal_size
+        self._projections = projections
         self._loop = asyncio.get_running_loop()
         self._done: asyncio.Future[SandboxResult] = self._loop.create_future()
         self._process: SandboxProcess | None = None
@@ -154,6 +159,7 @@ class AsyncSandbox:
                     self._wiring.child,
                     report_violations=True,
                     terminal_size=size or DEFAULT_WINSIZE,
+                    projections=self._projections,
                 ),
             )
         except SandboxSetupError as exc:

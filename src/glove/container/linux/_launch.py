@@ -56,7 +56,12 @@ from glove.container._limits import (
     plan_limits,
 )
 from glove.container._protect import check_protected
-from glove.container._spec import MAX_PASSED_FD, SandboxSpec
+from glove.container._spec import (
+    MAX_PASSED_FD,
+    FileProjection,
+    SandboxSpec,
+    projection_conflict,
+)
 from glove.container._status import (
     MAX_STATUS_LINE_BYTES,
     Disk,
@@ -138,6 +143,8 @@ class LaunchContext(msgspec.Struct, frozen=True):
     unix_gate: bool = False
     pty_channel: int = -1
     terminal_size: tuple[int, int] = DEFAULT_WINSIZE
+    #: Verified files the init mounts read-only (``FileProjection``), in order.
+    projections: tuple[FileProjection, ...] = ()
 
 
 class SandboxProcess:
@@ -512,7 +519,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
             os._exit(EXIT_SETUP_FAILED)
         placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
         os.close(ctx.go_read)
-        build_rootfs(ctx.spec, ctx.sources, ctx.retained)
+        build_rootfs(ctx.spec, ctx.sources, ctx.retained, ctx.projections)
         if ctx.spec.pty:
             ctx = _own_terminal(ctx)
         forbid_nested_user_namespaces()
@@ -652,14 +659,19 @@ def _receive_terminal(channel: socket.socket) -> int:
     return fds[0] if fds else -1
 
 
-def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its unwinding
+def launch(
     spec: SandboxSpec,
     stdio: tuple[int, int, int] = (0, 1, 2),
     *,
     report_violations: bool = False,
     terminal_size: tuple[int, int] = DEFAULT_WINSIZE,
+    projections: tuple[FileProjection, ...] = (),
 ) -> SandboxProcess:
     """Start ``spec`` in a new sandbox and return once the child is released.
+
+    ``projections`` are verified files the init mounts read-only at their targets (see
+    :class:`~glove.container.FileProjection`); each is closed here once the sandbox was
+    cloned (or the launch failed), whatever happens.
 
     PTY mode (``spec.pty``): the init makes the command's terminal from the sandbox's own
     devpts instance (``terminal_size`` rows and columns) and ``stdio`` is not used; the
@@ -682,6 +694,35 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         UnsupportedPlatform: no seccomp or no namespaces here.
         SandboxSetupError: the launcher's side of the setup failed (nothing ran).
     """
+    try:
+        return _launch(
+            spec,
+            stdio,
+            report_violations=report_violations,
+            terminal_size=terminal_size,
+            projections=projections,
+        )
+    finally:
+        for projection in projections:
+            projection.close()
+
+
+def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its unwinding
+    spec: SandboxSpec,
+    stdio: tuple[int, int, int],
+    *,
+    report_violations: bool,
+    terminal_size: tuple[int, int],
+    projections: tuple[FileProjection, ...],
+) -> SandboxProcess:
+    targets: set[str] = set()
+    for projection in projections:
+        conflict = projection_conflict(spec, projection.target)
+        if conflict is None and projection.target in targets:
+            conflict = f"{projection.target} is the target of another projection"
+        if conflict is not None:
+            raise SpecError(f"projection target {conflict}")
+        targets.add(projection.target)
     plans = plan_limits(spec.limits, probe_host_limits(), spec.accept_weaker)
     bpf = seccomp_program()
     gate = report_violations and probe_unix_gate().mechanism is not None
@@ -737,6 +778,7 @@ def launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its 
         launcher_pidfd=launcher_pidfd,
         pty_channel=pty_child.fileno() if pty_child is not None else -1,
         terminal_size=terminal_size,
+        projections=projections,
     )
     pid = pidfd = -1
     started = time.monotonic()

@@ -33,7 +33,13 @@ import msgspec
 
 from glove.container._protect import Shown
 from glove.container._resolv import RESOLV_CONF_PATH, resolv_conf
-from glove.container._spec import DEFAULT_SCRATCH_BYTES, Bind, SandboxSpec, normalize_inside
+from glove.container._spec import (
+    DEFAULT_SCRATCH_BYTES,
+    Bind,
+    FileProjection,
+    SandboxSpec,
+    normalize_inside,
+)
 from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux import _syscalls as sc
 
@@ -47,6 +53,8 @@ STICKY_WORLD_MODE: Final = 0o1777
 #: by the disk limit too), and never fewer than MIN_SCRATCH_INODES.
 BYTES_PER_SCRATCH_INODE: Final = 4096
 MIN_SCRATCH_INODES: Final = 1024
+#: Size of the old root's tmpfs the projections' copies are parked on (empty directories).
+PARK_TMPFS_BYTES: Final = 64 * 1024
 
 _O_PATH_NOFOLLOW: Final = os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC
 _RESOLVE_STRICT: Final = sc.RESOLVE_NO_SYMLINKS | sc.RESOLVE_NO_MAGICLINKS
@@ -490,13 +498,45 @@ def _attach_detached(root_fd: int, target: str, mount_fd: int) -> None:
         os.close(parent_fd)
 
 
+def _park_projections(projections: tuple[FileProjection, ...]) -> None:
+    """Give each projection an empty directory of the *old* root to park its copy on.
+
+    A small owner-only tmpfs is mounted on the staging directory first (the staging tmpfs
+    then goes on top of it): it is a mount of the old root, so everything parked there
+    leaves with the old root's one detach after ``pivot_root`` and is never in the new root.
+    """
+    sc.mount(
+        "tmpfs",
+        STAGING_DIR,
+        "tmpfs",
+        sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC,
+        f"size={PARK_TMPFS_BYTES},nr_inodes={len(projections) + 16},mode=0700",
+    )
+    for index, projection in enumerate(projections):
+        directory = f"{STAGING_DIR}/{index}"
+        os.mkdir(directory, 0o700)
+        projection.park(directory)
+
+
+def _attach_projections(root_fd: int, projections: tuple[FileProjection, ...]) -> None:
+    """Mount each projection at its target beneath the new root (its parents made first)."""
+    for projection in projections:
+        parents, _ = _split(normalize_inside(projection.target))
+        os.close(_walk_dirs(root_fd, parents))
+        projection.attach(root_fd)
+
+
 def build_rootfs(
-    spec: SandboxSpec, sources: list[OpenedSource], detached: tuple[tuple[str, int], ...] = ()
+    spec: SandboxSpec,
+    sources: list[OpenedSource],
+    detached: tuple[tuple[str, int], ...] = (),
+    projections: tuple[FileProjection, ...] = (),
 ) -> None:
     """Assemble the sandbox root and pivot into it (runs in the sandbox's init).
 
     ``detached`` holds ``(target, mount fd)`` pairs of mounts made by the launcher (retained
-    images), attached after the binds.
+    images), attached after the binds; ``projections`` are verified files mounted read-only
+    last (parked in the old root first, see :func:`_park_projections`).
 
     Raises:
         OSError: a mount step failed.
@@ -505,6 +545,8 @@ def build_rootfs(
     sc.mount(None, "/", None, sc.MS_REC | sc.MS_PRIVATE)
     # Open every source before the staging tmpfs covers anything a source may live under.
     origins = [_clone_origin(source) for source in sources]
+    if projections:
+        _park_projections(projections)
     size = spec.limits.disk if spec.limits.disk is not None else DEFAULT_SCRATCH_BYTES
     root = STAGING_DIR
     inodes = max(MIN_SCRATCH_INODES, size // BYTES_PER_SCRATCH_INODE)
@@ -530,6 +572,7 @@ def build_rootfs(
             _bind_source(root_fd, source, origin)
         for target, mount_fd in detached:
             _attach_detached(root_fd, target, mount_fd)
+        _attach_projections(root_fd, projections)
         _write_resolv_conf(root_fd, spec, sources)
     finally:
         os.close(root_fd)

@@ -1,0 +1,166 @@
+"""A session's projections: library bundles resolved, verified and frozen for its sandbox.
+
+At prepare gloved resolves each of the plan's projections beneath the library's pinned
+root descriptor (``glove.library.open_bundle``: ``openat2`` with ``RESOLVE_BENEATH`` and
+no symlinks, type, owner, one link, no group or other write, the size) and verifies its
+bytes. A root gloved then freezes the copy itself (a detached tmpfs, before the clone); an
+unprivileged one cannot ``fsopen`` in its own user namespace, so the sandbox's init freezes
+it in its own, hashing the bytes again while it copies them. In the init each projection
+parks its tmpfs in the old root and mounts the copy at its target read-only, nosuid,
+nodev, noexec (:class:`SessionProjection` is the ``glove.container.FileProjection`` the
+sandbox calls). Every refusal is a :class:`ProjectionRefused` with its code; nothing of
+the projection is mounted then, and no descriptor of it reaches the command.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, Final
+
+from glove.library import (
+    FREEZE_DETACHED_TMPFS,
+    MOUNT_FLAGS,
+    FrozenProjection,
+    Library,
+    LibraryError,
+    OpenedBundle,
+    freeze,
+    read_verified,
+)
+from glove.plan import ResolvedProjection
+from glove.session.errors import ProjectionRefused
+
+#: How the init's one-line setup report carries a projection's refusal code.
+_REFUSAL_RE: Final = re.compile(r"ProjectionRefused: \[([a-z0-9_]+)\]")
+
+
+def refusal_code(error: str | None) -> str | None:
+    """The projection refusal code in a sandbox's setup error text, or None."""
+    if not error:
+        return None
+    found = _REFUSAL_RE.search(error)
+    return found.group(1) if found else None
+
+
+class SessionProjection:
+    """One projection of one session, from prepare to the mount in the sandbox's init.
+
+    Owns the opened bundle's descriptor and, once frozen, the tmpfs's; :meth:`close`
+    releases both (idempotent), as :meth:`attach` does in the init.
+    """
+
+    def __init__(
+        self,
+        resolved: ResolvedProjection,
+        opened: OpenedBundle,
+        frozen: FrozenProjection | None,
+    ) -> None:
+        """Take ownership of ``opened`` and ``frozen``."""
+        self.resolved = resolved
+        self._opened: OpenedBundle | None = opened
+        self._frozen = frozen
+
+    @property
+    def target(self) -> str:
+        """The absolute file path inside the sandbox."""
+        return self.resolved.target
+
+    def _refused(self, exc: LibraryError) -> ProjectionRefused:
+        return ProjectionRefused(
+            exc.code, f"projection {self.resolved.alias!r}: {exc}", alias=self.resolved.alias
+        )
+
+    def park(self, directory: str) -> None:
+        """In the init: freeze the copy here if gloved did not, then park its tmpfs.
+
+        Raises:
+            ProjectionRefused: the bundle changed, or the freeze or the park failed.
+        """
+        try:
+            if self._frozen is None:
+                if self._opened is None:
+                    raise ProjectionRefused(
+                        "projection_unavailable", "the projection was closed before its launch"
+                    )
+                self._frozen = freeze(self._opened)
+            self._frozen.park(directory)
+        except LibraryError as exc:
+            self.close()
+            raise self._refused(exc) from exc
+
+    def attach(self, root_fd: int) -> None:
+        """In the init: mount the copy at the target beneath ``root_fd``; close everything.
+
+        Raises:
+            ProjectionRefused: the target or the mount was refused (nothing stays mounted).
+        """
+        try:
+            if self._frozen is None:
+                raise ProjectionRefused("projection_unavailable", "the copy was never frozen")
+            self._frozen.attach(self.resolved.target, dir_fd=root_fd, create=True)
+        except LibraryError as exc:
+            raise self._refused(exc) from exc
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Close the frozen tmpfs and the bundle (idempotent)."""
+        frozen, self._frozen = self._frozen, None
+        opened, self._opened = self._opened, None
+        if frozen is not None:
+            frozen.close()
+        if opened is not None:
+            opened.close()
+
+    def receipt(self) -> dict[str, Any]:
+        """What the launch binding and the receipt commit to for this projection."""
+        return {
+            "alias": self.resolved.alias,
+            "target": self.resolved.target,
+            "digest": self.resolved.digest,
+            "size": self.resolved.size,
+            "mount_flags": list(MOUNT_FLAGS),
+            "freeze_method": FREEZE_DETACHED_TMPFS,
+        }
+
+
+def prepare_projections(
+    library: Library | None, resolved: tuple[ResolvedProjection, ...]
+) -> list[SessionProjection]:
+    """Resolve and verify every projection (blocking: run it off the loop); freeze each
+    copy too when this process may (root).
+
+    Raises:
+        ProjectionRefused: one is refused (its code says why); none is left open.
+    """
+    if not resolved:
+        return []
+    if library is None:
+        raise ProjectionRefused(
+            "projection_unavailable", "this gloved has no library store", alias=resolved[0].alias
+        )
+    made: list[SessionProjection] = []
+    try:
+        for item in resolved:
+            try:
+                opened = library.open_bundle(item.digest, item.size)
+            except LibraryError as exc:
+                raise ProjectionRefused(
+                    exc.code, f"projection {item.alias!r}: {exc}", alias=item.alias
+                ) from exc
+            try:
+                frozen = freeze(opened) if os.geteuid() == 0 else None
+                if frozen is None:
+                    read_verified(opened)  # refused here, with its code; the init hashes again
+            except LibraryError as exc:
+                opened.close()
+                raise ProjectionRefused(
+                    exc.code, f"projection {item.alias!r}: {exc}", alias=item.alias
+                ) from exc
+            made.append(SessionProjection(item, opened, frozen))
+    except BaseException:
+        for projection in made:
+            projection.close()
+        raise
+    return made

@@ -1,0 +1,404 @@
+"""Projections through a real gloved, as root and as the unprivileged owner: the child
+reads exactly the stored bytes and can change nothing of the mount; every refusal has its
+own code in the receipt and runs nothing; a writer rewriting the stored bundle during
+launches is never seen in a child; the launch binding and the receipt commit what was
+mounted."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Unpriv
+
+from ._gloved import LIMITS, Gloved
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: two owners")
+
+PROBE = Path(__file__).with_name("_projection_probe.py")
+DRIVER = Path(__file__).with_name("_projection_driver.py")
+SKILL_TARGET = "/skills/skill.md"
+PROBE_TARGET = "/glove-probe/probe.py"
+HARNESSES = f"""
+[projections.skill]
+target = "{SKILL_TARGET}"
+
+[projections.probe]
+target = "{PROBE_TARGET}"
+
+[harnesses.probe]
+argv = ["/usr/bin/python3", "{PROBE_TARGET}", "{SKILL_TARGET}"]
+
+[harnesses.sum]
+argv = ["/usr/bin/sha256sum", "{SKILL_TARGET}"]
+"""
+SKILL = b"# a skill\n" + bytes(range(256)) * 256  # 64 KiB + 10 bytes
+#: Launches the racing writer runs against (GLOVE_PROJECTION_RACE_ROUNDS=10000 for the
+#: issue's full figure; CI runs the default).
+RACE_ROUNDS = int(os.environ.get("GLOVE_PROJECTION_RACE_ROUNDS", "200"))
+#: Rewrites (other bytes, then the bundle's own) in one burst of the racing writer.
+REWRITE_BURST = 20
+
+
+@dataclass
+class Owner:
+    """A running gloved of root or of the unprivileged user, with its library filled."""
+
+    who: str
+    home: Gloved
+    uid: int
+    gid: int
+    other_uid: int
+    python: str
+    command: Any
+    bundles: dict[str, dict[str, Any]]
+
+    @property
+    def library(self) -> Path:
+        return self.home.state / "library"
+
+    def stored(self, alias: str) -> Path:
+        return self.library / ("sha256-" + self.bundles[alias]["digest"][7:])
+
+    def add(self, name: str, data: bytes) -> dict[str, Any]:
+        """``glove library add --json`` of ``data`` as the owner."""
+        source = self.home.base / name
+        source.write_bytes(data)
+        os.chown(source, self.uid, self.gid)
+        done = self.home.glove("library", "add", str(source), "--json")
+        assert done.returncode == 0, done.stderr
+        result: dict[str, Any] = json.loads(done.stdout)
+        return result
+
+    def plan(self, harness: str, *aliases: str, **changes: Any) -> dict[str, Any]:
+        projections = [{"alias": a, **self.bundles[a]} for a in aliases]
+        return {
+            "version": 1,
+            "harness": harness,
+            "exposures": [],
+            "limits": dict(LIMITS),
+            "network": "none",
+            "terminal": "pipes",
+            "projections": projections,
+            **changes,
+        }
+
+    def run(self, plans: list[dict[str, Any]], concurrency: int = 1) -> list[dict[str, Any]]:
+        """Create each session as the owner and wait for it; the final views, in order."""
+        plans_file = self.home.base / f"plans-{len(plans)}-{os.urandom(4).hex()}.json"
+        plans_file.write_text(json.dumps(plans))
+        os.chown(plans_file, self.uid, self.gid)
+        argv = self.command(self.python, str(DRIVER), str(self.home.runtime), str(plans_file),
+                            str(concurrency))  # fmt: skip
+        done = subprocess.run(
+            argv, env=self.home.env, capture_output=True, text=True, timeout=3600, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        finals: list[dict[str, Any]] = json.loads(done.stdout)
+        return finals
+
+    def stdout(self, view: dict[str, Any]) -> bytes:
+        """What the session's command wrote (nothing when it never ran)."""
+        path = self.home.state / "sessions-data" / view["session_id"] / "stdout"
+        return path.read_bytes() if path.exists() else b""
+
+    def receipt(self, view: dict[str, Any]) -> dict[str, Any]:
+        done = self.home.glove("receipts", "page", "--json", "--limit", "1000")
+        assert done.returncode == 0, done.stderr
+        for item in json.loads(done.stdout)["receipts"]:
+            if item["receipt"]["session_id"] == view["session_id"]:
+                body: dict[str, Any] = item["receipt"]
+                return body
+        raise AssertionError(f"no receipt for {view['session_id']}")
+
+
+@pytest.fixture(params=["root", "unpriv"], scope="module")
+def owner(request: pytest.FixtureRequest, unpriv: Unpriv) -> Iterator[Owner]:
+    """gloved as root or as the unprivileged owner, with the skill and the probe stored."""
+    base = Path(tempfile.mkdtemp(prefix="glove-project-", dir="/var/tmp"))
+    if request.param == "unpriv":
+        uid, gid, other = unpriv.uid, unpriv.gid, 0
+        home = Gloved(base, python=unpriv.python, creds=unpriv.credentials())
+        python, command = unpriv.python, unpriv.command
+    else:
+        uid, gid, other = os.getuid(), os.getgid(), unpriv.uid
+        home = Gloved(base)
+        python, command = sys.executable, lambda *argv: list(argv)
+    os.chown(base, uid, gid)
+    home.setup(HARNESSES)
+    home.start()
+    made = Owner(request.param, home, uid, gid, other, python, command, {})
+    try:
+        made.bundles["skill"] = made.add("skill.md", SKILL)
+        made.bundles["probe"] = made.add("probe.py", PROBE.read_bytes())
+        yield made
+    finally:
+        home.stop()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_child_reads_the_bytes_and_cannot_change_the_mount(owner: Owner) -> None:
+    """The command reads exactly the stored bytes at the target; writing (EROFS),
+    remounting read-write, unmounting and mount_setattr clearing RDONLY or NOEXEC all fail
+    (EPERM) and leave it ro,nosuid,nodev,noexec; no descriptor of it reaches the command,
+    and its only mount in the sandbox is the one at its target."""
+    with_skill, probe_only = owner.run(
+        [owner.plan("probe", "probe", "skill"), owner.plan("probe", "probe")]
+    )
+    assert with_skill["outcome"]["kind"] == "exited", with_skill
+    assert with_skill["outcome"]["exit_code"] == 0, with_skill
+    report = json.loads(owner.stdout(with_skill))
+    assert report["sha256"] == owner.bundles["skill"]["digest"]
+    assert report["size"] == len(SKILL)
+    assert report["write"] == errno.EROFS
+    for attempt in ("remount_rw", "remount_sb_rw", "clear_rdonly", "clear_noexec", "umount"):
+        assert report[attempt] == errno.EPERM, (attempt, report)
+    assert report["umount_detach"] == errno.EPERM
+    assert report["mount_cmd"] != 0
+    assert report["umount_cmd"] != 0
+    assert set(report["mountinfo"].split()[5].split(",")) >= {"ro", "nosuid", "nodev", "noexec"}
+    assert report["after"] == report["sha256"]
+    assert not any("sha256" in fd or "skill" in fd for fd in report["fds"]), report["fds"]
+    # One projection more adds no descriptor: the command holds only its own stdio.
+    assert probe_only["outcome"]["exit_code"] == 0, probe_only
+    baseline = json.loads(owner.stdout(probe_only))
+    assert len(report["fds"]) == len(baseline["fds"])
+    # ... and exactly one mount, at its target: the parked copy stayed in the old root.
+    assert sorted(report["mounts"]) == sorted([*baseline["mounts"], SKILL_TARGET])
+
+
+def test_the_binding_and_the_receipt_commit_what_was_mounted(owner: Owner) -> None:
+    """The terminal receipt lists each projection's alias, target, digest, size, mount flags
+    and freeze method; the launch binding differs with a different projected bundle."""
+    first, other = owner.run([owner.plan("sum", "skill"), owner.plan("sum", "probe", "skill")])
+    assert first["outcome"]["exit_code"] == 0, first
+    receipt = owner.receipt(first)
+    assert receipt["projections"] == [
+        {
+            "alias": "skill",
+            "target": SKILL_TARGET,
+            "digest": owner.bundles["skill"]["digest"],
+            "size": len(SKILL),
+            "mount_flags": ["ro", "nosuid", "nodev", "noexec"],
+            "freeze_method": "detached-tmpfs",
+        }
+    ]
+    assert receipt["launch_binding"] == first["launch_binding"]
+    assert [p["alias"] for p in owner.receipt(other)["projections"]] == ["probe", "skill"]
+    assert other["launch_binding"] != first["launch_binding"]
+    assert owner.stdout(first).startswith(owner.bundles["skill"]["digest"][7:].encode())
+
+
+def _refused(owner: Owner, code: str) -> None:
+    """One session of ``sum`` is refused with ``code`` and nothing of it ran."""
+    (view,) = owner.run([owner.plan("sum", "skill")])
+    outcome = view["outcome"]
+    assert outcome["kind"] == "setup_error", view
+    assert outcome.get("error_code") == code, view
+    assert outcome["exit_code"] is None
+    assert owner.stdout(view) == b""
+    receipt = owner.receipt(view)
+    assert receipt["outcome"]["error_code"] == code
+    assert receipt["times"]["launched_us"] is None
+
+
+def test_every_attack_on_the_stored_bundle_has_its_own_code(owner: Owner) -> None:
+    """A symlink, a hard link, a FIFO, another owner, group write and changed bytes under
+    the bundle's name: each session is a setup_error with its code and nothing runs; the
+    store restored, the session runs."""
+    stored = owner.stored("skill")
+    aside = owner.home.base / "aside"
+    shutil.copy2(stored, aside)
+
+    def restore() -> None:
+        stored.unlink(missing_ok=True)
+        shutil.copy2(aside, stored)
+        os.chown(stored, owner.uid, owner.gid)
+        stored.chmod(0o400)
+
+    elsewhere = owner.home.base / "elsewhere"
+    shutil.copy2(aside, elsewhere)
+    os.chown(elsewhere, owner.uid, owner.gid)
+    elsewhere.chmod(0o400)
+    stored.unlink()
+    stored.symlink_to(elsewhere)
+    _refused(owner, "projection_symlink")
+    restore()
+    link = owner.library.parent / "second-link"
+    os.link(stored, link)
+    _refused(owner, "projection_hardlinked")
+    link.unlink()
+    stored.unlink()
+    os.mkfifo(stored, 0o400)
+    os.chown(stored, owner.uid, owner.gid)
+    _refused(owner, "projection_not_regular")
+    restore()
+    os.chown(stored, owner.other_uid, owner.gid)
+    _refused(owner, "projection_wrong_owner")
+    restore()
+    stored.chmod(0o420)
+    _refused(owner, "projection_writable")
+    restore()
+    with stored.open("r+b") as handle:  # root writes through the 0400 mode: same size
+        handle.write(b"# A skill")
+    _refused(owner, "projection_digest_mismatch")
+    restore()
+    (view,) = owner.run([owner.plan("sum", "skill")])
+    assert view["outcome"]["exit_code"] == 0, view
+
+
+def test_bad_references_are_invalid_plans_with_their_path(owner: Owner) -> None:
+    """An unknown alias, a malformed or traversing digest, a size that is not the stored
+    one, an alias named twice: plan.validate answers invalid_plan with each JSON path."""
+    plan = owner.plan("sum", "skill")
+    entry = plan["projections"][0]
+    cases = [
+        ([{**entry, "alias": "nosuch"}], "$.projections[0].alias"),
+        ([{**entry, "digest": "sha256:../../etc/passwd"}], "$.projections[0].digest"),
+        ([{**entry, "size": entry["size"] + 1}], "$.projections[0].size"),
+        ([entry, entry], "$.projections[1].alias"),
+    ]
+    for projections, path in cases:
+        plan_file = owner.home.base / "bad-plan.json"
+        plan_file.write_text(json.dumps({**plan, "projections": projections}))
+        os.chown(plan_file, owner.uid, owner.gid)
+        done = owner.home.glove("plan", "validate", str(plan_file), "--json")
+        assert done.returncode == 1, done
+        assert path in done.stdout + done.stderr, (path, done.stdout, done.stderr)
+
+
+def test_a_rewriting_writer_is_never_seen_in_a_child(owner: Owner) -> None:
+    """While the stored bundle is rewritten in place over and over (other bytes, then its
+    own, in bursts), every session that ran saw exactly the planned bytes; every other one
+    was refused with a projection code before anything ran. An unprivileged gloved reads
+    the bundle at prepare and again in the init: any write in between refuses the launch
+    (its identity changed), so there most launches are refused."""
+    stored = owner.stored("skill")
+    other = bytes(reversed(SKILL))
+    stop = threading.Event()
+    rewrites = 0
+
+    def writer() -> None:
+        nonlocal rewrites
+        with stored.open("r+b", buffering=0) as handle:
+            while not stop.is_set():
+                for _ in range(REWRITE_BURST):
+                    for data in (other, SKILL):
+                        os.pwrite(handle.fileno(), data, 0)
+                    rewrites += 1
+                # Bursts with the planned bytes back in place between them, so that some
+                # launches get through: a writer that never stops refuses them all.
+                stop.wait(0.2)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        finals = owner.run([owner.plan("sum", "skill")] * RACE_ROUNDS, concurrency=16)
+    finally:
+        stop.set()
+        thread.join()
+    want = owner.bundles["skill"]["digest"][7:].encode()
+    ran = refused = 0
+    for view in finals:
+        outcome = view["outcome"]
+        if outcome["kind"] == "exited":
+            assert outcome["exit_code"] == 0, view
+            assert owner.stdout(view).split()[0] == want, view
+            ran += 1
+        else:
+            assert outcome["kind"] == "setup_error", view
+            assert outcome.get("error_code") in {
+                "projection_digest_mismatch",
+                "projection_changed",
+            }, view
+            assert owner.stdout(view) == b""
+            refused += 1
+    assert ran + refused == RACE_ROUNDS
+    assert rewrites > 0
+    if owner.who == "root":  # frozen at prepare: only a burst during that read refuses it
+        assert ran > 0, "every launch was refused: the race was never run"
+
+
+def test_a_third_party_recomputes_a_projection_offline(owner: Owner) -> None:
+    """``glove receipts verify --library FILE`` hashes the file and finds it among the
+    receipt's projections; a file that is none of them fails with exit 4."""
+    (view,) = owner.run([owner.plan("sum", "skill")])
+    assert view["outcome"]["exit_code"] == 0, view
+    key = owner.home.glove("receipts", "public-key")
+    assert key.returncode == 0, key.stderr
+    public = owner.home.base / "log.pub"
+    public.write_text(key.stdout)
+    bundle = owner.home.base / f"bundle-{view['session_id']}.json"
+    exported = owner.home.glove("receipts", "export", view["session_id"], "-o", str(bundle))
+    assert exported.returncode == 0, exported.stdout + exported.stderr
+    skill = owner.home.base / "skill.md"
+    done = owner.home.glove(
+        "receipts", "verify", str(bundle), "--public-key", str(public), "--json",
+        "--library", str(skill),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    checked = json.loads(done.stdout)["projections_verified"]
+    assert checked == [
+        {
+            "alias": "skill",
+            "target": SKILL_TARGET,
+            "digest": owner.bundles["skill"]["digest"],
+            "size": len(SKILL),
+            "file": str(skill),
+        }
+    ]
+    forged = owner.home.base / "forged.md"
+    forged.write_bytes(SKILL[:-1] + b"!")
+    os.chown(forged, owner.uid, owner.gid)
+    done = owner.home.glove(
+        "receipts", "verify", str(bundle), "--public-key", str(public), "--library", str(forged)
+    )
+    assert done.returncode == 4, done.stdout + done.stderr
+    assert "is not a projection of this receipt" in done.stderr
+
+
+def test_capabilities_say_schema_1_only_with_the_library_store(tmp_path: Path) -> None:
+    """A gloved whose library root is unsafe (group-writable) runs sessions but reports
+    schema_version 0, leaves the root as it is and refuses every projection; with the
+    store constructed it reports 1."""
+    base = Path(tempfile.mkdtemp(prefix="glove-caps-", dir="/var/tmp"))
+    home = Gloved(base)
+    try:
+        home.setup(HARNESSES)
+        library = home.state / "library"
+        library.mkdir(mode=0o700, parents=True)
+        library.chmod(0o770)
+        home.start()
+        caps = json.loads(home.glove("capabilities", "--json").stdout)
+        assert caps["lifecycle_operational"] is True
+        assert caps["schema_version"] == 0
+        plan = tmp_path / "plan.json"
+        digest = "sha256:" + "ab" * 32
+        doc = {"version": 1, "harness": "sum", "exposures": [], "limits": LIMITS,
+               "network": "none", "terminal": "pipes",
+               "projections": [{"alias": "skill", "digest": digest, "size": 1}]}  # fmt: skip
+        plan.write_text(json.dumps(doc))
+        done = home.glove("plan", "validate", str(plan), "--json")
+        assert done.returncode == 1
+        assert "no library store" in done.stdout + done.stderr
+        assert library.stat().st_mode & 0o777 == 0o770
+        home.stop()
+        library.chmod(0o700)
+        home.start()
+        caps = json.loads(home.glove("capabilities", "--json").stdout)
+        assert caps["schema_version"] == 1
+    finally:
+        home.stop()
+        shutil.rmtree(base, ignore_errors=True)
