@@ -155,6 +155,16 @@ EXIT_LIBRARY_REFUSED: Final = 2
 source that is not a regular file or changed while read, no such bundle, a full disk); the
 error's code is printed."""
 
+# -- glove eval ab / verify / report ---------------------------------------------------------
+
+EXIT_EVAL_MISMATCH: Final = 1
+"""``glove eval verify``: the bundle does not hold (an envelope, a transcript, a verdict, a
+bundle file or the report differs from what it must be); the first difference is named."""
+
+EXIT_EVAL_REFUSED: Final = 2
+"""``glove eval``: the inputs refused the run (a fixture that is no fixture, a file the
+library refuses, gloved refusing a plan, a bundle directory that cannot be written or read)."""
+
 # -- the other commands' own failure -----------------------------------------------------------
 
 EXIT_FAILED: Final = 1

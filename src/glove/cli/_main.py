@@ -38,6 +38,7 @@ _COMMAND_MODULES = {
     "journal": "glove.cli._journal",
     "receipts": "glove.cli._receipts",
     "library": "glove.cli._library",
+    "eval": "glove.cli._eval",
     "diag": "glove.cli._diag",
     "daemon": "glove.cli._daemon",
     "network": "glove.cli._network",
