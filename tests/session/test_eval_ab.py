@@ -1,0 +1,183 @@
+"""`glove eval ab` through a real gloved on real PTYs: a harness whose output depends on
+the projected skill makes the base fail and the candidate pass, deterministically; the
+report's counts and keys, the bundle verified offline (and refused once tampered), and the
+HTML report drawn in Debian's headless chromium."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._gloved import HARNESSES, Gloved
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs a root-owned gloved")
+
+SKILL_TARGET = "/skills/skill.md"
+AB_HARNESSES = (
+    HARNESSES
+    + f"""
+[projections.skill]
+target = "{SKILL_TARGET}"
+
+[harnesses.skilled]
+argv = ["/bin/sh", "-c", "cat {SKILL_TARGET}; exit 0"]
+"""
+)
+#: The first fixture passes only the candidate's skill; the second passes both.
+FIXTURES = [
+    {"version": 1, "exit_code": 0, "max_wall_ms": 30000, "required": ["SKILL-GOOD"],
+     "forbidden": ["SKILL-BAD"]},
+    {"version": 1, "exit_code": 0, "max_wall_ms": 30000, "required": ["skill"],
+     "forbidden": ["Traceback"]},
+]  # fmt: skip
+RUNS = 3
+CHROMIUM = "/usr/bin/chromium"
+
+
+@dataclass
+class Done:
+    """The module's one A/B run: its home, bundle, the CLI's answer."""
+
+    home: Gloved
+    bundle: Path
+    public_key: Path
+    result: subprocess.CompletedProcess[str]
+    report: dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def done() -> Iterator[Done]:
+    """A root-owned gloved that ran one A/B of two fixtures, K=3, with a bundle."""
+    base = Path(tempfile.mkdtemp(prefix="glove-evalab-", dir="/var/tmp"))
+    home = Gloved(base)
+    home.setup(AB_HARNESSES)
+    (base / "base.md").write_text("a skill: SKILL-BAD\n")
+    (base / "candidate.md").write_text("a skill: SKILL-GOOD\n")
+    paths = []
+    for index, fixture in enumerate(FIXTURES):
+        path = base / f"fixture-{index}.json"
+        path.write_text(json.dumps(fixture))
+        paths.extend(["--fixture", str(path)])
+    home.start()
+    try:
+        bundle = base / "bundle"
+        result = home.glove(
+            "eval", "ab", "--harness", "skilled", "--alias", "skill",
+            "--base", str(base / "base.md"), "--candidate", str(base / "candidate.md"),
+            *paths, "--runs", str(RUNS), "--seed", "7", "--json", "--bundle", str(bundle),
+            "--runtime-dir", str(home.runtime), timeout=900,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        key = home.glove("receipts", "public-key")
+        assert key.returncode == 0, key.stderr
+        public = base / "log.pub"
+        public.write_text(key.stdout)
+        yield Done(home, bundle, public, result, json.loads(result.stdout))
+    finally:
+        assert home.stop() == 0
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_the_report_counts_each_arm_and_has_the_contract_keys(done: Done) -> None:
+    """The base fails the first fixture and the candidate passes it, both pass the second:
+    the JSON report's arms, difference, McNemar p and rule digest say exactly that."""
+    report = done.report
+    base, candidate = report["arms"]["base"], report["arms"]["candidate"]
+    assert base.items() >= {"runs": 6, "pass": 3, "invalid": 0, "infra_error": 0}.items()
+    assert candidate.items() >= {"runs": 6, "pass": 6, "invalid": 0, "infra_error": 0}.items()
+    assert report["difference"]["estimate"] == pytest.approx(0.5)
+    low, high = report["difference"]["ci95"]
+    assert low < 0.5 < high
+    assert report["difference"]["method"] == "newcombe-1998-method-10"
+    assert report["mcnemar_p"] == pytest.approx(0.25)
+    assert report["decision_rule_digest"].startswith("sha256:")
+    first, second = report["fixtures"]
+    assert first["comparison"]["arms"]["base"]["pass"] == 0
+    assert first["comparison"]["arms"]["candidate"]["pass_hat_k"] == [1.0, 1.0, 1.0]
+    assert second["comparison"]["difference"]["estimate"] == 0
+    assert report["bootstrap"] is not None
+    assert report["attrition_warning"] is False
+
+
+def test_the_rule_is_committed_before_the_first_run_and_progress_is_shown(done: Done) -> None:
+    """stderr names the decision rule digest before the first progress line, one progress
+    line per session, and plan.json holds the same digest and the seeded order."""
+    lines = done.result.stderr.splitlines()
+    rule = done.report["decision_rule_digest"]
+    assert lines[0].startswith(f"glove eval ab: committed decision rule {rule}")
+    progress = [line for line in lines if " run " in line and "fixture" in line]
+    assert len(progress) == 2 * RUNS * len(FIXTURES)
+    plan = json.loads((done.bundle / "plan.json").read_text())
+    assert plan["decision_rule_digest"] == done.report["decision_rule_digest"]
+    assert len(plan["order"]) == 2 * RUNS * len(FIXTURES)
+
+
+def _verify(done: Done, bundle: Path) -> subprocess.CompletedProcess[str]:
+    result: subprocess.CompletedProcess[str] = done.home.glove(
+        "eval", "verify", str(bundle), "--public-key", str(done.public_key), timeout=300
+    )
+    return result
+
+
+def test_the_bundle_verifies_offline(done: Done) -> None:
+    """`glove eval verify` checks every envelope and re-runs every verdict: exit 0."""
+    result = _verify(done, done.bundle)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("OK: 12 envelopes verified")
+
+
+@pytest.mark.parametrize("part", ["transcript", "envelope", "report"])
+def test_a_tampered_bundle_fails_verify(done: Done, part: str, tmp_path: Path) -> None:
+    """A transcript with one byte changed, an envelope whose receipt was edited, or a
+    report with a changed count: verify exits 1 naming the difference."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(done.bundle, copy)
+    runs = json.loads((copy / "runs.json").read_text())
+    if part == "transcript":
+        path = copy / runs[0]["transcript"]
+        data = bytearray(path.read_bytes())
+        data[0] ^= 0x20
+        path.write_bytes(bytes(data))
+    elif part == "envelope":
+        path = copy / runs[0]["receipt"]
+        bundle = json.loads(path.read_text())
+        bundle["receipt"]["evaluation"]["outcome"]["verdict"] = "pass"
+        path.write_text(json.dumps(bundle, indent=2))
+    else:
+        path = copy / "report.json"
+        report = json.loads(path.read_text())
+        report["arms"]["base"]["pass"] += 1
+        path.write_text(json.dumps(report))
+    result = _verify(done, copy)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.startswith("glove eval verify: FAILED:")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_the_html_report_draws_each_interval_in_chromium(done: Done, tmp_path: Path) -> None:
+    """`glove eval report --html` writes a page whose SVG, once rendered by headless
+    chromium, holds one interval per fixture plus the overall one, with the rule digest."""
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(f"{CHROMIUM} is missing: scripts/setup installs Debian's chromium")
+    page = tmp_path / "report.html"
+    result = done.home.glove("eval", "report", str(done.bundle), "--html", str(page))
+    assert result.returncode == 0, result.stderr
+    dom = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu",
+         f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert dom.returncode == 0, dom.stderr
+    assert dom.stdout.count('class="interval"') == len(FIXTURES) + 1
+    assert 'data-label="overall"' in dom.stdout
+    assert done.report["decision_rule_digest"] in dom.stdout
+    assert "<circle" in dom.stdout
