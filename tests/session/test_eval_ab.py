@@ -135,8 +135,15 @@ def test_the_bundle_verifies_offline(done: Done) -> None:
     assert result.stdout.startswith("OK: 12 envelopes verified")
 
 
-@pytest.mark.parametrize("part", ["transcript", "envelope", "report"])
-def test_a_tampered_bundle_fails_verify(done: Done, part: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("part", "named"),
+    [
+        ("transcript", "the transcript is not the stream the envelope names"),
+        ("envelope", "the envelope does not verify"),
+        ("report", "report.json is not the report of the verdicts"),
+    ],
+)
+def test_a_tampered_bundle_fails_verify(done: Done, part: str, named: str, tmp_path: Path) -> None:
     """A transcript with one byte changed, an envelope whose receipt was edited, or a
     report with a changed count: verify exits 1 naming the difference."""
     copy = tmp_path / "bundle"
@@ -160,6 +167,7 @@ def test_a_tampered_bundle_fails_verify(done: Done, part: str, tmp_path: Path) -
     result = _verify(done, copy)
     assert result.returncode == 1, result.stdout + result.stderr
     assert result.stderr.startswith("glove eval verify: FAILED:")
+    assert named in result.stderr
     assert len(result.stderr.splitlines()) == 1
 
 
