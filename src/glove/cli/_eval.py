@@ -171,7 +171,7 @@ def _report_json(rule: DecisionRule, report: ABReport, order_digest: str) -> dic
     return shown
 
 
-def ab_cmd(  # noqa: PLR0913, PLR0917 - typer maps each parameter to an option
+def ab_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     harness: str = typer.Option(..., "--harness", help="The gloved.toml harness to run."),
     alias: str = typer.Option(..., "--alias", help="The projection alias the skill is at."),
     base: Path = typer.Option(..., "--base", help="The base skill file."),
@@ -254,7 +254,7 @@ def ab_cmd(  # noqa: PLR0913, PLR0917 - typer maps each parameter to an option
     typer.echo(_text(shown, fixture))
 
 
-def _run_all(  # noqa: PLR0913, PLR0917 - the run's parts
+def _run_all(  # noqa: PLR0917 - the run's parts
     harness: str,
     alias: str,
     skills: dict[str, dict[str, Any]],
@@ -431,7 +431,7 @@ def _library_file(out: Path, digest: Any) -> bytes:
     return data
 
 
-def _verify(out: Path, public_key: str) -> dict[str, Any]:  # noqa: C901, PLR0912, PLR0915
+def _verify(out: Path, public_key: str) -> dict[str, Any]:  # noqa: PLR0912, PLR0915
     """Everything ``glove eval verify`` checks; the report recomputed.
 
     Raises:
@@ -442,6 +442,8 @@ def _verify(out: Path, public_key: str) -> dict[str, Any]:  # noqa: C901, PLR091
     import msgspec
 
     from glove.cli._receipts import _verifier
+    from glove.evaluate import Evidence as EvidenceType
+    from glove.evaluate import Outcome as OutcomeType
     from glove.evaluate import (
         Termination,
         decision_rule_digest,
@@ -453,8 +455,6 @@ def _verify(out: Path, public_key: str) -> dict[str, Any]:  # noqa: C901, PLR091
         judge,
         order_digest,
     )
-    from glove.evaluate import Evidence as EvidenceType
-    from glove.evaluate import Outcome as OutcomeType
     from glove.journal import ReceiptError, verify_bundle
 
     try:
@@ -525,7 +525,9 @@ def _verify(out: Path, public_key: str) -> dict[str, Any]:  # noqa: C901, PLR091
         ):
             raise _Mismatch(f"{where}: the verdict re-run from the transcript differs")
         if outcome.verdict != item["verdict"]:
-            raise _Mismatch(f"{where}: {RUNS_FILE} says {item['verdict']}, the run {outcome.verdict}")
+            raise _Mismatch(
+                f"{where}: {RUNS_FILE} says {item['verdict']}, the run {outcome.verdict}"
+            )
         verdicts[(item["fixture"], item["arm"])][item["run"]] = outcome.verdict
     report = _report_of(rule, verdicts)
     shown = _report_json(rule, report, order_digest(order))
@@ -536,7 +538,9 @@ def _verify(out: Path, public_key: str) -> dict[str, Any]:  # noqa: C901, PLR091
 
 def verify_cmd(
     out: Path = typer.Argument(..., help="The bundle directory glove eval ab --bundle wrote."),
-    public_key: str = typer.Option(..., "--public-key", help="The log's verifier key (file or text)."),
+    public_key: str = typer.Option(
+        ..., "--public-key", help="The log's verifier key (file or text)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the recomputed report as JSON."),
 ) -> None:
     """Check an A/B bundle offline: envelopes, proofs, verdicts re-run, report recomputed."""
@@ -549,7 +553,9 @@ def verify_cmd(
     except _Mismatch as exc:
         _fail("verify", f"FAILED: {exc}", EXIT_EVAL_MISMATCH)
     except (GloveError, KeyError, TypeError, ValueError) as exc:
-        _fail("verify", f"FAILED: malformed bundle: {type(exc).__name__}: {exc}", EXIT_EVAL_MISMATCH)
+        _fail(
+            "verify", f"FAILED: malformed bundle: {type(exc).__name__}: {exc}", EXIT_EVAL_MISMATCH
+        )
     if as_json:
         typer.echo(json.dumps(shown))
         return
@@ -595,16 +601,20 @@ def render_html(shown: dict[str, Any], plan: dict[str, Any]) -> str:
     left, width, step = 140, 520, 34
     height = step * len(rows) + 50
     svg = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" id="forest" width="{left + width + 40}" '
-        f'height="{height}" role="img" aria-label="paired differences with 95% intervals">',
-        f'<line class="zero" x1="{_x(0, left, width)}" y1="10" x2="{_x(0, left, width)}" '
-        f'y2="{height - 30}" stroke="#888" stroke-dasharray="4 3"/>',
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" id="forest" width="{left + width + 40}" '
+            f'height="{height}" role="img" aria-label="paired differences with 95% intervals">'
+        ),
+        (
+            f'<line class="zero" x1="{_x(0, left, width)}" y1="10" x2="{_x(0, left, width)}" '
+            f'y2="{height - 30}" stroke="#888" stroke-dasharray="4 3"/>'
+        ),
     ]
-    for tick in (-1.0, -0.5, 0.0, 0.5, 1.0):
-        svg.append(
-            f'<text x="{_x(tick, left, width)}" y="{height - 10}" text-anchor="middle" '
-            f'font-size="11">{tick:+.1f}</text>'
-        )
+    svg.extend(
+        f'<text x="{_x(tick, left, width)}" y="{height - 10}" text-anchor="middle" '
+        f'font-size="11">{tick:+.1f}</text>'
+        for tick in (-1.0, -0.5, 0.0, 0.5, 1.0)
+    )
     for index, (label, name, part) in enumerate(rows):
         y = 30 + index * step
         diff = part["difference"]
@@ -620,9 +630,13 @@ def render_html(shown: dict[str, Any], plan: dict[str, Any]) -> str:
             "</g>"
         )
     svg.append("</svg>")
-    table = ["<table><tr><th>set</th><th>base pass</th><th>candidate pass</th>"
-             "<th>difference</th><th>95% CI</th><th>McNemar p</th><th>MDE</th>"
-             "<th>attrition base / candidate</th></tr>"]  # fmt: skip
+    table = [
+        (
+            "<table><tr><th>set</th><th>base pass</th><th>candidate pass</th>"
+            "<th>difference</th><th>95% CI</th><th>McNemar p</th><th>MDE</th>"
+            "<th>attrition base / candidate</th></tr>"
+        )
+    ]
     for label, _name, part in rows:
         arms = part["arms"]
         diff = part["difference"]
@@ -646,9 +660,9 @@ def render_html(shown: dict[str, Any], plan: dict[str, Any]) -> str:
         "<h1>A/B report: candidate minus base</h1>"
         f"<p>harness {escape(str(plan.get('harness')))}, alias "
         f"{escape(str(plan.get('alias')))}; decision rule "
-        f"<code id=\"rule\">{escape(str(shown['decision_rule_digest']))}</code>; interval "
+        f'<code id="rule">{escape(str(shown["decision_rule_digest"]))}</code>; interval '
         f"{escape(shown['difference']['method'])} (95%); decision "
-        f"<b id=\"decision\">{escape(str(decision.get('decision')))}</b></p>"
+        f'<b id="decision">{escape(str(decision.get("decision")))}</b></p>'
         + "".join(svg)
         + "".join(table)
         + "</body></html>\n"
