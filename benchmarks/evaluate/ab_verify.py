@@ -80,9 +80,8 @@ def main() -> None:
         + f" s; p50 {statistics.median(times):.2f} s"
     )
     print(f"glove receipts verify of one envelope: p50 {statistics.median(peer):.2f} s")
-    print(
-        f"ratio verify-all / (runs x verify-one): {statistics.median(times) / (sessions * statistics.median(peer)):.3f}"
-    )
+    ratio = statistics.median(times) / (sessions * statistics.median(peer))
+    print(f"ratio verify-all / (runs x verify-one): {ratio:.3f}")
 
 
 if __name__ == "__main__":
