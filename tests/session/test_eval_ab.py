@@ -19,8 +19,6 @@ import pytest
 
 from ._gloved import HARNESSES, Gloved
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="runs a root-owned gloved")
-
 SKILL_TARGET = "/skills/skill.md"
 AB_HARNESSES = (
     HARNESSES
@@ -54,34 +52,43 @@ class Done:
     report: dict[str, Any]
 
 
+def _ab(home: Gloved, fixtures: list[dict[str, Any]], runs: int) -> Done:
+    """Write the skills and fixtures as the home's owner, run `glove eval ab --bundle`
+    through its (started) gloved, fetch the log's public key."""
+    base = home.base
+    paths: list[str] = []
+    files = {"base.md": "a skill: SKILL-BAD\n", "candidate.md": "a skill: SKILL-GOOD\n"}
+    for index, fixture in enumerate(fixtures):
+        files[f"fixture-{index}.json"] = json.dumps(fixture)
+        paths.extend(["--fixture", str(base / f"fixture-{index}.json")])
+    for name, text in files.items():
+        (base / name).write_text(text)
+        if home.creds:
+            os.chown(base / name, home.creds["user"], home.creds["group"])
+    bundle = base / "bundle"
+    result = home.glove(
+        "eval", "ab", "--harness", "skilled", "--alias", "skill",
+        "--base", str(base / "base.md"), "--candidate", str(base / "candidate.md"),
+        *paths, "--runs", str(runs), "--seed", "7", "--json", "--bundle", str(bundle),
+        "--runtime-dir", str(home.runtime), timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    key = home.glove("receipts", "public-key")
+    assert key.returncode == 0, key.stderr
+    public = base / "log.pub"
+    public.write_text(key.stdout)
+    return Done(home, bundle, public, result, json.loads(result.stdout))
+
+
 @pytest.fixture(scope="module")
 def done() -> Iterator[Done]:
-    """A root-owned gloved that ran one A/B of two fixtures, K=3, with a bundle."""
+    """A gloved of ours that ran one A/B of two fixtures, K=3, with a bundle."""
     base = Path(tempfile.mkdtemp(prefix="glove-evalab-", dir="/var/tmp"))
     home = Gloved(base)
     home.setup(AB_HARNESSES)
-    (base / "base.md").write_text("a skill: SKILL-BAD\n")
-    (base / "candidate.md").write_text("a skill: SKILL-GOOD\n")
-    paths = []
-    for index, fixture in enumerate(FIXTURES):
-        path = base / f"fixture-{index}.json"
-        path.write_text(json.dumps(fixture))
-        paths.extend(["--fixture", str(path)])
     home.start()
     try:
-        bundle = base / "bundle"
-        result = home.glove(
-            "eval", "ab", "--harness", "skilled", "--alias", "skill",
-            "--base", str(base / "base.md"), "--candidate", str(base / "candidate.md"),
-            *paths, "--runs", str(RUNS), "--seed", "7", "--json", "--bundle", str(bundle),
-            "--runtime-dir", str(home.runtime), timeout=900,
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        key = home.glove("receipts", "public-key")
-        assert key.returncode == 0, key.stderr
-        public = base / "log.pub"
-        public.write_text(key.stdout)
-        yield Done(home, bundle, public, result, json.loads(result.stdout))
+        yield _ab(home, FIXTURES, RUNS)
     finally:
         assert home.stop() == 0
         shutil.rmtree(base, ignore_errors=True)
@@ -189,3 +196,28 @@ def test_the_html_report_draws_each_interval_in_chromium(done: Done, tmp_path: P
     assert 'data-label="overall"' in dom.stdout
     assert done.report["decision_rule_digest"] in dom.stdout
     assert "<circle" in dom.stdout
+
+
+@pytest.mark.unpriv
+def test_an_unprivileged_owner_runs_and_verifies_an_ab(
+    request: pytest.FixtureRequest, unpriv: Any
+) -> None:
+    """As the test user, with a gloved and a library the user owns: one fixture, K=2, the
+    candidate passes every run and the base none, and the bundle verifies offline."""
+    base = Path(tempfile.mkdtemp(prefix="glove-evalab-", dir="/var/tmp"))
+    os.chown(base, unpriv.uid, unpriv.gid)
+    request.addfinalizer(lambda: shutil.rmtree(base, ignore_errors=True))
+    home = Gloved(base, creds=unpriv.credentials())
+    home.python = unpriv.python
+    home.setup(AB_HARNESSES)
+    home.start()
+    try:
+        ran = _ab(home, FIXTURES[:1], 2)
+        assert ran.report["arms"]["base"]["pass"] == 0
+        assert ran.report["arms"]["candidate"]["pass"] == 2
+        assert ran.report["difference"]["estimate"] == 1.0
+        verified = _verify(ran, ran.bundle)
+        assert verified.returncode == 0, verified.stderr
+        assert verified.stdout.startswith("OK: 4 envelopes verified")
+    finally:
+        assert home.stop() == 0
