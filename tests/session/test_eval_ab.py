@@ -221,3 +221,34 @@ def test_an_unprivileged_owner_runs_and_verifies_an_ab(
         assert verified.stdout.startswith("OK: 4 envelopes verified")
     finally:
         assert home.stop() == 0
+
+
+def test_another_logs_key_fails_verify(done: Done, tmp_path: Path) -> None:
+    """Verified with the public key of another log, the intact bundle fails: exit 1, the
+    first envelope named as not verifying."""
+    from glove.journal import generate_signing_key
+
+    other, _ = generate_signing_key(tmp_path / "other.key")
+    result = done.home.glove(
+        "eval", "verify", str(done.bundle), "--public-key", other.verifier.text, timeout=300
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "run 1 " in result.stderr
+    assert "the envelope does not verify" in result.stderr
+
+
+def test_the_text_report_says_the_method_and_the_decision(done: Done) -> None:
+    """`glove eval verify --json` gives the report recomputed, equal to what ab printed, and
+    the text of ab (rendered from that report) names the interval method and McNemar."""
+    from glove.cli._eval import _text
+
+    result = done.home.glove(
+        "eval", "verify", str(done.bundle), "--public-key", str(done.public_key), "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == done.report
+    text = _text(done.report, [Path("one.json"), Path("two.json")])
+    assert "95% CI" in text
+    assert "(newcombe-1998-method-10)" in text
+    assert "McNemar exact p 0.2500" in text
+    assert text.splitlines()[-1].startswith("decision: ")
