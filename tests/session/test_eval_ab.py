@@ -252,3 +252,29 @@ def test_the_text_report_says_the_method_and_the_decision(done: Done) -> None:
     assert "(newcombe-1998-method-10)" in text
     assert "McNemar exact p 0.2500" in text
     assert text.splitlines()[-1].startswith("decision: ")
+
+
+def test_attrition_is_counted_and_warned_about_in_the_text_report(done: Done) -> None:
+    """A candidate skill that ends on a cut UTF-8 sequence makes every candidate run
+    invalid_evidence: the text report counts it per arm (never dropped) and warns that the
+    arms' attrition differs by more than 5 points."""
+    where = done.home.base / "attrition"
+    where.mkdir()
+    (where / "base.md").write_bytes(b"a skill: SKILL-GOOD\n")
+    (where / "candidate.md").write_bytes(b"a skill: SKILL-GOOD\n\xe2\x82")
+    (where / "fixture.json").write_text(json.dumps(FIXTURES[0]))
+    result = done.home.glove(
+        "eval", "ab", "--harness", "skilled", "--alias", "skill",
+        "--base", str(where / "base.md"), "--candidate", str(where / "candidate.md"),
+        "--fixture", str(where / "fixture.json"), "--runs", "2",
+        "--runtime-dir", str(done.home.runtime), timeout=900,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "  base      pass 2/2  invalid 0  infra_error 0  pass^k 1.00 1.00" in lines
+    assert "  candidate pass 0/2  invalid 2  infra_error 0  pass^k 0.00 0.00" in lines
+    warnings = [line for line in lines if line.startswith("  warning: attrition differs by")]
+    assert len(warnings) == 2  # the fixture's and the overall
+    assert "decision: keep (lower_bound_not_above_threshold, differential_attrition)" in (
+        result.stdout
+    )
