@@ -278,3 +278,16 @@ def test_attrition_is_counted_and_warned_about_in_the_text_report(done: Done) ->
     assert "decision: keep (lower_bound_not_above_threshold, differential_attrition)" in (
         result.stdout
     )
+
+
+def test_a_bundle_naming_a_file_outside_runs_fails_verify(done: Done, tmp_path: Path) -> None:
+    """runs.json naming a transcript outside the bundle's runs/ directory (`..`) is refused
+    before anything is read there."""
+    copy = tmp_path / "bundle"
+    shutil.copytree(done.bundle, copy)
+    runs = json.loads((copy / "runs.json").read_text())
+    runs[0]["transcript"] = "runs/../../" + runs[0]["transcript"]
+    (copy / "runs.json").write_text(json.dumps(runs))
+    result = _verify(done, copy)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "not a file of runs/" in result.stderr

@@ -416,6 +416,21 @@ def _load(out: Path, name: str) -> Any:
         raise _Mismatch(f"{name}: {exc}") from exc
 
 
+def _run_file(out: Path, name: Any) -> bytes:
+    """A file ``runs/NAME`` of the bundle (nothing outside ``runs/``: no ``..``, no other
+    directory, no symlink)."""
+    parts = Path(name).parts if isinstance(name, str) else ()
+    if len(parts) != 2 or parts[0] != "runs" or parts[1] in {".", ".."}:
+        raise _Mismatch(f"{RUNS_FILE} names {name!r}, not a file of runs/")
+    path = out / "runs" / parts[1]
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise _Mismatch(f"{name}: {exc.strerror}") from exc
+
+
 def _library_file(out: Path, digest: Any) -> bytes:
     import hashlib
 
@@ -491,8 +506,8 @@ def _verify(out: Path, public_key: str) -> dict[str, Any]:  # noqa: PLR0912, PLR
         ):  # fmt: skip
             raise _Mismatch(f"{where} is not the order's session {number + 1}")
         try:
-            verified = verify_bundle((out / item["receipt"]).read_bytes(), verifier)
-        except (OSError, ReceiptError) as exc:
+            verified = verify_bundle(_run_file(out, item["receipt"]), verifier)
+        except ReceiptError as exc:
             raise _Mismatch(f"{where}: the envelope does not verify: {exc}") from exc
         envelope = verified.receipt
         if verified.session_id != item["session_id"]:
@@ -504,10 +519,7 @@ def _verify(out: Path, public_key: str) -> dict[str, Any]:  # noqa: PLR0912, PLR
         projected = [p.get("digest") for p in envelope.get("projections") or []]
         if projected != [skills[item["arm"]]]:
             raise _Mismatch(f"{where}: the envelope projected {projected}, not the {item['arm']}")
-        try:
-            stream = (out / item["transcript"]).read_bytes()
-        except OSError as exc:
-            raise _Mismatch(f"{where}: transcript: {exc.strerror}") from exc
+        stream = _run_file(out, item["transcript"])
         recorded = evaluation.get("evidence")
         if recorded is None or recorded.get("bytes_evicted"):
             raise _Mismatch(f"{where}: no complete evidence to re-run")
