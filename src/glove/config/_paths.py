@@ -88,11 +88,6 @@ class GlovePaths:
         """Where each session's output is kept."""
         return self.state_dir / "sessions-data"
 
-    @property
-    def library_dir(self) -> Path:
-        """The library store: digest-named bundles (owner-only; ``glove.library``)."""
-        return self.state_dir / "library"
-
 
 def _xdg(environ: Mapping[str, str], var: str, fallback: str) -> Path:
     value = environ.get(var, "")
