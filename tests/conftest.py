@@ -63,6 +63,7 @@ class _Worlds:
     """Where the unprivileged user's worlds go this session, and the current test's one."""
 
     unpriv_base: Path | None = None
+    scripts: Path | None = None
     unpriv_env: dict[str, str] | None = None
 
 
@@ -84,6 +85,8 @@ def _session_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
                 os.environ[var] = value
         if _WORLDS.unpriv_base is not None:
             shutil.rmtree(_WORLDS.unpriv_base, ignore_errors=True)
+        if _WORLDS.scripts is not None:
+            shutil.rmtree(_WORLDS.scripts, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
@@ -113,6 +116,20 @@ def unpriv_world(uid: int, gid: int) -> dict[str, str]:
     base = Path(tempfile.mkdtemp(prefix="w", dir=_WORLDS.unpriv_base))
     _WORLDS.unpriv_env = make_world(base, uid, gid)
     return _WORLDS.unpriv_env
+
+
+def readable_copy(script: Path) -> Path:
+    """``script`` copied where every user may read it, for a script the unprivileged user
+    runs: a clone of the repository may sit in a directory only its owner can enter (CI's
+    does). One copy per name for the session."""
+    if _WORLDS.scripts is None:
+        _WORLDS.scripts = Path(tempfile.mkdtemp(prefix="glove-test-scripts-", dir="/var/tmp"))
+        _WORLDS.scripts.chmod(0o755)
+    target = _WORLDS.scripts / script.name
+    if not target.exists():
+        shutil.copyfile(script, target)
+        target.chmod(0o644)
+    return target
 
 
 #: The suites' sandbox profile: the default one, with the workspace at ``/workspace`` (as a

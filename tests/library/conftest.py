@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Unpriv
+from tests.conftest import Unpriv, readable_copy
 
 PROBE = Path(__file__).with_name("_probe.py")
 #: How long one probe may run (the race scenario does 10,000 rewrites on a shared machine).
@@ -99,7 +99,8 @@ def run_probe(how: str, scenario: str, spec: dict[str, Any], unpriv: Unpriv) -> 
     case), ``root-host`` / ``unpriv-host`` (no namespace: the probe's launcher shape makes
     its own in a forked child).
     """
-    argv_tail = [str(PROBE), scenario, json.dumps(spec)]
+    probe = PROBE if how.startswith("root") else readable_copy(PROBE)
+    argv_tail = [str(probe), scenario, json.dumps(spec)]
     userns = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private"]
     commands = {
         "root": ["unshare", "--mount", "--propagation", "private", sys.executable, *argv_tail],

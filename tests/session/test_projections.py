@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Unpriv
+from tests.conftest import Unpriv, readable_copy
 
 from ._gloved import LIMITS, Gloved
 
@@ -100,7 +100,8 @@ class Owner:
         plans_file = self.home.base / f"plans-{len(plans)}-{os.urandom(4).hex()}.json"
         plans_file.write_text(json.dumps(plans))
         os.chown(plans_file, self.uid, self.gid)
-        argv = self.command(self.python, str(DRIVER), str(self.home.runtime), str(plans_file),
+        driver = readable_copy(DRIVER)
+        argv = self.command(self.python, str(driver), str(self.home.runtime), str(plans_file),
                             str(concurrency))  # fmt: skip
         done = subprocess.run(
             argv, env=self.home.env, capture_output=True, text=True, timeout=3600, check=False
