@@ -109,6 +109,22 @@ async def test_end_records_are_written_when_the_proxy_stops(handover: Handover) 
     assert sink.kinds() == [("egress", "allow"), ("egress.end", None)]
 
 
+async def test_a_connection_open_when_the_proxy_stops_gets_its_end_record(
+    handover: Handover,
+) -> None:
+    """A tunnel still open as the proxy stops (its session ends) is recorded as ``stopped``."""
+    async with upstream("echo") as up:
+        async with serving(handover, [f"127.0.0.1:{up.port}"]) as (proxy, sink):
+            reader, writer = await handover.open()
+            writer.write(f"CONNECT 127.0.0.1:{up.port} HTTP/1.1\r\n\r\n".encode())
+            async with asyncio.timeout(STEP_S):
+                await reader.readuntil(b"\r\n\r\n")
+            assert proxy.live_connections == 1
+        writer.close()
+    ends = [r for r in sink.records if r["kind"] == "egress.end"]
+    assert [(r["outcome"], r["port"]) for r in ends] == [("stopped", up.port)]
+
+
 async def test_the_decision_is_durable_before_the_upstream_connect(handover: Handover) -> None:
     """While the audit append is pending the origin sees nothing; after it, the request."""
     gate = asyncio.Event()

@@ -416,6 +416,22 @@ class EgressCore:
         :meth:`flush_ends` (the actor calls it every :data:`END_FLUSH_INTERVAL_S` and when it
         stops), whichever comes first.
         """
+        if len(self._ends) >= MAX_PENDING_ENDS:
+            await self.flush_ends()
+        self.queue_end(ex, address, up, down, outcome, reason=reason)
+
+    def queue_end(
+        self,
+        ex: Exchange,
+        address: str | None,
+        up: int,
+        down: int,
+        outcome: str,
+        *,
+        reason: str | None = None,
+    ) -> None:
+        """:meth:`record_end` without waiting: for a connection cancelled as the proxy stops
+        (the actor cancels its connections before its last :meth:`flush_ends`)."""
         self.bytes_up += up
         self.bytes_down += down
         fields = self._fields(ex, "egress.end")
@@ -428,8 +444,6 @@ class EgressCore:
         )
         if reason is not None:
             fields["reason"] = reason
-        if len(self._ends) >= MAX_PENDING_ENDS:
-            await self.flush_ends()
         self._ends.append(fields)
         self.ends_pending.set()
 

@@ -300,12 +300,16 @@ async def serve_http(core: EgressCore, client: socket.socket) -> None:
         return
     traffic = Traffic()
     reason: str | None = None
-    with upstream:
-        if forward is None:
-            outcome = await _tunnel(core, client, upstream, admitted, traffic)
-        else:
-            outcome = await _forward(core, client, upstream, forward, traffic)
-            reason = forward.gate.error
+    try:
+        with upstream:
+            if forward is None:
+                outcome = await _tunnel(core, client, upstream, admitted, traffic)
+            else:
+                outcome = await _forward(core, client, upstream, forward, traffic)
+                reason = forward.gate.error
+    except asyncio.CancelledError:  # the session ends: its end record still gets written
+        core.queue_end(ex, address, traffic.up, traffic.down, "stopped")
+        raise
     if reason is not None and traffic.down == 0:
         await send_quietly(client, error_response(400, reason), limits.reply_timeout_s)
     await core.record_end(ex, address, traffic.up, traffic.down, outcome, reason=reason)

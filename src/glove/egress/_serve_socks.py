@@ -167,4 +167,7 @@ async def serve_socks(core: EgressCore, client: socket.socket) -> None:
             )
         except (OSError, TimeoutError):
             outcome = "reset"
+        except asyncio.CancelledError:  # the session ends: its end record still gets written
+            core.queue_end(ex, address, traffic.up, traffic.down, "stopped")
+            raise
     await core.record_end(ex, address, traffic.up, traffic.down, outcome)
