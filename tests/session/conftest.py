@@ -14,7 +14,8 @@ import pytest
 from glove.actors import Supervisor
 from glove.config import GlovePaths
 from glove.host._setup import setup
-from glove.session._registry import SessionRegistry, SessionView
+from glove.session._registry import SessionRegistry
+from glove.session._views import SessionView
 from glove.session._service import SessionService, load_service
 
 HARNESSES = """
@@ -68,13 +69,13 @@ class Running:
         return self.service.registry
 
     async def until_terminal(self, session_id: str, timeout: float = 60.0) -> SessionView:
-        queue = self.registry.watch(session_id)
+        queue = await self.registry.watch(session_id)
         last = None
         async with asyncio.timeout(timeout):
             while (view := await queue.get()) is not None:
                 last = view
         assert last is not None
-        return self.registry.status(session_id)
+        return await self.registry.status(session_id)
 
     async def stop(self) -> None:
         self.tree.stop()

@@ -35,10 +35,10 @@ async def test_a_session_runs_to_one_terminal_receipt(service: Running) -> None:
 async def test_stop_kills_the_sandbox_and_says_cancelled(service: Running) -> None:
     """session.stop ends a running session; the receipt says cancelled."""
     view = await service.registry.create(plan("sleep"))
-    queue = service.registry.watch(view.session_id)
+    queue = await service.registry.watch(view.session_id)
     while (seen := await queue.get()) is not None and seen.state != "running":
         pass
-    service.registry.stop_session(view.session_id)
+    await service.registry.stop_session(view.session_id)
     final = await service.until_terminal(view.session_id)
     assert final.outcome is not None
     assert final.outcome["kind"] == "cancelled"

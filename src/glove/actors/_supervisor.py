@@ -43,12 +43,16 @@ class ChildSpec:
     """How to start a child and what to do when it exits.
 
     ``start`` builds a fresh node each time (state is never reused across restarts).
+    A ``significant`` child's exit ends its supervisor (OTP's ``auto_shutdown``): normally
+    when the child exited normally (it stopped, or was cancelled), with
+    :class:`ChildFailed` when it failed; it is never restarted.
     """
 
     name: str
     start: Callable[[], Actor | Supervisor]
     restart: Restart = "permanent"
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE_S
+    significant: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +145,20 @@ class Supervisor:
         if name in self._order:
             self._order.remove(name)
 
+    def watch(self, name: str, on_exit: Callable[[BaseException | None], None]) -> None:
+        """Call ``on_exit`` with child ``name``'s exit reason once it exits (None: it
+        exited normally, or was cancelled), from a loop callback: it must not block.
+
+        Raises:
+            KeyError: the child is not running.
+        """
+        task = self._tasks[name]
+
+        def exited(done: asyncio.Task[None]) -> None:
+            on_exit(None if done.cancelled() else done.exception())
+
+        task.add_done_callback(exited)
+
     def _start(self, spec: ChildSpec) -> Actor | Supervisor:
         node = spec.start()
         self._nodes[spec.name] = node
@@ -206,7 +224,8 @@ class Supervisor:
                 if self._tasks.get(name) is not task:
                     continue  # we stopped it ourselves: not an exit to react to
                 del self._tasks[name]
-                await self._child_exited(name, task)
+                if await self._child_exited(name, task):
+                    return  # a significant child ended normally: so does this supervisor
         except asyncio.CancelledError:
             self.state = "stopping"
             raise
@@ -219,7 +238,8 @@ class Supervisor:
             if self.state != "crashed":
                 self.state = "stopped"
 
-    async def _child_exited(self, name: str, task: asyncio.Task[None]) -> None:
+    async def _child_exited(self, name: str, task: asyncio.Task[None]) -> bool:
+        """React to a child's exit; True when this supervisor ends normally with it."""
         reason: BaseException | None = (
             asyncio.CancelledError("cancelled") if task.cancelled() else task.exception()
         )
@@ -228,9 +248,13 @@ class Supervisor:
         shown = None if reason is None or task.cancelled() else repr(reason)
         self.exits.append(ExitRecord(time.time(), name, shown))
         spec = self._specs[name]
+        if spec.significant:
+            if shown is None:
+                return True
+            raise ChildFailed(f"{self.name}/{name}", reason)
         if spec.restart == "temporary":
             self._forget(name)
-            return
+            return False
         now = time.monotonic()
         self._recent = [t for t in self._recent if now - t < self.period]
         self._recent.append(now)
@@ -247,6 +271,7 @@ class Supervisor:
             self.restarts[child] += 1
         # The hit children, and any that never started because this one died starting.
         await self._start_in_order([n for n in self._order if n not in self._tasks])
+        return False
 
     async def _stop(self, names: list[str]) -> None:
         """Stop the named children in reverse start order, each within its grace.

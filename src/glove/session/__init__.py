@@ -36,8 +36,9 @@ from glove.session.errors import (
 if TYPE_CHECKING:
     from glove.session._attach import SIGNALS
     from glove.session._methods import SESSION_ERROR_CODES, SessionMethods
-    from glove.session._registry import SessionRegistry, SessionView
+    from glove.session._registry import SessionRegistry
     from glove.session._service import LIFECYCLE_METHODS, SessionService, load_service
+    from glove.session._views import SessionView
 
 #: gloved's parts, imported on first use: ``glove run`` needs only the session tree.
 _LAZY = {
@@ -45,7 +46,7 @@ _LAZY = {
     "SESSION_ERROR_CODES": "glove.session._methods",
     "SessionMethods": "glove.session._methods",
     "SessionRegistry": "glove.session._registry",
-    "SessionView": "glove.session._registry",
+    "SessionView": "glove.session._views",
     "LIFECYCLE_METHODS": "glove.session._service",
     "SessionService": "glove.session._service",
     "load_service": "glove.session._service",

@@ -23,7 +23,8 @@ from msgspec import Meta
 from glove.control import CallContext, MethodError, MethodRegistry
 from glove.journal.errors import JournalError, ReceiptAckError, ReceiptError
 from glove.plan import IDENTIFIER_PATTERN, PlanError
-from glove.session._registry import MAX_LIST_PAGE, SessionRegistry, SessionView
+from glove.session._registry import MAX_LIST_PAGE, SessionRegistry
+from glove.session._views import SessionView
 from glove.session.errors import (
     ExposureError,
     SessionConflict,
@@ -186,7 +187,8 @@ def _plan_refusal(exc: PlanError) -> MethodError:
 
 
 class SessionMethods:
-    """The handlers, bound to the registry they drive."""
+    """The handlers, bound to the registry they drive: each asks it one message
+    (``_messages.py``) under the request's own deadline."""
 
     def __init__(self, registry: Callable[[], SessionRegistry | None]) -> None:
         self._registry = registry
@@ -231,7 +233,7 @@ class SessionMethods:
     async def validate(self, params: PlanParams, _call: CallContext) -> PlanVerdict:
         """Judge a plan against local policy now; nothing is stored."""
         try:
-            validated = self._live().validate(plan_bytes(params.plan))
+            validated = await self._live().validate(plan_bytes(params.plan))
         except PlanError as exc:
             errors = [{"path": p.path, "message": p.message} for p in exc.problems]
             return PlanVerdict(valid=False, errors=errors)
@@ -255,19 +257,22 @@ class SessionMethods:
     async def status(self, params: SessionParams, _call: CallContext) -> SessionView:
         """One session's state (and its outcome and receipt once terminal)."""
         try:
-            return self._live().status(params.session_id)
+            return await self._live().status(params.session_id)
         except SessionNotFound as exc:
             raise MethodError("session_not_found", str(exc)) from exc
 
     async def list(self, params: ListParams, _call: CallContext) -> SessionPage:
         """A page of sessions ordered by id."""
-        page, cursor = self._live().list(state=params.state, after=params.after, limit=params.limit)
+        registry = self._live()
+        page, cursor = await registry.list(
+            state=params.state, after=params.after, limit=params.limit
+        )
         return SessionPage(page, cursor)
 
     async def stop(self, params: SessionParams, _call: CallContext) -> SessionView:
         """Ask a session to stop (its sandbox is killed); returns its state now."""
         try:
-            return self._live().stop_session(params.session_id)
+            return await self._live().stop_session(params.session_id)
         except SessionNotFound as exc:
             raise MethodError("session_not_found", str(exc)) from exc
 
@@ -284,7 +289,7 @@ class SessionMethods:
         """The session's state now, then each change as it is durable, until terminal."""
         registry = self._live()
         try:
-            queue = registry.watch(params.session_id)
+            queue = await registry.watch(params.session_id)
         except SessionNotFound as exc:
             raise MethodError("session_not_found", str(exc)) from exc
         try:
@@ -314,10 +319,8 @@ class SessionMethods:
 
     async def receipts_export(self, params: ExportParams, _call: CallContext) -> Bundle:
         """The self-contained bundle of the session's final receipt (docs/receipts.md)."""
-        registry = self._live()
-        assert registry.log is not None
         try:
-            data = await registry.log.export_bundle(params.session_id)
+            data = await self._live().export_bundle(params.session_id)
         except (ReceiptError, JournalError) as exc:
             raise MethodError("receipt_unavailable", str(exc)) from exc
         return Bundle(params.session_id, data.decode())
@@ -336,23 +339,21 @@ class SessionMethods:
 
     async def revoke(self, params: RevokeParams, _call: CallContext) -> ExposureView:
         """Revoke an exposure: sessions created with it fail at prepare."""
-        registry = self._live()
         try:
-            gone = registry.revoke(params.alias)
+            gone = await self._live().revoke(params.alias)
         except ExposureError as exc:
             raise MethodError("exposure_error", str(exc)) from exc
-        exposure = registry.exposures.get(params.alias)
         return ExposureView(
             alias=gone["alias"],
             generation=gone["generation"],
-            mode=exposure.mode if exposure is not None else "",
-            target=exposure.target if exposure is not None else "",
+            mode=gone["mode"],
+            target=gone["target"],
             revoked=True,
         )
 
     async def exposures(self, _params: NoParams, _call: CallContext) -> ExposureList:
         """Every live exposure, with its current generation."""
-        registry = self._live()
+        live = await self._live().live_exposures()
         return ExposureList(
             [
                 ExposureView(
@@ -362,6 +363,6 @@ class SessionMethods:
                     target=e.target,
                     path=e.path,
                 )
-                for e in registry.exposures.live()
+                for e in live
             ]
         )
