@@ -15,8 +15,8 @@ from glove.actors import Supervisor
 from glove.config import GlovePaths
 from glove.host._setup import setup
 from glove.session._registry import SessionRegistry
-from glove.session._views import SessionView
 from glove.session._service import SessionService, load_service
+from glove.session._views import SessionView
 
 HARNESSES = """
 [harnesses.hello]

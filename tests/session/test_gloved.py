@@ -238,6 +238,17 @@ def test_sessions_appear_in_the_live_tree_and_stop_says_cancelled(gloved: Gloved
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert f"session-{session_id}" in _live_sessions(gloved)
+    # Its driver is the first child of its tree, the contained run (with the sandbox) next.
+    root = gloved.call("diag.tree")["root"]
+    (sessions,) = [c for c in root["children"] if c["name"] == "sessions"]
+    (tree,) = [c for c in sessions["children"] if c["name"] == f"session-{session_id}"]
+    assert [c["name"] for c in tree["children"]] == ["driver", "contained"]
+    assert tree["children"][0]["kind"] == "SessionDriver"
+    assert tree["children"][1]["children"][-1]["name"] == "sandbox"
+    shown = gloved.glove("diag", "tree", "--runtime-dir", str(gloved.runtime))
+    assert shown.returncode == 0, shown.stderr
+    assert "driver" in shown.stdout, shown.stdout
+    assert "SessionDriver" in shown.stdout, shown.stdout
     gloved.call("session.stop", {"session_id": session_id})
     final = gloved.wait_terminal(session_id)
     assert final["outcome"]["kind"] == "cancelled"

@@ -509,7 +509,6 @@ class SessionDriver(Actor):
                 ),
             ),
         )
-        launched = asyncio.Event()  # the driver's own: the sandbox launched
 
         def started(tree: Supervisor) -> None:
             fault_point("launch", record.session_id, harness_of(record))
@@ -520,39 +519,55 @@ class SessionDriver(Actor):
             if isinstance(drain, PtyDrain):
                 drain.follow(sandbox)  # the terminal's input side, once launched
 
-            async def mark() -> None:
-                await sandbox.launched.wait()
-                launched.set()
+        async def contained() -> SessionOutcome | Exception:
+            # An exception of the launch is the lifecycle's to judge (internal_error in
+            # launch), not a crash of the driver (which an owned task raising would be).
+            try:
+                return await run_session(
+                    tree,
+                    on_started=started,
+                    stop=self._stop,
+                    parent=self._tree,
+                    before_stop=before_stop,
+                )
+            except Exception as exc:  # noqa: BLE001 - handed to the lifecycle, raised there
+                return exc
 
-            self.spawn_task(mark(), name="launched")
-
-        running = self.spawn_task(
-            run_session(
-                tree,
-                on_started=started,
-                stop=self._stop,
-                parent=self._tree,
-                before_stop=before_stop,
-            ),
-            name=CONTAINED_CHILD,
-        )
+        running = self.spawn_task(contained(), name=CONTAINED_CHILD)
         launched_ns: int | None = None
-        seen = self.spawn_task(launched.wait(), name="launch-wait")
         try:
-            await asyncio.wait({seen, running}, return_when=asyncio.FIRST_COMPLETED)
-            if launched.is_set():
+            if await self._launched(tree, running):
                 launched_ns = time.time_ns()
                 await self._step("running", {"launched_ns": launched_ns})
-            seen.cancel()
             session = await running
         except Exception:
             # The tree must not outlive this lifecycle: stop it, wait for its teardown.
-            seen.cancel()
             self._stop.set()
             await asyncio.wait({running})
             raise
+        if isinstance(session, Exception):
+            raise session  # the launch failed; run_session has already ended the tree
         await self._step("finalizing", durable=False)
         return session, launched_ns
+
+    async def _launched(self, tree: Supervisor, running: asyncio.Task[Any]) -> bool:
+        """Wait until the contained tree's sandbox launched (True) or the run ended first
+        (False): the supervisor's own start, then the sandbox's."""
+        waiter = self.spawn_task(tree.started.wait(), name="contained-started")
+        try:
+            await asyncio.wait({waiter, running}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        if running.done() or not tree.started.is_set():
+            return False
+        sandbox = tree.child(SANDBOX_CHILD)
+        assert isinstance(sandbox, SandboxActor)
+        waiter = self.spawn_task(sandbox.launched.wait(), name="launched")
+        try:
+            await asyncio.wait({waiter, running}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+        return sandbox.launched.is_set()
 
     async def _finish_evaluation(
         self, run: Progress, drain: PtyDrain, evaluator: EvaluatorActor

@@ -94,10 +94,9 @@ class Cleanup(Message, frozen=True):
 
 
 class Cleaned(Message, frozen=True):
-    """The registry's own: a cleanup's files are gone, record it (then reply to ``reply``)."""
+    """The registry's own follow-up: a cleanup's files are gone, record it."""
 
     session_id: str
-    reply: Any
 
 
 class ReceiptsPage(Message, frozen=True):
@@ -129,10 +128,9 @@ class Expose(Message, frozen=True):
 
 
 class Exposed(Message, frozen=True):
-    """The registry's own: an exposure's checks passed, commit it (then reply)."""
+    """The registry's own follow-up: an exposure's checks passed, commit it."""
 
     candidate: Any
-    reply: Any
 
 
 class Revoke(Message, frozen=True):
@@ -143,13 +141,6 @@ class Revoke(Message, frozen=True):
 
 class Exposures(Message, frozen=True):
     """``exposure.list``."""
-
-
-class Terminal(Message, frozen=True):
-    """The session's terminal hub entries, the record, the sandbox (``session.attach``
-    and its friends): what the terminal methods read."""
-
-    session_id: str
 
 
 # -- progress: asked by a session's driver ---------------------------------------------------
@@ -215,7 +206,6 @@ Request = (
     | Exposed
     | Revoke
     | Exposures
-    | Terminal
 )
 Progress = Resolve | Moved | DrainOpened | Finish
 RegistryMessage = Request | Progress | SessionExited

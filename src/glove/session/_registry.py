@@ -510,58 +510,44 @@ class SessionRegistry(_Actor):
             raise SessionConflict(f"session {msg.session_id} is {record.state}: stop it first")
         if record.cleaned:
             return view_of(record)
-        reply: asyncio.Future[SessionView] = asyncio.get_running_loop().create_future()
         directory = self.paths.sessions_data / msg.session_id
 
-        async def remove() -> None:
+        async def remove() -> object:
             await asyncio.to_thread(shutil.rmtree, directory, True)
-            done = m.Cleaned(deadline=msg.deadline, session_id=msg.session_id, reply=reply)
-            await self._own_step(done, reply)
+            return await self._follow_up(
+                m.Cleaned(deadline=msg.deadline, session_id=msg.session_id)
+            )
 
-        self.spawn_task(remove(), name=f"cleanup-{msg.session_id}")
-        return Deferred(reply)
+        return Deferred(self.spawn_task(remove(), name=f"cleanup-{msg.session_id}"))
 
-    async def _own_step(self, msg: m.Message, reply: asyncio.Future[Any]) -> None:
-        """Send the registry its own follow-up; a failure to is the asker's."""
+    async def _follow_up(self, msg: m.Message) -> object:
+        """Ask the registry its own follow-up from one of its tasks: the reply, or the
+        refusal (a task of this actor that raised would crash it)."""
         try:
-            await self.send(msg, timeout=max(msg.deadline - asyncio.get_running_loop().time(), 0))
+            timeout = max(msg.deadline - asyncio.get_running_loop().time(), 0.0)
+            return await self.ask(msg, timeout=timeout, wait=True)
         except ActorError as exc:
-            if not reply.done():
-                reply.set_exception(exc)
+            return m.Refused(exc)
 
-    async def _on_cleaned(self, msg: m.Cleaned) -> None:
+    async def _on_cleaned(self, msg: m.Cleaned) -> SessionView:
         assert self.store is not None
-        reply: asyncio.Future[SessionView] = msg.reply
-        try:
-            record = self._record(msg.session_id)
-            if not record.cleaned:
-                await self.store.cleaned(msg.session_id)
-        except Exception as exc:  # noqa: BLE001 - the asker's error, as before
-            if not reply.done():
-                reply.set_exception(exc)
-            return
-        if not reply.done():
-            reply.set_result(view_of(record))
+        record = self._record(msg.session_id)
+        if not record.cleaned:
+            await self.store.cleaned(msg.session_id)
+        return view_of(record)
 
     async def _on_receipts_page(self, msg: m.ReceiptsPage) -> object:
         assert self.log is not None
         page = await self.log.journal.page(after=msg.after, limit=msg.limit)
-        reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
-        async def read() -> None:
+        async def read() -> object:
             try:
                 rows = await asyncio.to_thread(self._index.rows, page.receipts)
             except Exception as exc:  # noqa: BLE001 - the asker's error, as before
-                if not reply.done():
-                    reply.set_exception(exc)
-                return
-            if not reply.done():
-                reply.set_result(
-                    {"receipts": rows, "next_cursor": page.next_cursor, "acked": page.acked}
-                )
+                return m.Refused(exc)
+            return {"receipts": rows, "next_cursor": page.next_cursor, "acked": page.acked}
 
-        self.spawn_task(read(), name="receipts-page")
-        return Deferred(reply)
+        return Deferred(self.spawn_task(read(), name="receipts-page"))
 
     async def _on_receipts_ack(self, msg: m.ReceiptsAck) -> int:
         assert self.log is not None
@@ -586,39 +572,24 @@ class SessionRegistry(_Actor):
             mode=msg.mode,  # type: ignore[arg-type]
             target=msg.target,
         )
-        reply: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
 
-        async def check() -> None:
+        async def check() -> object:
             try:
                 candidate = await asyncio.to_thread(inspect)
             except Exception as exc:  # noqa: BLE001 - the asker's refusal
-                if not reply.done():
-                    reply.set_exception(exc)
-                return
-            await self._own_step(
-                m.Exposed(deadline=msg.deadline, candidate=candidate, reply=reply), reply
-            )
+                return m.Refused(exc)
+            return await self._follow_up(m.Exposed(deadline=msg.deadline, candidate=candidate))
 
-        self.spawn_task(check(), name=f"expose-{msg.alias}")
-        return Deferred(reply)
+        return Deferred(self.spawn_task(check(), name=f"expose-{msg.alias}"))
 
-    async def _on_exposed(self, msg: m.Exposed) -> None:
-        reply: asyncio.Future[dict[str, Any]] = msg.reply
-        try:
-            exposure = self.exposures.commit(msg.candidate)
-        except Exception as exc:  # noqa: BLE001 - the asker's refusal
-            if not reply.done():
-                reply.set_exception(exc)
-            return
-        if not reply.done():
-            reply.set_result(
-                {
-                    "alias": exposure.alias,
-                    "generation": exposure.generation,
-                    "mode": exposure.mode,
-                    "target": exposure.target,
-                }
-            )
+    async def _on_exposed(self, msg: m.Exposed) -> dict[str, Any]:
+        exposure = self.exposures.commit(msg.candidate)
+        return {
+            "alias": exposure.alias,
+            "generation": exposure.generation,
+            "mode": exposure.mode,
+            "target": exposure.target,
+        }
 
     async def _on_revoke(self, msg: m.Revoke) -> dict[str, Any]:
         exposure = self.exposures.revoke(msg.alias)
