@@ -50,6 +50,15 @@ if TYPE_CHECKING:
     from glove.journal._keys import SigningKey, VerifierKey, parse_signing_key, parse_verifier_key
     from glove.journal._layout import LOCK_NAME
     from glove.journal._limits import JournalKind, JournalLimits, OnFull
+    from glove.journal._log_actor import (
+        LogAppend,
+        LogExport,
+        LogHead,
+        LogReceiptOf,
+        LogRefused,
+        LogSeal,
+        TransparencyLogActor,
+    )
     from glove.journal._merkle import (
         EMPTY_ROOT,
         leaf_hash,
@@ -162,6 +171,13 @@ _EXPORTS: dict[str, str] = {
     "SyncPacer": "glove.journal._group",
     "TailReport": "glove.journal._verify",
     "TransparencyLog": "glove.journal._tlog",
+    "TransparencyLogActor": "glove.journal._log_actor",
+    "LogAppend": "glove.journal._log_actor",
+    "LogExport": "glove.journal._log_actor",
+    "LogHead": "glove.journal._log_actor",
+    "LogRefused": "glove.journal._log_actor",
+    "LogReceiptOf": "glove.journal._log_actor",
+    "LogSeal": "glove.journal._log_actor",
     "UnsupportedFormat": "glove.journal.errors",
     "UnverifiedSignature": "glove.journal.errors",
     "VerifiedReceipt": "glove.journal._bundle",
@@ -250,7 +266,13 @@ __all__ = [
     "JournalTruncated",
     "JournalWriter",
     "LockHeld",
+    "LogAppend",
+    "LogExport",
+    "LogHead",
     "LogMismatch",
+    "LogReceiptOf",
+    "LogRefused",
+    "LogSeal",
     "NotSealed",
     "NoteError",
     "OnFull",
@@ -275,6 +297,7 @@ __all__ = [
     "SyncPacer",
     "TailReport",
     "TransparencyLog",
+    "TransparencyLogActor",
     "UnsupportedFormat",
     "UnverifiedSignature",
     "VerifiedReceipt",

@@ -68,14 +68,22 @@ class TransparencyLog:
     """
 
     def __init__(
-        self, journal: Journal, key: bytes, signing_key: SigningKey, storage: Storage
+        self,
+        journal: Journal,
+        key: bytes,
+        signing_key: SigningKey,
+        storage: Storage,
+        executor: ThreadPoolExecutor | None = None,
     ) -> None:
         self.journal = journal
         self.path = journal.writer.path
         self.signing_key = signing_key
         self._key = key
         self._storage = storage
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tlog")
+        #: The thread the tree's blocking work runs in: the owner's (an actor's own
+        #: executor, see TransparencyLogActor), or one of the log's own.
+        self._owns_executor = executor is None
+        self._executor = executor or ThreadPoolExecutor(max_workers=1, thread_name_prefix="tlog")
         self._lock = asyncio.Lock()
         self._tree: StoredTree | None = None
         self._folded = 0  # leaves in the tree file (the executor's side)
@@ -97,8 +105,12 @@ class TransparencyLog:
         hmac_key: bytes,
         signing_key: SigningKey,
         storage: Storage | None = None,
+        executor: ThreadPoolExecutor | None = None,
     ) -> TransparencyLog:
         """Recover the tree of an open receipts ``journal`` and follow its appends.
+
+        With ``executor`` (a single thread its owner keeps, and shuts down) the log's
+        blocking work runs there; otherwise in a thread of the log's own.
 
         Raises:
             ValueError: the journal is not a RECEIPTS journal (only those keep a tree base).
@@ -111,7 +123,7 @@ class TransparencyLog:
             raise ValueError(
                 f"a transparency log needs a RECEIPTS journal, not {journal.writer.kind.name}"
             )
-        log = cls(journal, hmac_key, signing_key, storage or PosixStorage())
+        log = cls(journal, hmac_key, signing_key, storage or PosixStorage(), executor)
         journal.writer.add_commit_listener(log._on_commit)
         try:
             status = await journal.status()
@@ -120,7 +132,8 @@ class TransparencyLog:
             )
         except BaseException:
             journal.writer.remove_commit_listener(log._on_commit)
-            log._executor.shutdown(wait=False)
+            if log._owns_executor:
+                log._executor.shutdown(wait=False)
             raise
         log._tree, log._sessions, log._checkpoint = tree, sessions, stored
         log._folded = log._seen = tree.size
@@ -316,7 +329,8 @@ class TransparencyLog:
             tree, self._tree = self._tree, None
             if tree is not None:
                 await self._run(tree.close)
-            self._executor.shutdown(wait=True)
+            if self._owns_executor:
+                self._executor.shutdown(wait=True)
             if self._owns_journal:
                 await self.journal.close()
 

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from glove.journal import TransparencyLog
 from glove.session._driver import lost_evaluation
 from glove.session._mediated import AUDIT_NAME, audit_digest, digest_builtins
 from glove.session._receipt import is_refinement_plan, terminal_receipt
@@ -33,18 +32,18 @@ AppendTerminal = Callable[[SessionRecord, dict[str, Any]], Awaitable[int]]
 async def recovered_receipt(
     record: SessionRecord,
     *,
-    log: TransparencyLog,
+    seq: int | None,
     index: ReceiptIndex,
     sessions_data: Path,
     append: AppendTerminal,
 ) -> tuple[int, dict[str, Any], dict[str, Any] | None]:
-    """The receipt of a session found alive at start: ``(seq, outcome, evaluation)``.
+    """The receipt of a session found alive at start: ``(seq, outcome, evaluation)``;
+    ``seq`` is its receipt's if the transparency log holds one already.
 
     Raises:
         RecoveryRefused: its receipt exists but does not say what the plan needs.
         JournalError: the ``daemon_lost`` receipt could not be made durable.
     """
-    seq = log.receipt_seq(record.session_id)
     if seq is not None:
         body = await asyncio.to_thread(index.body, seq)
         outcome = body.get("outcome")

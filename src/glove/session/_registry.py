@@ -64,7 +64,18 @@ from glove.actors import (
 )
 from glove.config import GlovedConfig, GlovePaths
 from glove.container import probe_host_limits, probe_unix_gate
-from glove.journal import JournalWriter, SigningKey, TransparencyLog
+from glove.journal import (
+    Journal,
+    JournalWriter,
+    LogAppend,
+    LogExport,
+    LogHead,
+    LogReceiptOf,
+    LogRefused,
+    LogSeal,
+    SigningKey,
+    TransparencyLogActor,
+)
 from glove.library import Library, LibraryError, digest_of, is_bundle_name
 from glove.plan import (
     CONTAINER_LIMIT_NAMES,
@@ -126,6 +137,8 @@ PLAN_LIMIT_MAP: Final = {
 #: How long the news of a session tree's end may wait in the mailbox (it is never dropped
 #: in practice: the registry's own handlers are short).
 EXIT_NEWS_S: Final = 3600.0
+#: A request to the transparency log (an append waits for its group commit).
+LOG_TIMEOUT_S: Final = 60.0
 
 
 #: The messages whose failure crashes the registry: a session's progress and its receipt.
@@ -173,6 +186,7 @@ class SessionRegistry(_Actor):
         receipts: JournalWriter,
         sessions_journal: JournalWriter,
         sessions: Supervisor,
+        receipt_log: TransparencyLogActor,
     ) -> None:
         super().__init__("registry", mailbox_size=1024)
         self.config = config
@@ -182,7 +196,9 @@ class SessionRegistry(_Actor):
         self._receipts_writer = receipts
         self._sessions_writer = sessions_journal
         self._sessions = sessions
-        self.log: TransparencyLog | None = None
+        #: The transparency log over ``receipts`` (an actor: appends, seals, bundles).
+        self._receipt_log = receipt_log
+        self._receipts = Journal(receipts)
         self.store: SessionStore | None = None
         self.exposures = ExposureRegistry(
             paths.exposures_file,
@@ -235,14 +251,10 @@ class SessionRegistry(_Actor):
             RecoveryRefused: a journal does not verify.
             LogMismatch: the receipt journal and its checkpoint disagree.
         """
-        from glove.journal import Journal
-
         await self._receipts_writer.started.wait()
         await self._sessions_writer.started.wait()
+        await self._receipt_log.started.wait()
         self._receipts_writer.add_commit_listener(self._index.on_commit)
-        self.log = await TransparencyLog.attach(
-            Journal(self._receipts_writer), hmac_key=self._hmac_key, signing_key=self._signing_key
-        )
         await self.run_blocking(self._index.scan)
         self.store = SessionStore(
             Journal(self._sessions_writer), self._hmac_key, on_shown=self._watchers.publish
@@ -254,18 +266,28 @@ class SessionRegistry(_Actor):
         for record in list(self.store.sessions.values()):
             if record.state in LIVE_STATES:
                 await self._recover(record)
-        last = self.log.last_checkpoint
-        if self.recovered or self.log.size > (last.size if last is not None else 0):
+        size, sealed = await self._log_ask(LogHead())
+        if self.recovered or size > sealed:
             # A power cut may have lost the last checkpoint's rename (it has no directory
             # fsync): every receipt is sealed again before anything is served.
-            await self.log.checkpoint()
+            await self._log_ask(LogSeal())
+
+    async def _log_ask(self, msg: object) -> Any:
+        """Ask the transparency log (under the deadline of the message being handled).
+
+        Raises:
+            Exception: what the log refused (:class:`LogRefused`), or its crash.
+        """
+        reply = await self._receipt_log.ask(msg, timeout=LOG_TIMEOUT_S, wait=True)
+        if isinstance(reply, LogRefused):
+            raise reply.error
+        return reply
 
     async def _recover(self, record: SessionRecord) -> None:
-        assert self.log is not None
         assert self.store is not None
         seq, outcome, evaluation = await recovered_receipt(
             record,
-            log=self.log,
+            seq=await self._log_ask(LogReceiptOf(record.session_id)),
             index=self._index,
             sessions_data=self.paths.sessions_data,
             append=self._append_terminal,
@@ -297,9 +319,8 @@ class SessionRegistry(_Actor):
     async def on_stop(self) -> None:
         """Seal and release; the live sessions' trees die with ``sessions`` (their
         receipts are the next start's recovery)."""
-        if self.log is not None:
-            with contextlib.suppress(Exception):
-                await self.log.checkpoint()
+        with contextlib.suppress(Exception):
+            await self._log_ask(LogSeal())
         self.exposures.close()
         if self.library is not None:
             self.library.close()
@@ -537,8 +558,7 @@ class SessionRegistry(_Actor):
         return view_of(record)
 
     async def _on_receipts_page(self, msg: m.ReceiptsPage) -> object:
-        assert self.log is not None
-        page = await self.log.journal.page(after=msg.after, limit=msg.limit)
+        page = await self._receipts.page(after=msg.after, limit=msg.limit)
 
         async def read() -> object:
             try:
@@ -550,17 +570,15 @@ class SessionRegistry(_Actor):
         return Deferred(self.spawn_task(read(), name="receipts-page"))
 
     async def _on_receipts_ack(self, msg: m.ReceiptsAck) -> int:
-        assert self.log is not None
         assert self.store is not None
         # An acknowledged receipt may be pruned with its segment: the terminal records
         # written without an fdatasync of their own must be durable first (recovery
         # makes those sessions terminal from the receipts, which are then gone).
         await self.store.sync()
-        return await self.log.journal.ack(msg.seq)
+        return await self._receipts.ack(msg.seq)
 
     async def _on_receipts_export(self, msg: m.ReceiptsExport) -> bytes:
-        assert self.log is not None
-        return await self.log.export_bundle(msg.session_id)
+        return await self._log_ask(LogExport(msg.session_id))  # type: ignore[no-any-return]
 
     async def _on_expose(self, msg: m.Expose) -> object:
         if msg.mode not in ("ro", "rw"):
@@ -681,11 +699,9 @@ class SessionRegistry(_Actor):
             EnvelopeMismatch: the payload is not the envelope its plan needs (a bug).
             JournalError: it could not be made durable (fatal, by design).
         """
-        assert self.log is not None
         kind = envelope_record_kind(record.plan)
         check_envelope(record.plan, payload, kind)
-        receipt, _ = await self.log.append_receipt(jcs_dumps(payload), kind=kind)
-        return receipt.seq
+        return await self._log_ask(LogAppend(jcs_dumps(payload), kind))  # type: ignore[no-any-return]
 
     async def _terminal(
         self,
@@ -697,14 +713,13 @@ class SessionRegistry(_Actor):
         """The receipt first, then the terminal state: a receipt that cannot be made
         durable crashes the registry (fail closed; the restart's recovery gives the session
         one)."""
-        assert self.log is not None
         assert self.store is not None
         session_id = record.session_id
-        seq = self.log.receipt_seq(session_id)
+        seq = await self._log_ask(LogReceiptOf(session_id))
         if seq is None:
             seq = await self._append_terminal(record, payload)
         fault_point("receipt", session_id, harness_of(record))
-        await self.log.checkpoint()
+        await self._log_ask(LogSeal())
         fault_point("checkpoint", session_id, harness_of(record))
         shown = evaluation["outcome"] if evaluation is not None else None
         await self.store.terminal(session_id, seq, outcome, shown)

@@ -4,10 +4,11 @@
 
     gloved            (rest_for_one, intensity 0)
     ├─ loop-lag
-    ├─ receipts       JournalWriter: the receipt journal (a transparency log)
+    ├─ receipts       JournalWriter: the receipt journal
+    ├─ receipt-log    TransparencyLogActor: its Merkle tree, signed checkpoints, bundles
     ├─ session-journal JournalWriter: plans and transitions
     ├─ sessions       Supervisor one_for_one: one temporary session-<id> tree per session
-    ├─ registry       SessionRegistry: lifecycle, recovery, exposures, receipts
+    ├─ registry       SessionRegistry: one message at a time; lifecycle, recovery, exposures
     └─ control        ControlServer
 
 :func:`load_service` reads ``gloved.toml`` and the keys made by ``glove setup``; without
@@ -37,7 +38,7 @@ from glove.config import (
 from glove.container import LIMIT_NAMES, limit_support, probe_host_limits
 from glove.control import Composition
 from glove.errors import GloveError
-from glove.journal import JournalKind, JournalWriter, SigningKey
+from glove.journal import JournalKind, JournalWriter, SigningKey, TransparencyLogActor
 from glove.protocol import PROTOCOL_VERSION, Capabilities, unavailable_capabilities
 from glove.protocol.control import UNAVAILABLE
 from glove.session._registry import SessionRegistry
@@ -119,6 +120,9 @@ class SessionService:
             kind=JournalKind.PLAN,
             name="session-journal",
         )
+        receipt_log = TransparencyLogActor(
+            receipts, hmac_key=self.hmac_key, signing_key=self.signing_key
+        )
         sessions = Supervisor("sessions", strategy="one_for_one", intensity=0)
         self.registry = SessionRegistry(
             config=self.config,
@@ -128,10 +132,12 @@ class SessionService:
             receipts=receipts,
             sessions_journal=journal,
             sessions=sessions,
+            receipt_log=receipt_log,
         )
         registry = self.registry
         return [
             ChildSpec("receipts", lambda: receipts),
+            ChildSpec("receipt-log", lambda: receipt_log),
             ChildSpec("session-journal", lambda: journal),
             ChildSpec("sessions", lambda: sessions),
             ChildSpec("registry", lambda: registry),
