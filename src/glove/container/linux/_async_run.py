@@ -22,7 +22,7 @@ from glove.container._monitor import FLUSH_TIMEOUT_S, MAX_PENDING_OUTPUT_BYTES, 
 from glove.container._result import SandboxResult
 from glove.container._spec import SandboxSpec
 from glove.container.linux._async import AsyncSandbox
-from glove.container.linux._events import Stream
+from glove.container.linux._events import Stream, write_pending
 from glove.container.linux._pty import RawTerminal, get_winsize, set_winsize
 
 __all__ = [  # the constants live in the monitor core; these names stay importable here
@@ -108,14 +108,11 @@ class FdWriter:
 
     def _on_writable(self, fd: int) -> None:
         pending = self._pending.get(fd, bytearray())
-        try:
-            written = os.write(fd, pending[:SINK_WRITE_BYTES])
-        except BlockingIOError:
+        alive = write_pending(fd, pending)
+        if alive is None:
             return
-        except OSError:
-            written = len(pending)  # the reader went away: drop what it will never read
+        if not alive:
             self._dead.add(fd)
-        del pending[:written]
         if not pending:
             self._loop.remove_writer(fd)
             self._watching.discard(fd)

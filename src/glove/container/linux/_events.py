@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from glove.container._monitor import (
+    SINK_WRITE_BYTES,
     STATUS_READ_BYTES,
     Action,
     GroupFacts,
@@ -185,6 +186,24 @@ def read_output(fd: int) -> bytes | None:
         if exc.errno == errno.EIO:  # PTY: the sandbox side is closed
             return b""
         raise
+
+
+def write_pending(sink: int, pending: bytearray) -> bool | None:
+    """Write the head of ``pending`` (at most :data:`SINK_WRITE_BYTES`, so a pipe write never
+    blocks) to the writable ``sink`` and drop what was written.
+
+    Returns None when the sink would block after all, False when its reader went away (then
+    everything pending is dropped: nobody will read it), True otherwise.
+    """
+    try:
+        written = os.write(sink, pending[:SINK_WRITE_BYTES])
+    except BlockingIOError:
+        return None
+    except OSError:
+        pending.clear()
+        return False
+    del pending[:written]
+    return True
 
 
 def receive_listener(channel: int) -> int | None:

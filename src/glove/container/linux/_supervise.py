@@ -53,6 +53,7 @@ from glove.container.linux._events import (
     read_status,
     receive_listener,
     wire_stdio,
+    write_pending,
 )
 from glove.container.linux._jobs import HOST_SIGNALS, suspend
 from glove.container.linux._launch import SandboxProcess, launch
@@ -175,14 +176,11 @@ class _Supervisor:
 
     def _sink_writable(self, sink: int) -> None:
         pending = self.pending.get(sink, bytearray())
-        try:
-            written = os.write(sink, pending[:SINK_WRITE_BYTES])
-        except BlockingIOError:
+        alive = write_pending(sink, pending)
+        if alive is None:
             return
-        except OSError:
-            written = len(pending)  # the reader went away: drop what it will never read
+        if not alive:
             self.dead_sinks.add(sink)
-        del pending[:written]
         if not pending:
             self.selector.unregister(sink)
             self.sink_watched.discard(sink)
