@@ -52,21 +52,40 @@ def _fail(verb: str, message: str, code: int, detail: list[str] | None = None) -
 
 def _with_client(verb: str, runtime_dir: Path | None, action: Callable[[Any], T]) -> T:
     """Run ``action(client)`` on a connected client; every failure is one line and a code."""
-    from glove.control import Client, ControlError, DaemonUnavailable, RemoteError
+    from glove.control import Client, ControlError
 
     try:
         with Client.for_runtime_dir(runtime_dir, timeout=CALL_TIMEOUT_S) as client:
             return action(client)
-    except RemoteError as exc:
+    except ControlError as exc:
+        _refused(verb, runtime_dir, exc)
+
+
+def _call_once(verb: str, runtime_dir: Path | None, method: str, params: Any = None) -> Any:
+    """One call through the JSON-only one-shot client (no msgspec: docs/decisions/0049);
+    every failure is the line and code :func:`_with_client` gives for it."""
+    from glove.control import call_once
+    from glove.control.errors import ControlError
+
+    try:
+        return call_once(runtime_dir, method, params, timeout=CALL_TIMEOUT_S)
+    except ControlError as exc:
+        _refused(verb, runtime_dir, exc)
+
+
+def _refused(verb: str, runtime_dir: Path | None, exc: Exception) -> NoReturn:
+    """The one line and exit code of a failed control call."""
+    from glove.control.errors import DaemonUnavailable, RemoteError
+
+    if isinstance(exc, RemoteError):
         if exc.code == "method_not_found":
             _fail(verb, _no_sessions(runtime_dir, exc.message), EXIT_REFUSED)
         if exc.code == "invalid_params":  # an option's value the daemon cannot take
             _fail(verb, f"{exc.code}: {exc.message} (see glove {verb} --help)", EXIT_USAGE)
         _fail(verb, f"{exc.code}: {exc.message}", EXIT_REFUSED)
-    except DaemonUnavailable as exc:
+    if isinstance(exc, DaemonUnavailable):
         _fail(verb, str(exc), EXIT_UNAVAILABLE)
-    except ControlError as exc:
-        _fail(verb, str(exc), EXIT_REFUSED)
+    _fail(verb, str(exc), EXIT_REFUSED)
 
 
 def _no_sessions(runtime_dir: Path | None, message: str) -> str:
@@ -75,11 +94,11 @@ def _no_sessions(runtime_dir: Path | None, message: str) -> str:
     A gloved started before ``glove setup`` runs on without sessions; the line says so and
     names the fix (set up, then restart gloved) rather than the method it lacks.
     """
-    from glove.control import Client, ControlError
+    from glove.control import call_once
+    from glove.control.errors import ControlError
 
     try:
-        with Client.for_runtime_dir(runtime_dir, timeout=CALL_TIMEOUT_S) as client:
-            reason = client.call("capabilities").get("reason")
+        reason = call_once(runtime_dir, "capabilities", timeout=CALL_TIMEOUT_S).get("reason")
     except ControlError:
         reason = None
     if not reason:
@@ -173,7 +192,7 @@ def wait_exit_code(view: dict[str, Any]) -> int:
 
 def show_capabilities(as_json: bool, runtime_dir: Path | None) -> None:
     """``glove capabilities``: one call, printed as a report or JSON (no typer needed)."""
-    caps = _with_client("capabilities", runtime_dir, lambda c: c.call("capabilities"))
+    caps = _call_once("capabilities", runtime_dir, "capabilities")
     if as_json:
         _print_json(caps)
         return
@@ -191,11 +210,7 @@ def show_capabilities(as_json: bool, runtime_dir: Path | None) -> None:
 
 def show_session_status(session_id: str, as_json: bool, runtime_dir: Path | None) -> None:
     """``glove session status``: one call, printed as a one-row table or JSON (no typer)."""
-    view = _with_client(
-        "session status",
-        runtime_dir,
-        lambda c: c.call("session.status", {"session_id": session_id}),
-    )
+    view = _call_once("session status", runtime_dir, "session.status", {"session_id": session_id})
     if as_json:
         _print_json(view)
     else:

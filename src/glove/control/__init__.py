@@ -4,7 +4,8 @@ The wire format and every error code: ``docs/protocol.md``. The server side:
 :class:`MethodRegistry` (typed methods, the lifecycle gate), :class:`ControlServer` (the
 socket actor), :class:`Composition` (what a daemon composes around them; ``gloved``'s root
 tree is :func:`glove.daemon.build_root`). The client side: :class:`Client` (blocking),
-:class:`AsyncClient`, and the one-shot :func:`call`.
+:class:`AsyncClient`, the one-shot :func:`call`, and :func:`call_once`, the same call in
+JSON alone (no msgspec) for the CLI's one-call commands.
 
 Every name but the errors is imported from its module on first use (PEP 562): a blocking
 client (``glove capabilities``, ``glove session status``) loads :class:`Client` and its codec,
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 
     # The sd_notify datagram's codec, under a name that says whose message it decodes.
     from glove.control._notify_wire import decode_message as decode_notify_message
+    from glove.control._oneshot import call_once
     from glove.control._paths import (
         MAX_SOCKET_PATH_BYTES,
         SOCKET_NAME,
@@ -84,6 +86,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Notifier": ("glove.control._notify", "Notifier"),
     "ServiceNotifier": ("glove.control._notify", "ServiceNotifier"),
     "decode_notify_message": ("glove.control._notify_wire", "decode_message"),
+    "call_once": ("glove.control._oneshot", "call_once"),
     "MAX_SOCKET_PATH_BYTES": ("glove.control._paths", "MAX_SOCKET_PATH_BYTES"),
     "RuntimePaths": ("glove.control._paths", "RuntimePaths"),
     "SOCKET_NAME": ("glove.control._paths", "SOCKET_NAME"),
@@ -151,6 +154,7 @@ __all__ = [
     "UnsafeRuntimeDir",
     "acquire_lock",
     "call",
+    "call_once",
     "check_owner_only_dir",
     "choose_runtime_dir",
     "decode_notify_message",

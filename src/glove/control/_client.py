@@ -21,19 +21,21 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from glove.control._client_core import (
+from glove.control._client_base import (
     CLIENT_DEADLINE_S,
     CLIENT_GRACE_S,
     DEFAULT_CLIENT_NAME,
     RECV_BYTES,
+    foreign,
+    runtime_socket,
+)
+from glove.control._client_core import (
     ClientCore,
     Params,
     connection_error,
     convert,
-    foreign,
     hello_result,
     result_of,
-    runtime_socket,
 )
 from glove.control._paths import socket_address
 from glove.control.errors import (

@@ -1,40 +1,26 @@
-"""What the blocking and the asyncio clients share: sans-IO framing and one error boundary.
+"""What the blocking and the asyncio clients share: sans-IO framing and the typed codec.
 
 The core turns calls into frames and frames into results or errors; it never touches a
-socket. :func:`foreign` is the single place a foreign exception (``OSError``,
-``TimeoutError``, a protocol error while decoding a reply) becomes a ``ControlError`` that
-says who caused it:
-
-==========================================  ============================================
-what happened                               raised
-==========================================  ============================================
-no socket, connection refused, no secret    ``DaemonUnavailable``
-reset, broken pipe, EOF mid-call            ``ConnectionLost`` (it broke)
-the client was closed by its owner          ``ClientClosed`` (you closed it)
-no reply in time                            ``ClientTimeout``
-an error frame                              ``RemoteError(code, message, data)``
-a reply that is not a valid frame           ``DaemonProtocolError``
-==========================================  ============================================
+socket. The error boundary (which foreign exception becomes which ``ControlError``) is
+:func:`glove.control._client_base.foreign`, shared with the CLI's one-shot JSON call.
 """
 
 from __future__ import annotations
 
-import errno
 import itertools
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
-from glove._version import __version__
 from glove.control._auth import read_secret
-from glove.control._paths import SECRET_NAME, SOCKET_NAME, default_runtime_dir
+from glove.control._client_base import (
+    deadline_ms,
+)
 from glove.control.errors import (
     ConnectionLost,
-    ControlError,
     DaemonProtocolError,
-    DaemonUnavailable,
     RemoteError,
     RequestInvalid,
 )
@@ -51,55 +37,13 @@ from glove.protocol import (
     ProtocolError,
     Request,
     Response,
-    TruncatedFrame,
     decode_server_frame,
     encode,
     encode_frame,
 )
-from glove.protocol.control import MAX_DEADLINE_MS
-
-#: A call's timeout when the caller gives none.
-CLIENT_DEADLINE_S: Final = 10.0
-#: The client waits this much longer than the deadline it sends, so the daemon's own
-#: ``deadline_exceeded`` arrives before the client gives up.
-CLIENT_GRACE_S: Final = 0.5
-#: The client's name in ``hello`` when the caller gives none.
-DEFAULT_CLIENT_NAME: Final = f"glove/{__version__}"
-RECV_BYTES: Final = 64 * 1024
-_CONNECT_UNAVAILABLE: Final = frozenset(
-    {errno.ENOENT, errno.ECONNREFUSED, errno.EACCES, errno.ENOTDIR, errno.ENAMETOOLONG}
-)
 
 T = TypeVar("T")
 Params = Mapping[str, Any] | msgspec.Struct | None
-
-
-def runtime_socket(directory: Path | None = None) -> tuple[Path, Path]:
-    """The socket and secret paths of a runtime directory (default: this user's)."""
-    base = directory if directory is not None else default_runtime_dir()
-    return base / SOCKET_NAME, base / SECRET_NAME
-
-
-def foreign(exc: BaseException, *, connecting: bool, where: Path) -> ControlError:  # noqa: PLR0911 - one per row
-    """Map a foreign exception to the ``ControlError`` that says who caused it."""
-    if isinstance(exc, ControlError):
-        return exc
-    if isinstance(exc, TruncatedFrame):
-        return ConnectionLost(f"gloved closed the connection inside a reply: {exc}")
-    if isinstance(exc, ProtocolError):
-        return DaemonProtocolError(f"gloved sent an invalid reply: {exc}")
-    if isinstance(exc, OSError):
-        if connecting and exc.errno in _CONNECT_UNAVAILABLE:
-            hint = (
-                "start it with `glove daemon install` or `gloved`"
-                if exc.errno != errno.EACCES
-                else "not ours?"
-            )
-            return DaemonUnavailable(f"no gloved listens on {where} ({exc.strerror}); {hint}")
-        if connecting:
-            return DaemonUnavailable(f"cannot connect to {where}: {exc.strerror or exc}")
-        return ConnectionLost(f"the connection to gloved broke: {exc.strerror or exc}")
-    return ControlError(f"control client failed: {type(exc).__name__}: {exc}")
 
 
 class ClientCore:
@@ -132,9 +76,8 @@ class ClientCore:
         Raises:
             RequestInvalid: the params are not encodable or the frame exceeds the cap.
         """
-        deadline_ms = max(1, min(round(timeout * 1000), MAX_DEADLINE_MS))
         request = Request(
-            id=request_id, method=method, params=params or {}, deadline_ms=deadline_ms
+            id=request_id, method=method, params=params or {}, deadline_ms=deadline_ms(timeout)
         )
         try:
             return encode_frame(encode(request), max_frame_bytes=CONTROL_MAX_REQUEST_BYTES)
