@@ -34,8 +34,14 @@ from glove.control.errors import (
 if TYPE_CHECKING:
     # The runtime directory's choice is glove.config's (several layers read it); named here too.
     from glove.config import RuntimeDirChoice, choose_runtime_dir, glove_state_dir
+    from glove.control._address import (
+        MAX_SOCKET_PATH_BYTES,
+        SOCKET_NAME,
+        long_socket_route,
+        socket_address,
+    )
     from glove.control._async_client import AsyncClient, AsyncStream
-    from glove.control._auth import PeerCredentials, peer_credentials, peer_uid, read_secret
+    from glove.control._auth import PeerCredentials, peer_credentials, peer_uid
     from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
     from glove.control._client import Client, SyncStream, call
     from glove.control._composition import Composition
@@ -46,15 +52,11 @@ if TYPE_CHECKING:
     from glove.control._notify_wire import decode_message as decode_notify_message
     from glove.control._oneshot import call_once
     from glove.control._paths import (
-        MAX_SOCKET_PATH_BYTES,
-        SOCKET_NAME,
         RuntimePaths,
         acquire_lock,
         check_owner_only_dir,
         default_runtime_dir,
-        long_socket_route,
         prepare_runtime_dir,
-        socket_address,
     )
     from glove.control._registry import (
         DEFAULT_STREAM_DEADLINE_S,
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
         MethodRegistry,
         MethodSpec,
     )
+    from glove.control._secret import read_secret
     from glove.control._server import ControlServer
 
 #: name -> (module, attribute) of every lazily imported name.
@@ -75,7 +78,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "PeerCredentials": ("glove.control._auth", "PeerCredentials"),
     "peer_credentials": ("glove.control._auth", "peer_credentials"),
     "peer_uid": ("glove.control._auth", "peer_uid"),
-    "read_secret": ("glove.control._auth", "read_secret"),
+    "read_secret": ("glove.control._secret", "read_secret"),
     "BuiltinMethods": ("glove.control._builtin", "BuiltinMethods"),
     "CapabilitiesProvider": ("glove.control._builtin", "CapabilitiesProvider"),
     "Client": ("glove.control._client", "Client"),
@@ -87,15 +90,15 @@ _LAZY: dict[str, tuple[str, str]] = {
     "ServiceNotifier": ("glove.control._notify", "ServiceNotifier"),
     "decode_notify_message": ("glove.control._notify_wire", "decode_message"),
     "call_once": ("glove.control._oneshot", "call_once"),
-    "MAX_SOCKET_PATH_BYTES": ("glove.control._paths", "MAX_SOCKET_PATH_BYTES"),
+    "MAX_SOCKET_PATH_BYTES": ("glove.control._address", "MAX_SOCKET_PATH_BYTES"),
     "RuntimePaths": ("glove.control._paths", "RuntimePaths"),
-    "SOCKET_NAME": ("glove.control._paths", "SOCKET_NAME"),
+    "SOCKET_NAME": ("glove.control._address", "SOCKET_NAME"),
     "acquire_lock": ("glove.control._paths", "acquire_lock"),
     "check_owner_only_dir": ("glove.control._paths", "check_owner_only_dir"),
     "default_runtime_dir": ("glove.control._paths", "default_runtime_dir"),
-    "long_socket_route": ("glove.control._paths", "long_socket_route"),
+    "long_socket_route": ("glove.control._address", "long_socket_route"),
     "prepare_runtime_dir": ("glove.control._paths", "prepare_runtime_dir"),
-    "socket_address": ("glove.control._paths", "socket_address"),
+    "socket_address": ("glove.control._address", "socket_address"),
     "CallContext": ("glove.control._registry", "CallContext"),
     "DEFAULT_STREAM_DEADLINE_S": ("glove.control._registry", "DEFAULT_STREAM_DEADLINE_S"),
     "DEFAULT_UNARY_DEADLINE_S": ("glove.control._registry", "DEFAULT_UNARY_DEADLINE_S"),

@@ -23,6 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
 
+from glove.control._address import socket_address
 from glove.control._client_base import (
     CLIENT_DEADLINE_S,
     CLIENT_GRACE_S,
@@ -39,7 +40,6 @@ from glove.control._client_core import (
     hello_result,
     result_of,
 )
-from glove.control._paths import socket_address
 from glove.control.errors import (
     ClientClosed,
     ClientTimeout,

@@ -19,11 +19,12 @@ a reply that is not a valid frame           ``DaemonProtocolError``
 from __future__ import annotations
 
 import errno
-from pathlib import Path
-from typing import Final
+import os
+from typing import TYPE_CHECKING, Final
 
 from glove._version import __version__
-from glove.control._paths import SECRET_NAME, SOCKET_NAME, default_runtime_dir
+from glove.config import chosen_runtime_dir, path_text
+from glove.control._address import SECRET_NAME, SOCKET_NAME
 from glove.control.errors import (
     ConnectionLost,
     ControlError,
@@ -31,6 +32,9 @@ from glove.control.errors import (
     DaemonUnavailable,
 )
 from glove.protocol import MAX_DEADLINE_MS, ProtocolError, TruncatedFrame
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: A call's timeout when the caller gives none.
 CLIENT_DEADLINE_S: Final = 10.0
@@ -47,11 +51,19 @@ _CONNECT_UNAVAILABLE: Final = frozenset(
 
 def runtime_socket(directory: Path | None = None) -> tuple[Path, Path]:
     """The socket and secret paths of a runtime directory (default: this user's)."""
-    base = directory if directory is not None else default_runtime_dir()
-    return base / SOCKET_NAME, base / SECRET_NAME
+    from pathlib import Path  # the typed clients' (the one-shot call reads runtime_files)
+
+    socket_path, secret_path = runtime_files(directory)
+    return Path(socket_path), Path(secret_path)
 
 
-def foreign(exc: BaseException, *, connecting: bool, where: Path) -> ControlError:  # noqa: PLR0911 - one per row
+def runtime_files(directory: str | os.PathLike[str] | None = None) -> tuple[str, str]:
+    """:func:`runtime_socket` on plain strings, written as ``str(Path)`` writes them."""
+    base = chosen_runtime_dir() if directory is None else os.fspath(directory)
+    return path_text(base, SOCKET_NAME), path_text(base, SECRET_NAME)
+
+
+def foreign(exc: BaseException, *, connecting: bool, where: str | Path) -> ControlError:  # noqa: PLR0911 - one per row
     """Map a foreign exception to the ``ControlError`` that says who caused it."""
     if isinstance(exc, ControlError):
         return exc

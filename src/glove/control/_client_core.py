@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from glove.control._auth import read_secret
 from glove.control._client_base import (
     deadline_ms,
 )
+from glove.control._secret import read_secret
 from glove.control.errors import (
     ConnectionLost,
     DaemonProtocolError,

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
 import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
-from glove.control._auth import read_secret
+from glove.control._address import socket_address
 from glove.control._client_base import (
     CLIENT_DEADLINE_S,
     CLIENT_GRACE_S,
@@ -39,9 +39,9 @@ from glove.control._client_base import (
     RECV_BYTES,
     deadline_ms,
     foreign,
-    runtime_socket,
+    runtime_files,
 )
-from glove.control._paths import socket_address
+from glove.control._secret import read_secret
 from glove.control.errors import (
     ClientTimeout,
     ConnectionLost,
@@ -69,7 +69,7 @@ _CALL_ID: Final = 2
 
 
 def call_once(
-    runtime_dir: Path | None,
+    runtime_dir: str | os.PathLike[str] | None,
     method: str,
     params: Mapping[str, Any] | None = None,
     *,
@@ -86,7 +86,7 @@ def call_once(
         RequestInvalid: ``params`` are not JSON-encodable or over the request cap.
         DaemonProtocolError: a reply is not a valid frame, or not the one awaited.
     """
-    sock_path, secret_path = runtime_socket(runtime_dir)
+    sock_path, secret_path = runtime_files(runtime_dir)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(timeout)
@@ -128,7 +128,7 @@ def _request(request_id: int, method: str, params: Mapping[str, Any], timeout: f
 class _Wire:
     """One blocking connection: send a request, read frames until its reply."""
 
-    def __init__(self, sock: socket.socket, where: Path) -> None:
+    def __init__(self, sock: socket.socket, where: str) -> None:
         self._sock = sock
         self._where = where
         self._decoder = FrameDecoder(max_frame_bytes=CONTROL_MAX_RESPONSE_BYTES)
