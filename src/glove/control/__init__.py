@@ -4,12 +4,13 @@ The wire format and every error code: ``docs/protocol.md``. The server side:
 :class:`MethodRegistry` (typed methods, the lifecycle gate), :class:`ControlServer` (the
 socket actor), :class:`Composition` (what a daemon composes around them; ``gloved``'s root
 tree is :func:`glove.daemon.build_root`). The client side: :class:`Client` (blocking),
-:class:`AsyncClient`, the one-shot :func:`call`, and :func:`call_once`, the same call in
-JSON alone (no msgspec) for the CLI's one-call commands.
+:class:`AsyncClient`, each with typed calls (``client.session_status(sid)`` is a
+:class:`SessionStatus`) besides ``call``; the one-shot :func:`call`, and :func:`call_once`,
+the same call in JSON alone (no msgspec) for the CLI's one-call commands.
 
-Every name but the errors is imported from its module on first use (PEP 562): a blocking
-client (``glove capabilities``, ``glove session status``) loads :class:`Client` and its codec,
-never the server, the registry, the asyncio client or the notifier (issue 22).
+Every name but the errors is imported from its module on first use (PEP 562): a one-call
+command (``glove capabilities``, ``glove session status``) loads :func:`call_once` alone,
+never a typed client, its codec, the server, the registry or the notifier (issue 22).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -65,6 +66,13 @@ if TYPE_CHECKING:
         MethodRegistry,
         MethodSpec,
     )
+    from glove.control._results import (
+        Exposure,
+        PlanVerdict,
+        SessionPage,
+        SessionState,
+        SessionStatus,
+    )
     from glove.control._secret import read_secret
     from glove.control._server import ControlServer
 
@@ -99,6 +107,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "long_socket_route": ("glove.control._address", "long_socket_route"),
     "prepare_runtime_dir": ("glove.control._paths", "prepare_runtime_dir"),
     "socket_address": ("glove.control._address", "socket_address"),
+    "Exposure": ("glove.control._results", "Exposure"),
+    "PlanVerdict": ("glove.control._results", "PlanVerdict"),
+    "SessionPage": ("glove.control._results", "SessionPage"),
+    "SessionState": ("glove.control._results", "SessionState"),
+    "SessionStatus": ("glove.control._results", "SessionStatus"),
     "CallContext": ("glove.control._registry", "CallContext"),
     "DEFAULT_STREAM_DEADLINE_S": ("glove.control._registry", "DEFAULT_STREAM_DEADLINE_S"),
     "DEFAULT_UNARY_DEADLINE_S": ("glove.control._registry", "DEFAULT_UNARY_DEADLINE_S"),
@@ -139,6 +152,7 @@ __all__ = [
     "DaemonAlreadyRunning",
     "DaemonProtocolError",
     "DaemonUnavailable",
+    "Exposure",
     "Limits",
     "MethodError",
     "MethodRegistry",
@@ -146,12 +160,16 @@ __all__ = [
     "Notifier",
     "NotifyError",
     "PeerCredentials",
+    "PlanVerdict",
     "RegistryError",
     "RemoteError",
     "RequestInvalid",
     "RuntimeDirChoice",
     "RuntimePaths",
     "ServiceNotifier",
+    "SessionPage",
+    "SessionState",
+    "SessionStatus",
     "SocketPathTooLong",
     "SyncStream",
     "UnsafeRuntimeDir",

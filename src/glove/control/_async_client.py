@@ -3,7 +3,8 @@
 ::
 
     async with AsyncClient.for_runtime_dir() as client:      # connect + hello
-        caps = await client.call("capabilities", result_type=Capabilities)
+        caps = await client.capabilities()                   # typed calls: _async_methods
+        view = await client.call("session.status", {"session_id": sid})   # any method
         async with client.stream("session.watch", {"session_id": sid}) as events:
             async for change in events:
                 ...                                           # leaving early cancels
@@ -24,6 +25,7 @@ from types import TracebackType
 from typing import Any, Final, Generic, TypeVar
 
 from glove.control._address import socket_address
+from glove.control._async_methods import AsyncMethods
 from glove.control._client_base import (
     CLIENT_DEADLINE_S,
     CLIENT_GRACE_S,
@@ -58,7 +60,7 @@ CONNECT_RETRY_MAX_S: Final = 0.1
 WRITE_DEADLINE_S: Final = 5.0
 
 
-class AsyncClient:
+class AsyncClient(AsyncMethods):
     """An asyncio connection to ``gloved``: concurrent calls and streams, matched by id."""
 
     def __init__(

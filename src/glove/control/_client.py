@@ -3,7 +3,8 @@
 One request at a time on one connection::
 
     with Client.for_runtime_dir() as client:          # connect + hello
-        status = client.call("session.status", {"session_id": sid}, result_type=Status)
+        status = client.session_status(sid)           # a SessionStatus, decoded strictly
+        view = client.call("session.status", {"session_id": sid})   # any method: a dict
         with client.stream("session.watch", {"session_id": sid}) as events:
             for change in events:
                 ...                                    # leaving early sends a cancel
@@ -38,6 +39,7 @@ from glove.control._client_core import (
     hello_result,
     result_of,
 )
+from glove.control._sync_methods import SyncMethods
 from glove.control.errors import (
     ClientClosed,
     ClientTimeout,
@@ -52,7 +54,7 @@ T = TypeVar("T")
 CANCEL_DRAIN_S = 2.0
 
 
-class Client:
+class Client(SyncMethods):
     """A blocking connection to ``gloved``; not thread-safe (one call at a time)."""
 
     def __init__(
