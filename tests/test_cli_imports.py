@@ -112,7 +112,16 @@ def _run(
         modules_file = Path(env["HOME"]) / "modules.txt"
     modules_file.unlink(missing_ok=True)
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", WITH_MODULES, str(modules_file), str(GLOVE), *argv],
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            WITH_MODULES,
+            str(modules_file),
+            str(GLOVE),
+            *argv,
+        ],
         capture_output=True,
         text=True,
         env=env,
