@@ -1,37 +1,70 @@
-"""The control client's typed calls, once: one method per gloved method the CLI uses.
+"""The control clients' calls, once: ``call`` and one typed call per method the CLI uses.
 
 This is the source: ``_sync_methods.py`` is generated from it by ``scripts/unasync.py``
 (httpcore's model: ``async def`` becomes ``def``, ``await`` goes, ``Async`` leaves the
 names), and ``tests/control/test_unasync.py`` fails when the generated file differs, so the
-blocking and the asyncio clients offer the same calls with the same types. Each call is
-:meth:`call` with the method's params and its result type (:mod:`glove.control._results`,
-decoded strictly); :meth:`call` itself stays for every other method.
+blocking and the asyncio clients make every call the same way. A client class supplies the
+transport (``_unary``: send one frame, return the response to it) over its sans-IO
+:class:`~glove.control._client_core.ClientCore`. Each typed call is :meth:`call` with the
+method's params and its result type (:mod:`glove.control._results`, decoded strictly);
+:meth:`call` itself is for every method.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, Self, TypeVar
 
+from glove.control._client_base import runtime_socket
+from glove.control._client_core import ClientCore, Params, result_of
 from glove.control._results import Exposure, PlanVerdict, SessionPage, SessionState, SessionStatus
-from glove.protocol import Capabilities
+from glove.protocol import Capabilities, Response
 
 T = TypeVar("T")
 
 
 class AsyncMethods:
-    """Typed calls over :meth:`call` (which the client class supplies)."""
+    """The calls of a client; the class supplies ``timeout``, ``_core`` and ``_unary``."""
+
+    timeout: float
+    _core: ClientCore
+
+    def __init__(self, socket_path: Path, **kwargs: Any) -> None:
+        raise NotImplementedError  # the client class's (declared for for_runtime_dir)
+
+    @classmethod
+    def for_runtime_dir(cls, directory: Path | None = None, **kwargs: Any) -> Self:
+        """A client of the daemon whose runtime directory is ``directory`` (default: ours)."""
+        sock, secret = runtime_socket(directory)
+        return cls(sock, secret_path=secret, **kwargs)
+
+    async def _unary(self, rid: int, frame: bytes, budget: float) -> Response:
+        """Send ``frame`` (request ``rid``) and return its response within ``budget``."""
+        raise NotImplementedError  # the transport: the client class's
 
     async def call(
         self,
         method: str,
-        params: Any = None,
+        params: Params = None,
         *,
         timeout: float | None = None,
         result_type: type[T] | None = None,
     ) -> Any:
-        """Call ``method``: the client's own (this class only declares it)."""
-        raise NotImplementedError
+        """Call ``method`` and return its result (a dict, or a ``result_type`` instance).
+
+        Raises:
+            RemoteError: the daemon answered with a typed error.
+            ClientTimeout: no reply within ``timeout``.
+            ConnectionLost: the connection broke.
+            ClientClosed: this client was closed.
+            RequestInvalid: the request cannot be sent.
+            DaemonProtocolError: the reply is not valid (or not a ``result_type``).
+        """
+        budget = self.timeout if timeout is None else timeout
+        rid = self._core.next_id()
+        frame = self._core.request_frame(rid, method, params, budget)
+        return result_of(await self._unary(rid, frame, budget), result_type)
 
     async def capabilities(self, *, timeout: float | None = None) -> Capabilities:
         """``capabilities``: what this gloved can run and how it enforces each limit.

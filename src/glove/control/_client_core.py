@@ -1,8 +1,15 @@
-"""What the blocking and the asyncio clients share: sans-IO framing and the typed codec.
+"""What the blocking and the asyncio clients share: the sans-IO client (h11's shape).
 
-The core turns calls into frames and frames into results or errors; it never touches a
-socket. The error boundary (which foreign exception becomes which ``ControlError``) is
-:func:`glove.control._client_base.foreign`, shared with the CLI's one-shot JSON call.
+The core turns calls into frames and frames into results or errors, and holds the state
+every connection has whatever drives it: whether it was closed (you closed it) or broke (it
+broke), which requests were given up on, and the rule for each arriving frame
+(:meth:`ClientCore.accept`: ours, a late frame of an abandoned request to drop, or a
+protocol error). It never touches a socket: :class:`~glove.control.Client` drives it with
+blocking reads, :class:`~glove.control.AsyncClient` with a reader task, and their calls
+(``call`` and the typed ones) are one source, ``_async_methods.py``, generated into
+``_sync_methods.py``. The error boundary (which foreign exception becomes which
+``ControlError``) is :func:`glove.control._client_base.foreign`, shared with the CLI's
+one-shot JSON call.
 """
 
 from __future__ import annotations
@@ -16,10 +23,13 @@ import msgspec
 
 from glove.control._client_base import (
     deadline_ms,
+    runtime_socket,
 )
 from glove.control._secret import read_secret
 from glove.control.errors import (
+    ClientClosed,
     ConnectionLost,
+    ControlError,
     DaemonProtocolError,
     RemoteError,
     RequestInvalid,
@@ -37,6 +47,7 @@ from glove.protocol import (
     ProtocolError,
     Request,
     Response,
+    StreamEnd,
     decode_server_frame,
     encode,
     encode_frame,
@@ -53,7 +64,62 @@ class ClientCore:
         self.secret_path = secret_path
         self.client_name = client_name
         self.decoder = FrameDecoder(max_frame_bytes=CONTROL_MAX_RESPONSE_BYTES)
+        #: The owner closed the client: every later use is ``ClientClosed``.
+        self.closed = False
+        #: Why the connection broke, once it has: every later use is ``ConnectionLost``.
+        self.broken: ControlError | None = None
+        #: Requests given up on (timed out, cancelled) whose final frame has not come yet.
+        self.abandoned: set[int] = set()
         self._ids = itertools.count(1)
+
+    @classmethod
+    def for_socket(
+        cls, socket_path: Path, secret_path: Path | None, client_name: str
+    ) -> ClientCore:
+        """The core of a client of ``socket_path`` (its secret beside it unless given)."""
+        secret = secret_path if secret_path is not None else runtime_socket(socket_path.parent)[1]
+        return cls(secret, client_name)
+
+    def check_usable(self) -> None:
+        """Refuse use of a closed or broken client.
+
+        Raises:
+            ClientClosed: the owner closed it.
+            ConnectionLost: the connection broke earlier (the first error is named).
+        """
+        if self.closed:
+            raise ClientClosed("this client was closed")
+        if self.broken is not None:
+            raise ConnectionLost(f"the connection is unusable: {self.broken}")
+
+    def fail(self, exc: ControlError) -> ControlError:
+        """Remember that the connection broke with ``exc`` (the first reason is kept; closing
+        is not breaking); return ``exc`` for the caller to raise."""
+        if self.broken is None and not isinstance(exc, ClientClosed):
+            self.broken = exc
+        return exc
+
+    def accept(self, reply: Response | Event, *, unary: bool | None) -> bool:
+        """Whether ``reply`` goes to its caller: ``unary`` says what kind of request of ours
+        awaits its id (``None``: none does). The late frame of an abandoned request is
+        dropped (``False``); its final frame forgets it.
+
+        Raises:
+            RemoteError: a connection-level error (id 0): the daemon refused us.
+            DaemonProtocolError: an event for a unary request, or a frame for an id we never
+                sent or already finished.
+        """
+        if isinstance(reply, Response) and (err := connection_error(reply)):
+            raise err
+        if unary is not None:
+            if unary and isinstance(reply, Event):
+                raise DaemonProtocolError(f"an event for unary request {reply.id}")
+            return True
+        if reply.id not in self.abandoned:
+            raise DaemonProtocolError(f"a reply for unknown request {reply.id}")
+        if isinstance(reply, Response):
+            self.abandoned.discard(reply.id)
+        return False
 
     def next_id(self) -> int:
         """A fresh request id."""
@@ -110,6 +176,20 @@ class ClientCore:
         """The error for the daemon closing the connection while a reply was awaited."""
         where = " inside a reply" if self.decoder.pending else ""
         return ConnectionLost(f"gloved closed the connection{where} before answering")
+
+
+def stream_step(reply: Response | Event, kind: type[T] | None) -> tuple[Any, StreamEnd | None]:
+    """One frame of a stream: ``(event, None)`` for an event (converted to ``kind``), or
+    ``(None, end)`` for its final response.
+
+    Raises:
+        RemoteError: the stream ended with an error.
+        DaemonProtocolError: the event is not a ``kind``, or the end is not a ``StreamEnd``.
+    """
+    if isinstance(reply, Event):
+        return convert(reply.event, kind), None
+    end: StreamEnd = result_of(reply, StreamEnd)
+    return None, end
 
 
 def result_of(frame: Response, result_type: type[T] | None) -> Any:

@@ -7,27 +7,58 @@ Edit the source and run ``.venv/bin/python scripts/unasync.py``;
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import Any, Self, TypeVar
 
+from glove.control._client_base import runtime_socket
+from glove.control._client_core import ClientCore, Params, result_of
 from glove.control._results import Exposure, PlanVerdict, SessionPage, SessionState, SessionStatus
-from glove.protocol import Capabilities
+from glove.protocol import Capabilities, Response
 
 T = TypeVar("T")
 
 
 class SyncMethods:
-    """Typed calls over :meth:`call` (which the client class supplies)."""
+    """The calls of a client; the class supplies ``timeout``, ``_core`` and ``_unary``."""
+
+    timeout: float
+    _core: ClientCore
+
+    def __init__(self, socket_path: Path, **kwargs: Any) -> None:
+        raise NotImplementedError  # the client class's (declared for for_runtime_dir)
+
+    @classmethod
+    def for_runtime_dir(cls, directory: Path | None = None, **kwargs: Any) -> Self:
+        """A client of the daemon whose runtime directory is ``directory`` (default: ours)."""
+        sock, secret = runtime_socket(directory)
+        return cls(sock, secret_path=secret, **kwargs)
+
+    def _unary(self, rid: int, frame: bytes, budget: float) -> Response:
+        """Send ``frame`` (request ``rid``) and return its response within ``budget``."""
+        raise NotImplementedError  # the transport: the client class's
 
     def call(
         self,
         method: str,
-        params: Any = None,
+        params: Params = None,
         *,
         timeout: float | None = None,
         result_type: type[T] | None = None,
     ) -> Any:
-        """Call ``method``: the client's own (this class only declares it)."""
-        raise NotImplementedError
+        """Call ``method`` and return its result (a dict, or a ``result_type`` instance).
+
+        Raises:
+            RemoteError: the daemon answered with a typed error.
+            ClientTimeout: no reply within ``timeout``.
+            ConnectionLost: the connection broke.
+            ClientClosed: this client was closed.
+            RequestInvalid: the request cannot be sent.
+            DaemonProtocolError: the reply is not valid (or not a ``result_type``).
+        """
+        budget = self.timeout if timeout is None else timeout
+        rid = self._core.next_id()
+        frame = self._core.request_frame(rid, method, params, budget)
+        return result_of(self._unary(rid, frame, budget), result_type)
 
     def capabilities(self, *, timeout: float | None = None) -> Capabilities:
         """``capabilities``: what this gloved can run and how it enforces each limit.
