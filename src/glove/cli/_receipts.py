@@ -122,7 +122,7 @@ def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[
                        err=True)  # fmt: skip
             raise typer.Exit(EXIT_USAGE) from exc
         if exc.code == "method_not_found":
-            from glove.cli._session import _no_sessions
+            from glove.cli._status import _no_sessions
 
             message = _no_sessions(runtime_dir, exc.message)
         typer.echo(f"glove receipts {verb}: {message}", err=True)
@@ -148,7 +148,7 @@ def page_cmd(
         typer.echo(json.dumps(page, sort_keys=True))
         return
     typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  {'KIND':<10}  CHECKPOINT")
-    from glove.cli._session import outcome_text
+    from glove.cli._status import outcome_text
 
     for item in page["receipts"]:
         body = item.get("receipt") or {}
