@@ -25,6 +25,7 @@ from glove.library._freeze import (
     AttachedProjection,
     FrozenProjection,
     freeze,
+    freeze_method_here,
 )
 from glove.library._names import (
     ALGORITHM,
@@ -99,6 +100,7 @@ __all__ = [
     "check_root",
     "digest_of",
     "freeze",
+    "freeze_method_here",
     "is_bundle_name",
     "open_bundle",
     "read_verified",

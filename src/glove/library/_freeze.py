@@ -229,7 +229,9 @@ class FrozenProjection:
     def _attach_bind(self, target: str, point: int, dir_fd: int | None) -> None:
         # mount(2) resolves paths in the current namespace: the copy is opened again there
         # by path (no symlinks) and must be the inode that was frozen.
-        source = _open_path(f"{self._dir}/{self.name}", None, target)
+        # Beneath the tmpfs's own descriptor, not by its path: in a sandbox's init the
+        # directory it is mounted on is covered by the new root's tmpfs by now.
+        source = _open_path(self.name, self.mount_fd, target)
         try:
             info = os.fstat(source)
             if (info.st_dev, info.st_ino) != self.inode:
@@ -552,12 +554,18 @@ def _freeze_fallback(
     return frozen
 
 
-def freeze(bundle: OpenedBundle, *, fallback_dir: str | None = None) -> FrozenProjection:
+def freeze(
+    bundle: OpenedBundle, *, fallback_dir: str | None = None, method: str | None = None
+) -> FrozenProjection:
     """Copy a checked bundle into a private tmpfs, hashing and verifying it as it is written.
 
     Runs where the caller has ``CAP_SYS_ADMIN`` over its user namespace: a root launcher
     before it clones the sandbox, or the sandbox's init in its own user namespace (the
     unprivileged case). The bundle stays open (the caller closes it).
+
+    ``method`` None tries the new mount API and falls back (with ``fallback_dir``) where it
+    is missing; :data:`FREEZE_DETACHED_TMPFS` never falls back; :data:`FREEZE_BIND_REMOUNT`
+    uses the fallback only (a launcher that committed to it, see :func:`freeze_method_here`).
 
     Raises:
         ProjectionError: the bytes are refused (``projection_changed``,
@@ -565,10 +573,56 @@ def freeze(bundle: OpenedBundle, *, fallback_dir: str | None = None) -> FrozenPr
         FreezeError: ``freeze_unavailable`` (no new mount API and no ``fallback_dir``),
             ``freeze_not_permitted`` (no mount privilege at all), ``freeze_failed``.
     """
+    if method == FREEZE_BIND_REMOUNT:
+        return _freeze_fallback(bundle, fallback_dir, OSError(errno.ENOSYS, "not used"))
     try:
         fs_fd = sc.fsopen("tmpfs")
     except OSError as exc:
         if exc.errno in sc.API_MISSING_ERRNOS:
-            return _freeze_fallback(bundle, fallback_dir, exc)
+            return _freeze_fallback(bundle, fallback_dir if method is None else None, exc)
         raise _failed("open a tmpfs context", exc) from exc
     return _freeze_detached(bundle, fs_fd)
+
+
+def _probe_in_user_namespace() -> bool:
+    """Whether ``fsopen("tmpfs")`` works in a fresh user and mount namespace (the one a
+    sandbox's init has): asked in a forked child, which does nothing else."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 2
+        try:
+            if sc.unshare(sc.CLONE_NEWUSER | sc.CLONE_NEWNS) == 0:
+                try:
+                    os.close(sc.fsopen("tmpfs"))
+                    code = 0
+                except OSError as exc:
+                    code = 1 if exc.errno in sc.API_MISSING_ERRNOS else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) != 1
+
+
+_METHOD_HERE: list[str] = []
+
+
+def freeze_method_here() -> str:
+    """The freeze method this process's projections get, probed once per process.
+
+    :data:`FREEZE_DETACHED_TMPFS` where ``fsopen("tmpfs")`` works (as root: here; else in a
+    fresh user and mount namespace, as a sandbox's init has), :data:`FREEZE_BIND_REMOUNT`
+    where it fails with ENOSYS (an old kernel) or EPERM (a seccomp profile). A launcher
+    commits to it before the launch (the launch binding names it) and passes it to
+    :func:`freeze` as ``method``, so a receipt always says the method that was used.
+    """
+    if not _METHOD_HERE:
+        if os.geteuid() == 0:
+            try:
+                os.close(sc.fsopen("tmpfs"))
+                works = True
+            except OSError as exc:
+                works = exc.errno not in sc.API_MISSING_ERRNOS
+        else:
+            works = _probe_in_user_namespace()
+        _METHOD_HERE.append(FREEZE_DETACHED_TMPFS if works else FREEZE_BIND_REMOUNT)
+    return _METHOD_HERE[0]

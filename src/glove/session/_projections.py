@@ -8,8 +8,17 @@ unprivileged one cannot ``fsopen`` in its own user namespace, so the sandbox's i
 it in its own, hashing the bytes again while it copies them. In the init each projection
 parks its tmpfs in the old root and mounts the copy at its target read-only, nosuid,
 nodev, noexec (:class:`SessionProjection` is the ``glove.container.FileProjection`` the
-sandbox calls). Every refusal is a :class:`ProjectionRefused` with its code; nothing of
-the projection is mounted then, and no descriptor of it reaches the command.
+sandbox calls).
+
+Where ``fsopen`` is missing or filtered (:func:`glove.library.freeze_method_here`, probed
+once) the copy is frozen by the init with the library's fallback instead, root or not: a
+tmpfs ``mount(2)``-ed on the parking directory (0700, in the init's private mount
+namespace, in the old root that is detached after ``pivot_root``), bound at the target and
+remounted read-only, nosuid, nodev, noexec. The method is decided at prepare, so the launch
+binding and the receipt name the one the init uses (it uses no other).
+
+Every refusal is a :class:`ProjectionRefused` with its code; nothing of the projection is
+mounted then, and no descriptor of it reaches the command.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from glove.library import (
     LibraryError,
     OpenedBundle,
     freeze,
+    freeze_method_here,
     read_verified,
 )
 from glove.plan import ResolvedProjection
@@ -55,9 +65,12 @@ class SessionProjection:
         resolved: ResolvedProjection,
         opened: OpenedBundle,
         frozen: FrozenProjection | None,
+        method: str = FREEZE_DETACHED_TMPFS,
     ) -> None:
-        """Take ownership of ``opened`` and ``frozen``."""
+        """Take ownership of ``opened`` and ``frozen``; ``method`` is the freeze method the
+        init uses when ``frozen`` is None."""
         self.resolved = resolved
+        self.method = frozen.freeze_method if frozen is not None else method
         self._opened: OpenedBundle | None = opened
         self._frozen = frozen
 
@@ -83,7 +96,7 @@ class SessionProjection:
                     raise ProjectionRefused(
                         "projection_unavailable", "the projection was closed before its launch"
                     )
-                self._frozen = freeze(self._opened)
+                self._frozen = freeze(self._opened, fallback_dir=directory, method=self.method)
             self._frozen.park(directory)
         except LibraryError as exc:
             self.close()
@@ -121,7 +134,7 @@ class SessionProjection:
             "digest": self.resolved.digest,
             "size": self.resolved.size,
             "mount_flags": list(MOUNT_FLAGS),
-            "freeze_method": FREEZE_DETACHED_TMPFS,
+            "freeze_method": self.method,
         }
 
 
@@ -129,7 +142,7 @@ def prepare_projections(
     library: Library | None, resolved: tuple[ResolvedProjection, ...]
 ) -> list[SessionProjection]:
     """Resolve and verify every projection (blocking: run it off the loop); freeze each
-    copy too when this process may (root).
+    copy too when this process may (root, with the new mount API; else the init does).
 
     Raises:
         ProjectionRefused: one is refused (its code says why); none is left open.
@@ -140,6 +153,8 @@ def prepare_projections(
         raise ProjectionRefused(
             "projection_unavailable", "this gloved has no library store", alias=resolved[0].alias
         )
+    method = freeze_method_here()
+    here = os.geteuid() == 0 and method == FREEZE_DETACHED_TMPFS
     made: list[SessionProjection] = []
     try:
         for item in resolved:
@@ -150,7 +165,7 @@ def prepare_projections(
                     exc.code, f"projection {item.alias!r}: {exc}", alias=item.alias
                 ) from exc
             try:
-                frozen = freeze(opened) if os.geteuid() == 0 else None
+                frozen = freeze(opened, method=method) if here else None
                 if frozen is None:
                     read_verified(opened)  # refused here, with its code; the init hashes again
             except LibraryError as exc:
@@ -158,7 +173,7 @@ def prepare_projections(
                 raise ProjectionRefused(
                     exc.code, f"projection {item.alias!r}: {exc}", alias=item.alias
                 ) from exc
-            made.append(SessionProjection(item, opened, frozen))
+            made.append(SessionProjection(item, opened, frozen, method))
     except BaseException:
         for projection in made:
             projection.close()
