@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import Unpriv, readable_copy
 
-from ._gloved import LIMITS, Gloved
+from ._gloved import FAULTY_GLOVED, LIMITS, Gloved
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: two owners")
 
@@ -381,6 +381,61 @@ def test_a_third_party_recomputes_a_projection_offline(owner: Owner) -> None:
     )
     assert done.returncode == 4, done.stdout + done.stderr
     assert "is not a projection of this receipt" in done.stderr
+
+
+@pytest.mark.parametrize("who", ["root", "unpriv"])
+def test_recovered_and_internal_error_receipts_list_the_projections(
+    who: str, unpriv: Unpriv
+) -> None:
+    """gloved SIGKILLed once a session with a projection launched: after the restart its
+    daemon_lost receipt lists the projection as the durable ``composed`` step committed it;
+    a session whose finalize fails gets an internal_error receipt listing it too."""
+    base = Path(tempfile.mkdtemp(prefix="glove-project-lost-", dir="/var/tmp"))
+    if who == "unpriv":
+        uid, gid = unpriv.uid, unpriv.gid
+        home = Gloved(base, python=unpriv.python, creds=unpriv.credentials())
+    else:
+        uid, gid = os.getuid(), os.getgid()
+        home = Gloved(base)
+    os.chown(base, uid, gid)
+    try:
+        home.setup(HARNESSES)
+        home.start(entry=(*FAULTY_GLOVED, "--fault", "launch:sum:kill", "--"))
+        made = Owner(who, home, uid, gid, 0, home.python, None, {})
+        made.bundles["skill"] = made.add("skill.md", SKILL)
+        plan_file = base / "plan.json"
+        plan_file.write_text(json.dumps(made.plan("sum", "skill")))
+        os.chown(plan_file, uid, gid)
+        created = home.glove("session", "create", str(plan_file), "--json")
+        assert created.returncode == 0, created.stdout + created.stderr
+        lost_id = json.loads(created.stdout)["session_id"]
+        assert home.proc is not None
+        assert home.proc.wait(timeout=60) == -9, home.stderr()
+        want = [
+            {
+                "alias": "skill",
+                "target": SKILL_TARGET,
+                "digest": made.bundles["skill"]["digest"],
+                "size": len(SKILL),
+                "mount_flags": ["ro", "nosuid", "nodev", "noexec"],
+                "freeze_method": "detached-tmpfs",
+            }
+        ]
+        home.start(entry=(*FAULTY_GLOVED, "--fault", "finalize:sum", "--"))
+        lost = made.receipt({"session_id": lost_id})
+        assert lost["outcome"]["kind"] == "daemon_lost", lost
+        assert lost["projections"] == want
+        created = home.glove("session", "create", str(plan_file), "--json")
+        assert created.returncode == 0, created.stdout + created.stderr
+        failed_id = json.loads(created.stdout)["session_id"]
+        waited = home.glove("session", "wait", failed_id, "--json")
+        assert json.loads(waited.stdout)["outcome"]["kind"] == "internal_error", waited.stdout
+        failed = made.receipt({"session_id": failed_id})
+        assert failed["outcome"]["kind"] == "internal_error", failed
+        assert failed["projections"] == want
+    finally:
+        home.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_capabilities_say_schema_1_only_with_the_library_store(tmp_path: Path) -> None:
