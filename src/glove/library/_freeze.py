@@ -149,6 +149,7 @@ class FrozenProjection:
     __slots__ = (
         "_dir",
         "_parked",
+        "_shared",
         "digest",
         "freeze_method",
         "inode",
@@ -164,8 +165,13 @@ class FrozenProjection:
         mount_fd: int,
         inode: tuple[int, int],
         directory: str = "",
+        *,
+        shared: list[bool] | None = None,
     ) -> None:
-        """Take ownership of ``mount_fd`` (and ``directory``, the fallback's mount point)."""
+        """Take ownership of ``mount_fd`` (and ``directory``, the fallback's mount point).
+
+        ``shared`` is the parked flag of a tmpfs several projections share (each holds its
+        own descriptor of it: :class:`FreezeBatch`); it is parked once."""
         self.name = bundle.name
         self.digest = bundle.digest
         self.size = bundle.size
@@ -174,6 +180,7 @@ class FrozenProjection:
         self.inode = inode
         self._dir = directory
         self._parked = False
+        self._shared = shared
 
     @property
     def descriptors(self) -> tuple[int, ...]:
@@ -274,6 +281,8 @@ class FrozenProjection:
         """
         if self.mount_fd < 0:
             raise MountError("mount_failed", "the frozen projection was closed", subject=directory)
+        if self._shared is not None and self._shared[0]:
+            self._parked = True  # the tmpfs this copy shares was parked already
         if self.freeze_method == FREEZE_DETACHED_TMPFS and not self._parked:
             point = _open_path(_relative(directory, dir_fd), dir_fd, directory, os.O_DIRECTORY)
             try:
@@ -283,6 +292,8 @@ class FrozenProjection:
             finally:
                 os.close(point)
         self._parked = True
+        if self._shared is not None:
+            self._shared[0] = True
 
     def close(self) -> None:
         """Release the tmpfs: close its descriptor. An unparked fallback tmpfs is also
@@ -435,6 +446,94 @@ def _check_attached(target: str, dir_fd: int | None, inode: tuple[int, int]) -> 
         "and noexec after mounting; it was detached",
         subject=target,
     )
+
+
+class FreezeBatch:
+    """One detached tmpfs holding the copies of several bundles (a session's projections):
+    one ``fsopen``/``fsmount``, one seal and one superblock to tear down instead of one per
+    projection. :meth:`add` copies and checks each bundle (as :func:`freeze` does), and
+    :meth:`seal` makes the tmpfs read-only and gives one :class:`FrozenProjection` per
+    added bundle, each with its own descriptor of the shared mount (the tmpfs goes when the
+    last is closed, or with the directory it was parked on). Each attach still mounts only
+    its own file. The same bundle added twice is copied once.
+
+    Raises (the constructor):
+        FreezeError: ``freeze_unavailable`` (no new mount API: use :func:`freeze` with a
+            fallback for each bundle instead), ``freeze_failed``.
+    """
+
+    __slots__ = ("_added", "_fd", "_inodes")
+
+    def __init__(self, sizes: list[int]) -> None:
+        """Make the tmpfs, sized for bundles of ``sizes`` (each file's pages)."""
+        try:
+            fs_fd = sc.fsopen("tmpfs")
+        except OSError as exc:
+            if exc.errno in sc.API_MISSING_ERRNOS:
+                raise FreezeError(
+                    "freeze_unavailable",
+                    f"the new mount API is not available here (fsopen: "
+                    f"{os.strerror(exc.errno or 0)})",
+                ) from exc
+            raise _failed("open a tmpfs context", exc) from exc
+        try:
+            try:
+                total = sum(_tmpfs_bytes(size) for size in sizes) or _PAGE_BYTES
+                sc.fsconfig_string(fs_fd, "size", str(total))
+                sc.fsconfig_string(fs_fd, "nr_inodes", str(len(sizes) + FREEZE_TMPFS_INODES))
+                sc.fsconfig_string(fs_fd, "mode", "0700")
+                sc.fsconfig_create(fs_fd)
+                self._fd = sc.fsmount(
+                    fs_fd, sc.MOUNT_ATTR_NOSUID | sc.MOUNT_ATTR_NODEV | sc.MOUNT_ATTR_NOEXEC
+                )
+            except OSError as exc:
+                raise _failed("make the freeze tmpfs", exc) from exc
+        finally:
+            os.close(fs_fd)
+        self._added: list[OpenedBundle] = []
+        self._inodes: dict[str, tuple[int, int]] = {}
+
+    def add(self, bundle: OpenedBundle) -> None:
+        """Copy ``bundle`` in, hashing and checking it (the bundle stays open).
+
+        Raises:
+            ProjectionError: its bytes are refused (``read_verified``).
+            FreezeError: ``freeze_failed``.
+        """
+        if self._fd < 0:
+            raise FreezeError("freeze_failed", "the freeze batch was sealed or closed")
+        if bundle.name not in self._inodes:
+            self._inodes[bundle.name] = _copy_into(bundle, self._fd)
+        self._added.append(bundle)
+
+    def seal(self) -> list[FrozenProjection]:
+        """Make the tmpfs read-only; one frozen projection per :meth:`add`, in order.
+
+        Raises:
+            FreezeError: ``freeze_failed`` (the batch is closed then).
+        """
+        try:
+            _seal(self._fd)
+            fds = [self._fd] + [os.dup(self._fd) for _ in self._added[1:]]
+        except OSError as exc:
+            self.close()
+            raise _failed("seal the freeze tmpfs", exc) from exc
+        if not self._added:
+            os.close(self._fd)
+        self._fd = -1  # owned by the frozen projections now
+        shared = [False]
+        return [
+            FrozenProjection(
+                bundle, FREEZE_DETACHED_TMPFS, fd, self._inodes[bundle.name], shared=shared
+            )
+            for bundle, fd in zip(self._added, fds, strict=False)
+        ]
+
+    def close(self) -> None:
+        """Release the tmpfs unless it was sealed (idempotent)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
 
 
 def _copy_into(bundle: OpenedBundle, dir_fd: int) -> tuple[int, int]:

@@ -30,6 +30,7 @@ from typing import Any, Final
 from glove.library import (
     FREEZE_DETACHED_TMPFS,
     MOUNT_FLAGS,
+    FreezeBatch,
     FrozenProjection,
     Library,
     LibraryError,
@@ -73,6 +74,8 @@ class SessionProjection:
         self.method = frozen.freeze_method if frozen is not None else method
         self._opened: OpenedBundle | None = opened
         self._frozen = frozen
+        #: The session's projections, frozen together in one tmpfs by the first to park.
+        self.batch: list[SessionProjection] = [self]
 
     @property
     def target(self) -> str:
@@ -96,10 +99,23 @@ class SessionProjection:
                     raise ProjectionRefused(
                         "projection_unavailable", "the projection was closed before its launch"
                     )
-                self._frozen = freeze(self._opened, fallback_dir=directory, method=self.method)
+                _freeze_together(self.batch, directory)
+            assert self._frozen is not None
             self._frozen.park(directory)
         except LibraryError as exc:
             self.close()
+            raise self._refused(exc) from exc
+
+    def verify(self) -> None:
+        """Hash the opened bundle (an unprivileged gloved at prepare; the init hashes again).
+
+        Raises:
+            ProjectionRefused: its bytes are refused.
+        """
+        assert self._opened is not None
+        try:
+            read_verified(self._opened)
+        except LibraryError as exc:
             raise self._refused(exc) from exc
 
     def attach(self, root_fd: int) -> None:
@@ -138,6 +154,54 @@ class SessionProjection:
         }
 
 
+def _freeze_together(batch: list[SessionProjection], directory: str | None) -> None:
+    """Freeze every projection of ``batch`` not frozen yet: with the new mount API all in
+    one detached tmpfs (one ``fsopen``/``fsmount``/seal for the session, one superblock to
+    tear down), else each with the fallback in ``directory`` (the init's parking one).
+
+    Raises:
+        ProjectionRefused: one is refused (nothing frozen is kept then).
+    """
+    pending = [p for p in batch if p._frozen is None]
+    for projection in pending:
+        if projection._opened is None:
+            raise ProjectionRefused(
+                "projection_unavailable", "the projection was closed before its launch"
+            )
+    if not pending:
+        return
+    method = pending[0].method
+    if method != FREEZE_DETACHED_TMPFS:
+        for projection in pending:
+            assert projection._opened is not None
+            try:
+                projection._frozen = freeze(
+                    projection._opened, fallback_dir=directory, method=method
+                )
+            except LibraryError as exc:
+                raise projection._refused(exc) from exc
+        return
+    try:
+        together = FreezeBatch([p.resolved.size for p in pending])
+    except LibraryError as exc:
+        raise pending[0]._refused(exc) from exc
+    try:
+        for projection in pending:
+            assert projection._opened is not None
+            try:
+                together.add(projection._opened)
+            except LibraryError as exc:
+                raise projection._refused(exc) from exc
+        try:
+            frozen = together.seal()
+        except LibraryError as exc:
+            raise pending[0]._refused(exc) from exc
+    finally:
+        together.close()
+    for projection, copy in zip(pending, frozen, strict=True):
+        projection._frozen = copy
+
+
 def prepare_projections(
     library: Library | None, resolved: tuple[ResolvedProjection, ...]
 ) -> list[SessionProjection]:
@@ -154,7 +218,6 @@ def prepare_projections(
             "projection_unavailable", "this gloved has no library store", alias=resolved[0].alias
         )
     method = freeze_method_here()
-    here = os.geteuid() == 0 and method == FREEZE_DETACHED_TMPFS
     made: list[SessionProjection] = []
     try:
         for item in resolved:
@@ -164,16 +227,14 @@ def prepare_projections(
                 raise ProjectionRefused(
                     exc.code, f"projection {item.alias!r}: {exc}", alias=item.alias
                 ) from exc
-            try:
-                frozen = freeze(opened, method=method) if here else None
-                if frozen is None:
-                    read_verified(opened)  # refused here, with its code; the init hashes again
-            except LibraryError as exc:
-                opened.close()
-                raise ProjectionRefused(
-                    exc.code, f"projection {item.alias!r}: {exc}", alias=item.alias
-                ) from exc
-            made.append(SessionProjection(item, opened, frozen, method))
+            made.append(SessionProjection(item, opened, None, method))
+        for projection in made:
+            projection.batch = made
+        if os.geteuid() == 0 and method == FREEZE_DETACHED_TMPFS:
+            _freeze_together(made, None)
+        else:
+            for projection in made:
+                projection.verify()  # refused here, with its code; the init hashes again
     except BaseException:
         for projection in made:
             projection.close()
