@@ -335,3 +335,21 @@ def test_a_refusal_mid_run_leaves_no_bundle(done: Done) -> None:
     assert "gloved refused a session" in errors or "refused" in errors, errors
     assert f"no bundle was written at {bundle}" in errors, errors
     assert list(parent.iterdir()) == []
+
+
+def test_receipts_verify_says_a_run_is_a_refinement_envelope(done: Done) -> None:
+    """`glove receipts verify` of one run's bundle reports kind refinement and its verdict;
+    `--kind refinement` holds, `--kind receipt` refuses it (another envelope domain)."""
+    run = json.loads((done.bundle / "runs.json").read_text())[0]
+    path = str(done.bundle / run["receipt"])
+    key = str(done.public_key)
+    checked = done.home.glove("receipts", "verify", path, "--public-key", key, "--json")
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["kind"] == "refinement"
+    text = done.home.glove("receipts", "verify", path, "--public-key", key)
+    assert f"a refinement envelope: verdict {run['verdict']}" in text.stdout, text.stdout
+    same = done.home.glove("receipts", "verify", path, "--public-key", key, "--kind", "refinement")
+    assert same.returncode == 0, same.stderr
+    other = done.home.glove("receipts", "verify", path, "--public-key", key, "--kind", "receipt")
+    assert other.returncode == 4, other.stdout + other.stderr  # EntryMismatch
+    assert "envelope domain" in other.stderr, other.stderr
