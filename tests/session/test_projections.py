@@ -32,6 +32,8 @@ DRIVER = Path(__file__).with_name("_projection_driver.py")
 #: gloved under a seccomp filter making fsopen/fsmount/fspick fail with ENOSYS.
 NO_FSOPEN = Path(__file__).with_name("_no_fsopen.py")
 SKILL_TARGET = "/skills/skill.md"
+#: A second alias the same bundle is projected under in one session.
+COPY_TARGET = "/skills/copy.md"
 PROBE_TARGET = "/glove-probe/probe.py"
 HARNESSES = f"""
 [projections.skill]
@@ -40,11 +42,17 @@ target = "{SKILL_TARGET}"
 [projections.probe]
 target = "{PROBE_TARGET}"
 
+[projections.copy]
+target = "{COPY_TARGET}"
+
 [harnesses.probe]
 argv = ["/usr/bin/python3", "{PROBE_TARGET}", "{SKILL_TARGET}"]
 
 [harnesses.sum]
 argv = ["/usr/bin/sha256sum", "{SKILL_TARGET}"]
+
+[harnesses.both]
+argv = ["/usr/bin/sha256sum", "{SKILL_TARGET}", "{COPY_TARGET}"]
 """
 SKILL = b"# a skill\n" + bytes(range(256)) * 256  # 64 KiB + 10 bytes
 #: Launches the racing writer runs against (GLOVE_PROJECTION_RACE_ROUNDS=10000 for the
@@ -212,6 +220,23 @@ def test_the_binding_and_the_receipt_commit_what_was_mounted(owner: Owner) -> No
     assert [p["alias"] for p in owner.receipt(other)["projections"]] == ["probe", "skill"]
     assert other["launch_binding"] != first["launch_binding"]
     assert owner.stdout(first).startswith(owner.bundles["skill"]["digest"][7:].encode())
+
+
+def test_one_bundle_under_two_aliases_is_at_both_targets(owner: Owner) -> None:
+    """The same bundle named under two aliases in one session (one tmpfs holds a session's
+    projections) is at both targets, whole, and the receipt lists each alias."""
+    owner.bundles["copy"] = owner.bundles["skill"]
+    (view,) = owner.run([owner.plan("both", "skill", "copy")])
+    assert view["outcome"]["exit_code"] == 0, view
+    digest = owner.bundles["skill"]["digest"][7:]
+    lines = owner.stdout(view).decode().splitlines()
+    assert lines == [f"{digest}  {SKILL_TARGET}", f"{digest}  {COPY_TARGET}"]
+    entries = owner.receipt(view)["projections"]
+    assert [(e["alias"], e["target"], e["digest"]) for e in entries] == [
+        ("skill", SKILL_TARGET, owner.bundles["skill"]["digest"]),
+        ("copy", COPY_TARGET, owner.bundles["skill"]["digest"]),
+    ]
+    assert {e["freeze_method"] for e in entries} == {owner.freeze_method}
 
 
 def _refused(owner: Owner, code: str) -> None:
