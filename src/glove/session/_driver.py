@@ -124,6 +124,15 @@ def lost_evaluation(record: SessionRecord, code: str) -> dict[str, Any] | None:
     )
 
 
+def journaled_projections(record: SessionRecord) -> list[dict[str, Any]] | None:
+    """What the durable ``composed`` step says was to be mounted (None before it: then
+    nothing of the session was mounted or launched)."""
+    listed = record.details.get("projections")
+    if not isinstance(listed, list):
+        return None
+    return [dict(item) for item in listed if isinstance(item, dict)]
+
+
 def certain_receipt(
     record: SessionRecord,
     outcome: dict[str, Any],
@@ -131,6 +140,7 @@ def certain_receipt(
     binding: str | None,
     launched_ns: int | None,
     evaluation: dict[str, Any] | None,
+    projections: list[dict[str, Any]] | None,
 ) -> dict[str, Any]:
     """A receipt that commits only to what is certain (no output or audit digests): a
     session whose finalize failed, or whose driver crashed."""
@@ -146,6 +156,7 @@ def certain_receipt(
         launched_ns=launched_ns,
         ended_ns=time.time_ns(),
         evaluation=evaluation,
+        projections=projections,
     )
 
 
@@ -305,6 +316,7 @@ class SessionDriver(Actor):
                 binding=run.binding,
                 launched_ns=run.launched_ns,
                 evaluation=evaluation,
+                projections=[projection.receipt() for projection in run.projections],
             )
         except BaseException:  # cancelled: the daemon is stopping
             if run.tools is not None:
@@ -454,7 +466,10 @@ class SessionDriver(Actor):
             if tools is not None:
                 spec = tools.apply(spec, proxy=validated.egress is not None)
             binding = launch_binding(spec, record.sha256, record.blake3, exposures, mounted)
-            await self._step("composed", {"launch_binding": binding})
+            composed: dict[str, Any] = {"launch_binding": binding}
+            if mounted:  # durable before the launch: a recovered receipt still lists them
+                composed["projections"] = mounted
+            await self._step("composed", composed)
         except BaseException:
             if tools is not None:  # nobody else holds them yet: release them here
                 await _release_tools(record.session_id, tools)

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from glove.session._driver import lost_evaluation
+from glove.session._driver import journaled_projections, lost_evaluation
 from glove.session._mediated import AUDIT_NAME, audit_digest, digest_builtins
 from glove.session._receipt import is_refinement_plan, terminal_receipt
 from glove.session._receipt_index import ReceiptIndex
@@ -105,6 +105,7 @@ async def recovered_receipt(
         audit=audit,
         transcript=transcript,
         evaluation=entry,
+        projections=journaled_projections(record),
     )
     seq = await append(record, payload)
     return seq, outcome, entry["outcome"] if entry is not None else None

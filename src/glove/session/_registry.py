@@ -97,6 +97,7 @@ from glove.session._driver import (
     certain_receipt,
     harness_of,
     internal_outcome,
+    journaled_projections,
     lost_evaluation,
     session_subtree,
 )
@@ -677,6 +678,7 @@ class SessionRegistry(_Actor):
             binding=record.details.get("launch_binding"),
             launched_ns=record.details.get("launched_ns"),
             evaluation=evaluation,
+            projections=journaled_projections(record),
         )
         await self._terminal(record, payload, outcome, evaluation)
 
