@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from glove.exits import EXIT_GLOVED_REFUSED, EXIT_INTERNAL
 
 if TYPE_CHECKING:
+    from glove.container.linux import LauncherHandle
     from glove.control import Composition
 
 
@@ -58,8 +59,11 @@ def main(argv: list[str] | None = None) -> None:
         # The lock first: a second gloved must refuse before it claims cgroups or reads
         # the keys, and exit at once (nothing it started can keep it alive).
         lock_fd = acquire_lock(paths)
+        # The launcher next, while this process has one thread: every sandbox is cloned
+        # there (clone3, single-threaded); it keeps none of the descriptors opened so far.
+        launcher = _fork_launcher()
         composition = _compose(args.config, paths.directory)
-        code = run_daemon(paths, composition, lock_fd=lock_fd)
+        code = run_daemon(paths, composition, lock_fd=lock_fd, launcher=launcher)
     except (ControlError, GloveError) as exc:
         print(f"gloved: refusing to start: {exc}", file=sys.stderr)
         sys.exit(EXIT_GLOVED_REFUSED)
@@ -74,6 +78,19 @@ def main(argv: list[str] | None = None) -> None:
         print(f"gloved: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
         sys.exit(EXIT_INTERNAL)
     sys.exit(code)
+
+
+def _fork_launcher() -> LauncherHandle | None:
+    """Fork the launcher process (Linux; None elsewhere: the sandbox backend launches).
+
+    Raises:
+        SandboxSetupError: it could not be forked.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    from glove.container.linux import fork_launcher
+
+    return fork_launcher()
 
 
 def _claim_cgroups() -> None:

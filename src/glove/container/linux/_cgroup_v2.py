@@ -369,6 +369,13 @@ class V2Group:
             self.destroy()
             raise SandboxSetupError(f"cannot set the limits of cgroup {failed}: {exc}") from exc
 
+    @classmethod
+    def adopt(cls, path: Path) -> V2Group:
+        """The group another process (the launcher) created at ``path`` (no writes)."""
+        group = cls.__new__(cls)
+        group.path = path
+        return group
+
     def place(self, pid: int) -> None:
         """Move ``pid`` (the sandbox init) into the group.
 

@@ -217,6 +217,14 @@ class CgroupSet:
             self.destroy()
             raise SandboxSetupError(f"cannot create cgroup {self.name}: {exc}") from exc
 
+    @classmethod
+    def adopt(cls, dirs: dict[str, str]) -> CgroupSet:
+        """The groups another process (the launcher) created, by controller (no writes)."""
+        groups = cls.__new__(cls)
+        groups.dirs = {controller: Path(path) for controller, path in dirs.items()}
+        groups.name = next(iter(groups.dirs.values())).name if groups.dirs else ""
+        return groups
+
     def _groups(self) -> list[Path]:
         """Each group once (controllers mounted together share one)."""
         return list(dict.fromkeys(self.dirs.values()))
@@ -317,6 +325,26 @@ class SandboxCgroups:
             except SandboxSetupError:
                 self.destroy()
                 raise
+
+    @classmethod
+    def adopt(
+        cls, plans: dict[str, LimitPlan], v2_path: str | None, v1_dirs: dict[str, str]
+    ) -> SandboxCgroups:
+        """Take over the groups the launcher process made for one sandbox (named by
+        :meth:`where`): gloved reads their events, kills through them and removes them."""
+        groups = cls.__new__(cls)
+        groups.plans = plans
+        groups.setup_cpu_s = 0.0
+        groups.setup_reported = False
+        groups.v2 = V2Group.adopt(Path(v2_path)) if v2_path is not None else None
+        groups.v1 = CgroupSet.adopt(v1_dirs) if v1_dirs else None
+        return groups
+
+    def where(self) -> tuple[str | None, dict[str, str]]:
+        """The v2 group's path and the v1 groups' paths by controller (for :meth:`adopt`)."""
+        v2 = str(self.v2.path) if self.v2 is not None and self.v2.path is not None else None
+        v1 = {c: str(p) for c, p in self.v1.dirs.items()} if self.v1 is not None else {}
+        return v2, v1
 
     def place(self, pid: int) -> None:
         """Move ``pid`` into every group.

@@ -191,6 +191,9 @@ class SandboxProcess:
         #: PTY mode: the master of the terminal the init made from the sandbox's own devpts
         #: (-1: none, or setup failed before it was made). The caller owns and closes it.
         self.pty_master = -1
+        #: PTY mode, launched by the launcher process: the socket the init sends that
+        #: master over (-1: none; :func:`launch` receives the master itself).
+        self.pty_channel = -1
 
     def send_signal(self, signum: int) -> None:
         """Send ``signum`` to the sandbox init, which passes TERM, USR1 and USR2 on to the
@@ -228,10 +231,11 @@ class SandboxProcess:
                 self.wait()
         if self.cgroups is not None:
             self.cgroups.destroy()
-        for fd in (self.pidfd, self.status_fd, self.notify_channel):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.pidfd = self.status_fd = self.notify_channel = -1
+        for fd in (self.pidfd, self.status_fd, self.notify_channel, self.pty_channel):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pidfd = self.status_fd = self.notify_channel = self.pty_channel = -1
 
 
 def _report(fd: int, message: StatusMessage) -> None:
@@ -644,7 +648,7 @@ def _await_unshared(status_fd: int) -> None:
         raise SandboxSetupError(f"the sandbox sent {message!r} before its namespaces")
 
 
-def _receive_terminal(channel: socket.socket) -> int:
+def receive_terminal(channel: socket.socket) -> int:
     """The pty master the init sends once its root is built; -1 if it sent none in time
     (its setup failed: the status pipe says why)."""
     ready, _, _ = select.select([channel], [], [], _GO_DEADLINE_S)
@@ -714,6 +718,7 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
     report_violations: bool,
     terminal_size: tuple[int, int],
     projections: tuple[FileProjection, ...],
+    keep_terminal_channel: bool = False,
 ) -> SandboxProcess:
     targets: set[str] = set()
     for projection in projections:
@@ -840,7 +845,9 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
     if parent_channel is not None:
         process.notify_channel = parent_channel.detach()
         process.unix_gate = gate
-    if pty_parent is not None:
+    if pty_parent is not None and keep_terminal_channel:
+        process.pty_channel = pty_parent.detach()  # the launcher's caller receives it
+    elif pty_parent is not None:
         with pty_parent:
-            process.pty_master = _receive_terminal(pty_parent)
+            process.pty_master = receive_terminal(pty_parent)
     return process
