@@ -346,13 +346,24 @@ class SandboxCgroups:
         v1 = {c: str(p) for c, p in self.v1.dirs.items()} if self.v1 is not None else {}
         return v2, v1
 
-    def place(self, pid: int) -> None:
-        """Move ``pid`` into every group.
+    def open_v2(self) -> int:
+        """A descriptor of the v2 group's directory, for ``clone3(CLONE_INTO_CGROUP)``;
+        -1 without a v2 group (or when it cannot be opened: :meth:`place` moves it then)."""
+        path = self.v2.path if self.v2 is not None else None
+        if path is None:
+            return -1
+        try:
+            return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return -1
+
+    def place(self, pid: int, *, in_v2: bool = False) -> None:
+        """Move ``pid`` into every group (``in_v2``: it was cloned into the v2 group).
 
         Raises:
             SandboxSetupError: the kernel refused a move.
         """
-        if self.v2 is not None:
+        if self.v2 is not None and not in_v2:
             self.v2.place(pid)
         if self.v1 is not None:
             self.v1.place(pid)

@@ -628,6 +628,37 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
     return pid, os.pidfd_open(pid)
 
 
+def _clone(cgroups: SandboxCgroups | None) -> tuple[int, int, bool]:
+    """clone3 the init, into its v2 group at once when there is one.
+
+    Returns ``(pid, pidfd, in_v2)``: ``(0, -1, _)`` in the child, ``(-1, -1, False)`` where
+    clone3 is unavailable (the fork path is taken then). A kernel that refuses
+    ``CLONE_INTO_CGROUP`` gets a plain clone3 and the init is moved after.
+
+    Raises:
+        SandboxSetupError: the kernel refused the clone.
+    """
+    into = cgroups.open_v2() if cgroups is not None else -1
+    try:
+        if into >= 0:
+            try:
+                pid, pidfd = sc.clone3(sc.SANDBOX_NAMESPACES, cgroup_fd=into)
+            except OSError:
+                pass  # an older kernel, or a group it will not start us in: move it after
+            else:
+                return pid, pidfd, True
+        try:
+            pid, pidfd = sc.clone3(sc.SANDBOX_NAMESPACES)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSYS, errno.EPERM):
+                raise SandboxSetupError(f"cannot create the sandbox: {exc}") from exc
+            return -1, -1, False
+        return pid, pidfd, False
+    finally:
+        if into >= 0:
+            os.close(into)
+
+
 def _await_unshared(status_fd: int) -> None:
     deadline = time.monotonic() + _GO_DEADLINE_S
     buffer = b""
@@ -786,16 +817,13 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
         projections=projections,
     )
     pid = pidfd = -1
+    in_v2 = False
     started = time.monotonic()
     try:
         cgroups = open_sandbox_cgroups(enforced)
         if not use_fork:
-            try:
-                pid, pidfd = sc.clone3(sc.SANDBOX_NAMESPACES)
-            except OSError as exc:
-                if exc.errno not in (errno.ENOSYS, errno.EPERM):
-                    raise SandboxSetupError(f"cannot create the sandbox: {exc}") from exc
-                use_fork = True
+            pid, pidfd, in_v2 = _clone(cgroups)
+            use_fork = pid < 0
             if pid == 0:
                 _init_main(ctx, handshake=True)
         if use_fork:
@@ -806,7 +834,7 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
             _await_unshared(status_read)
         _write_id_maps(pid)
         if cgroups is not None:
-            cgroups.place(pid)
+            cgroups.place(pid, in_v2=in_v2)
         os.write(go_write, GO_BYTE)
     except BaseException as exc:
         if pid > 0:
