@@ -509,8 +509,12 @@ def _await_go(ctx: LaunchContext) -> bool:
             return False
 
 
-def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
-    """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
+def _init_main(ctx: LaunchContext, *, handshake: bool, born_placed: bool = False) -> NoReturn:
+    """Run as the sandbox's pid 1: build, harden, fork the command, reap, report.
+
+    ``born_placed``: cloned into its v2 group (``CLONE_INTO_CGROUP``), so all its CPU time
+    is in the group's count, from zero; else only what follows the go byte.
+    """
     status = ctx.status_write
     try:
         for signum in FORWARDED_SIGNALS:
@@ -521,7 +525,8 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
             os.setsid()
         if handshake and not _await_go(ctx):
             os._exit(EXIT_SETUP_FAILED)
-        placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
+        # In its cgroups from here (the go byte follows placing), or from birth.
+        placed_cpu_s = 0.0 if born_placed else _own_cpu_s()
         os.close(ctx.go_read)
         build_rootfs(ctx.spec, ctx.sources, ctx.retained, ctx.projections)
         if ctx.spec.pty:
@@ -825,7 +830,7 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
             pid, pidfd, in_v2 = _clone(cgroups)
             use_fork = pid < 0
             if pid == 0:
-                _init_main(ctx, handshake=True)
+                _init_main(ctx, handshake=True, born_placed=in_v2)
         if use_fork:
             pid, pidfd = _fork_path(ctx)
         os.close(status_write)
