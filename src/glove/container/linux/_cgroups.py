@@ -117,9 +117,10 @@ def _support(v2: V2Probe) -> HostLimitSupport:
     )
 
 
-def probe_host_limits() -> HostLimitSupport:
-    """Report which limit mechanisms this launcher can use, and why the others are not."""
-    return _support(probe_v2())
+def probe_host_limits(v2: V2Probe | None = None) -> HostLimitSupport:
+    """Report which limit mechanisms this launcher can use, and why the others are not
+    (from ``v2`` when the caller has just probed cgroup v2)."""
+    return _support(v2 if v2 is not None else probe_v2())
 
 
 def _write(path: Path, value: str) -> None:
@@ -441,15 +442,18 @@ class SandboxCgroups:
             self.v1.destroy()
 
 
-def open_sandbox_cgroups(plans: dict[str, LimitPlan]) -> SandboxCgroups | None:
-    """The groups for a sandbox whose plans use a cgroup mechanism, or None when none does.
+def open_sandbox_cgroups(
+    plans: dict[str, LimitPlan], v2: V2Probe | None = None
+) -> SandboxCgroups | None:
+    """The groups for a sandbox whose plans use a cgroup mechanism, or None when none does
+    (``v2``: the probe the plans were made from, so one launch probes once).
 
     Raises:
         SandboxSetupError: a group could not be set up.
     """
     if not any(p.mechanism.startswith("cgroup-") for p in plans.values()):
         return None
-    return SandboxCgroups(plans)
+    return SandboxCgroups(plans, v2)
 
 
 def claim_cgroup_v2() -> str:

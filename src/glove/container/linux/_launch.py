@@ -23,7 +23,8 @@ descriptor of the launcher (gloved's lock and journals, its listening socket), s
 that outlived a killed launcher would keep the next one from starting.
 
 ``clone3`` runs through ``ctypes.PyDLL`` with the GIL held and the interpreter's fork hooks
-(one clone instead of two, for the single-threaded ``glove exec``). Where clone3 is unavailable
+(one clone instead of two, for the single-threaded ``glove exec`` and gloved's launcher process,
+:mod:`glove.container.linux._launcher`). Where clone3 is unavailable
 (ENOSYS, e.g. under a container runtime's filter), and whenever the launching process has
 more than one thread (gloved, glove run: the window between the raw syscall and the
 interpreter's after-fork hook runs bytecode, where a pending GIL drop request deadlocks the
@@ -81,6 +82,7 @@ from glove.container._status import decode_line as decode_status_line
 from glove.container._status import encode as encode_status
 from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux import _syscalls as sc
+from glove.container.linux._cgroup_v2 import probe_v2
 from glove.container.linux._cgroups import (
     SandboxCgroups,
     open_sandbox_cgroups,
@@ -764,7 +766,8 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
         if conflict is not None:
             raise SpecError(f"projection target {conflict}")
         targets.add(projection.target)
-    plans = plan_limits(spec.limits, probe_host_limits(), spec.accept_weaker)
+    v2 = probe_v2()  # once per launch: the plans and the groups follow the same probe
+    plans = plan_limits(spec.limits, probe_host_limits(v2), spec.accept_weaker)
     bpf = seccomp_program()
     gate = report_violations and probe_unix_gate().mechanism is not None
     notify_bpf = seccomp_program(notify=True, gate=gate) if report_violations else None
@@ -825,7 +828,7 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
     in_v2 = False
     started = time.monotonic()
     try:
-        cgroups = open_sandbox_cgroups(enforced)
+        cgroups = open_sandbox_cgroups(enforced, v2)
         if not use_fork:
             pid, pidfd, in_v2 = _clone(cgroups)
             use_fork = pid < 0
