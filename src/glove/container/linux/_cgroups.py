@@ -456,10 +456,12 @@ def open_sandbox_cgroups(
     return SandboxCgroups(plans, v2)
 
 
-def claim_cgroup_v2() -> str:
+def claim_cgroup_v2(also: tuple[int, ...] = ()) -> str:
     """Claim this launcher's cgroup v2 site now, for a daemon at start-up (``gloved``):
-    move into the site's ``supervisor/`` leaf when it has one and enable every controller
-    the site offers, so later launches only make groups. Launches claim lazily otherwise.
+    move into the site's ``supervisor/`` leaf when it has one (with the processes ``also``
+    names: gloved's launcher, which must leave the unit's group too) and enable every
+    controller the site offers, so later launches only make groups. Launches claim lazily
+    otherwise.
 
     Returns a line for the log saying what was claimed, or why there is no v2 site.
 
@@ -470,7 +472,7 @@ def claim_cgroup_v2() -> str:
     site = probe.site
     if site is None:
         return "cgroup v2: no site (" + "; ".join(probe.why_not.values()) + ")"
-    claim_site(site, site.controllers)
+    claim_site(site, site.controllers, also)
     # One short line at every start: the controllers missing by name; why each is
     # (often a paragraph per controller) is `glove doctor`'s to say.
     missing = " ".join(sorted(probe.why_not))
