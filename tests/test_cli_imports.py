@@ -1,10 +1,12 @@
 """The light commands load only their own modules (issue 22), and say what typer would say.
 
 ``glove --version``, ``--help``, ``capabilities`` and ``session status`` run in a subprocess
-under ``-X importtime``, which names every module the run imports; each may load only the
-``glove`` modules listed here and no third-party package but msgspec (the control client's
-codec) and its typing_extensions: never typer, click, rich or pydantic, asyncio, the
-sandbox, the session, MCP, daemon or host stacks. Their output, stderr and exit code are
+under ``-X importtime``, which names every module the run imports, and report ``sys.modules``
+as they exit (importtime does not see a module ``importlib.import_module`` loads, as the
+packages' lazy names do); each may load only the ``glove`` modules listed here and no
+third-party package: never typer, click, rich or pydantic, msgspec, asyncio, the sandbox,
+the session, MCP, daemon or host stacks, and the one-call commands not even ``dataclasses``
+or ``pathlib`` (docs/decisions/0049). Their output, stderr and exit code are
 compared with what typer's app prints for the same arguments, so the fast path
 (``glove.cli._fast``) cannot drift. Nothing here is timed: ``benchmarks/cli/bench.py`` measures.
 """
@@ -36,17 +38,19 @@ LIGHT = frozenset({
     "glove", "glove._version", "glove.errors", "glove.exits",
     "glove.cli", "glove.cli._main", "glove.cli._fast", "glove.cli._echo",
 })  # fmt: skip
-#: Every glove module a one-call control client command may load.
+#: Every glove module a one-call control client command may load: the JSON-only one-shot
+#: call (glove.control.call_once) and what it reads, never the typed clients or their codec.
 CLIENT = LIGHT | {
-    "glove.cli._session",
-    "glove.config", "glove.config._runtime_dir", "glove.config.errors",
-    "glove.control", "glove.control._client", "glove.control._client_core",
-    "glove.control._auth", "glove.control._paths", "glove.control.errors",
+    "glove.cli._status",
+    "glove.config", "glove.config._runtime_rule", "glove.config.errors",
+    "glove.control", "glove.control._oneshot", "glove.control._client_base",
+    "glove.control._address", "glove.control._secret", "glove.control.errors",
     "glove.protocol", "glove.protocol._frames", "glove.protocol._json",
-    "glove.protocol.control", "glove.protocol.errors",
+    "glove.protocol._limits", "glove.protocol._reply", "glove.protocol.errors",
 }  # fmt: skip
-#: The control client's codec and what it imports.
-CODEC = {"msgspec", "typing_extensions"}
+#: What the one-call commands leave out besides NEVER: the codec and the standard library
+#: modules that cost them most (decision 0049's measurements).
+NOT_FOR_ONE_CALL = ("msgspec", "dataclasses", "inspect", "pathlib", "glove.protocol.control")
 #: The library's stacks, then every package none of these commands may load (named, so a
 #: failure says which one came back).
 STACKS = (
@@ -54,6 +58,14 @@ STACKS = (
     "glove.run", "glove.actors", "glove.journal", "glove.egress", "glove.policy",
 )  # fmt: skip
 NEVER = ("typer", "click", "rich", "pydantic", "asyncio", *STACKS)
+#: Run as the console script runs, then write ``sys.modules`` to the file named in argv[1].
+WITH_MODULES = (
+    "import sys; out, script = sys.argv[1], sys.argv[2]; sys.argv = sys.argv[2:]\n"
+    "try:\n"
+    "    exec(compile(open(script).read(), script, 'exec'), {'__name__': '__main__'})\n"
+    "finally:\n"
+    "    open(out, 'w').write('\\n'.join(sorted(sys.modules)))\n"
+)
 
 
 def _imported(stderr: str) -> set[str]:
@@ -85,17 +97,31 @@ def _third_party(modules: set[str]) -> set[str]:
         top
         for top in tops
         if top not in sys.stdlib_module_names
-        and top != "glove"
+        and top not in ("glove", "__main__")
         and importlib.util.find_spec(top) is not None
     }
 
 
-def _run(argv: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+def _run(
+    argv: list[str], env: dict[str, str], modules_file: Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """``glove ARGV`` under ``-X importtime``: the result (importtime lines removed) and the
-    modules it loaded."""
+    modules it loaded (those importtime names and those in ``sys.modules`` at its exit)."""
     assert GLOVE.exists(), f"{GLOVE}: the console script is installed with the package"
+    if modules_file is None:
+        modules_file = Path(env["HOME"]) / "modules.txt"
+    modules_file.unlink(missing_ok=True)
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", str(GLOVE), *argv],
+        [
+            sys.executable,
+            "-X",
+            "importtime",
+            "-c",
+            WITH_MODULES,
+            str(modules_file),
+            str(GLOVE),
+            *argv,
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -103,7 +129,7 @@ def _run(argv: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProc
         check=False,
         stdin=subprocess.DEVNULL,
     )
-    modules = _imported(done.stderr)
+    modules = _imported(done.stderr) | set(modules_file.read_text().split())
     done.stderr = "".join(
         line
         for line in done.stderr.splitlines(keepends=True)
@@ -131,14 +157,13 @@ def _within(modules: set[str], packages: tuple[str, ...]) -> set[str]:
     }
 
 
-def _assert_light(modules: set[str], allowed: frozenset[str], third_party: set[str]) -> None:
+def _assert_light(
+    modules: set[str], allowed: frozenset[str], never: tuple[str, ...] = NEVER
+) -> None:
     ours = {name for name in modules if name.partition(".")[0] == "glove"}
     assert ours - allowed == set()
-    stacks = {
-        name for name in modules for top in NEVER if name == top or name.startswith(top + ".")
-    }
-    assert stacks == set()
-    assert _third_party(modules) <= third_party
+    assert _within(modules, never) == set()
+    assert _third_party(modules) == set()
 
 
 def _assert_same(
@@ -183,7 +208,7 @@ def test_version_loads_no_third_party_module(env: dict[str, str]) -> None:
     done, modules = _run(["--version"], env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("glove ")
-    _assert_light(modules, LIGHT, set())
+    _assert_light(modules, LIGHT)
     _assert_same(done, _via_typer(["--version"], env))
 
 
@@ -194,7 +219,7 @@ def test_help_loads_no_third_party_module_and_is_typers_text(
     """``glove --help`` at 80 columns loads nothing third-party and prints exactly the help
     typer renders for the app as it is registered (a new or reworded command fails here)."""
     done, modules = _run([flag], env)
-    _assert_light(modules, LIGHT, set())
+    _assert_light(modules, LIGHT)
     _assert_same(done, _via_typer([flag], env))
 
 
@@ -221,13 +246,13 @@ def test_help_on_a_narrow_terminal_is_typers_own(env: dict[str, str]) -> None:
 def test_client_commands_without_a_gloved_load_only_the_client(
     env: dict[str, str], tmp_path: Path, argv: list[str]
 ) -> None:
-    """With no gloved listening, ``capabilities`` and ``session status`` load the blocking
-    control client (msgspec its only third-party package, no asyncio), exit 69 and print
+    """With no gloved listening, ``capabilities`` and ``session status`` load the one-shot
+    JSON call (nothing third-party, no msgspec, dataclasses or pathlib), exit 69 and print
     typer's very message."""
     args = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
     done, modules = _run(args, env)
     assert done.returncode == 69, done.stderr
-    _assert_light(modules, CLIENT, CODEC)
+    _assert_light(modules, CLIENT, (*NEVER, *NOT_FOR_ONE_CALL))
     _assert_same(done, _via_typer(args, env))
 
 
@@ -249,7 +274,7 @@ def test_client_commands_against_a_running_gloved(gloved: Gloved) -> None:
     for argv, code in cases:
         done, modules = _run(argv, env)
         assert done.returncode == code, (argv, done.stderr)
-        _assert_light(modules, CLIENT, CODEC)
+        _assert_light(modules, CLIENT, (*NEVER, *NOT_FOR_ONE_CALL))
         _assert_same(done, _via_typer(argv, env))
     done, _ = _run(["session", "status", created["session_id"], "--json"], env)
     assert json.loads(done.stdout)["state"] == "terminal"

@@ -16,9 +16,12 @@ Cases, interleaved round by round so drift hits every case alike:
                     there and then, and the kernel waits out an RCU grace period
 ``glove-attach``    ``attach`` alone of an already frozen 1 MiB copy (the raw mount)
 ``glove-16x64KiB``  16 projections of 64 KiB bundles, one after the other (a launch's share)
+``glove-16x64KiB-batch``  the same 16 frozen together in one tmpfs (``FreezeBatch``: one
+                    fsopen/fsmount/seal, one park), as gloved does for a session
 ``glove-16x1MiB``   16 projections of 1 MiB bundles (not in ``--quick``)
 ``detach-16x64KiB`` the one detach of the arena holding those 16 (the init's old-root
-                    detach), against ``detach-empty``, the same of an arena with no mounts
+                    detach), against ``detach-empty``, the same of an arena with no mounts;
+                    ``detach-16x64KiB-batch`` the same for the batch
 ``cp-bind-1MiB``    a plain copy into a tmpfs, ``mount --bind`` and a remount
                     ``ro,nosuid,nodev,noexec``: no checks, no hashing, no private tmpfs
 ``sha256-1MiB``     ``hashlib.sha256`` of the 1 MiB in memory (the hashing floor)
@@ -46,7 +49,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from glove.library import Library, freeze
+from glove.library import FreezeBatch, Library, freeze
 from glove.library import _syscalls as sc
 
 HERE = Path(__file__).resolve()
@@ -98,6 +101,7 @@ class Bench:
         self.bwrap = shutil.which("bwrap")
         self.detaches: dict[str, list[tuple[float, float]]] = {
             "detach-16x64KiB": [],
+            "detach-16x64KiB-batch": [],
             "detach-empty": [],
         }
         self._enter()
@@ -166,6 +170,23 @@ class Bench:
             self.project(ref, size, target, park)
         return _since(start)
 
+    def glove_small_batch(self) -> tuple[float, float]:
+        targets = [self.target(f"batch-{i}") for i in range(len(self.small))]
+        park = self.park_dir("batch")
+        start = _now()
+        opened = [self.library.open_bundle(ref, size) for ref, size in self.small]
+        batch = FreezeBatch([bundle.size for bundle in opened])
+        for bundle in opened:
+            batch.add(bundle)
+        frozen = batch.seal()
+        for copy, target in zip(frozen, targets, strict=True):
+            copy.park(park)
+            copy.attach(target)
+            copy.close()
+        for bundle in opened:
+            bundle.close()
+        return _since(start)
+
     def glove_small(self) -> tuple[float, float]:
         return self._sixteen(self.small, "small")
 
@@ -223,6 +244,7 @@ def measure(rounds: int, quick: bool) -> dict[str, Any]:
             "glove-1MiB-unparked": bench.glove_one_unparked,
             "glove-attach": bench.glove_attach,
             "glove-16x64KiB": bench.glove_small,
+            "glove-16x64KiB-batch": bench.glove_small_batch,
             "cp-bind-1MiB": bench.cp_bind,
             "sha256-1MiB": bench.sha256,
         }
@@ -238,7 +260,7 @@ def measure(rounds: int, quick: bool) -> dict[str, Any]:
         for _ in range(rounds):
             for name, case in cases.items():
                 samples[name].append(case())
-                bench.leave("detach-16x64KiB" if name == "glove-16x64KiB" else "")
+                bench.leave(f"detach-{name[6:]}" if name.startswith("glove-16x64KiB") else "")
             bench.leave("detach-empty")
         samples.update(bench.detaches)
         bench.library.close()
@@ -273,20 +295,23 @@ def report(result: dict[str, Any]) -> dict[str, Any]:
         )
     one = stats["glove-1MiB"]
 
-    def added(kind: dict[str, list[float]]) -> list[float]:
+    def added(kind: dict[str, list[float]], case: str = "16x64KiB-batch") -> list[float]:
         # What 16 projections add to a launch: their run, plus what they add to the one
         # old-root detach the init does anyway.
         return [
             run + detach - empty
             for run, detach, empty in zip(
-                kind["glove-16x64KiB"], kind["detach-16x64KiB"], kind["detach-empty"], strict=True
+                kind[f"glove-{case}"], kind[f"detach-{case}"], kind["detach-empty"], strict=True
             )
         ]
 
     sixteen = {"p95": percentile(added(wall), 0.95), "cpu_p95": percentile(added(cpu), 0.95)}
+    apart = added(wall, "16x64KiB")
     print(
-        f"16 x 64 KiB added to a launch: p95 {sixteen['p95']:.3f} ms wall, "
-        f"{sixteen['cpu_p95']:.3f} ms CPU"
+        f"16 x 64 KiB added to a launch (one tmpfs, as gloved does): p95 {sixteen['p95']:.3f} "
+        f"ms wall, {sixteen['cpu_p95']:.3f} ms CPU; one tmpfs each: p95 "
+        f"{percentile(apart, 0.95):.3f} ms wall, {percentile(added(cpu, '16x64KiB'), 0.95):.3f}"
+        " ms CPU"
     )
     ratios: dict[str, float] = {
         "glove-1MiB / cp-bind-1MiB": one["p50"] / stats["cp-bind-1MiB"]["p50"],

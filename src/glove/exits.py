@@ -15,9 +15,10 @@ Two ranges, two rules (docs/cli.md lists them all; decision 0040 says why):
 through, so a command that itself exits 125 looks like Glove's; their ``--json-status`` (or
 ``--json``) says which.
 
-The in-sandbox helpers (``glove.mcp.relay``, ``glove.mcp.shim``, ``glove.egress.helper``)
-are standard-library scripts run by the sandbox's own Python, so they cannot import this
-module: they spell the same values, and ``tests/test_exits.py`` holds them to it.
+The in-sandbox scripts (``glove.egress.helper``, which is also ``glove-relay`` and
+``glove.mcp.relay``, and ``glove.mcp.shim``) are standard-library scripts run by the
+sandbox's own Python, so they cannot import this module: they spell the same values, and
+``tests/test_exits.py`` holds them to it.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from glove.config import _runtime_dir as paths_module
+from glove.config import _runtime_rule as paths_module
 from glove.control import (
     MAX_SOCKET_PATH_BYTES,
     Client,
@@ -38,7 +38,7 @@ def no_run_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``/run/user`` replaced by an empty directory of the test's (no logind directory)."""
     run_user = tmp_path / "run-user"
     run_user.mkdir()
-    monkeypatch.setattr(paths_module, "RUN_USER", run_user)
+    monkeypatch.setattr(paths_module, "RUN_USER", str(run_user))
     return run_user
 
 

@@ -15,7 +15,6 @@ import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -24,7 +23,7 @@ from tests.mcp.conftest import FIXTURES, write_config
 
 from ._wired import Launcher, World, launcher, world
 from .conftest import LocalCA
-from .test_wired import FORKS, PIDS_LIMIT, SYSTEM_PYTHON
+from .test_wired import FORKS, PIDS_LIMIT, SYSTEM_PYTHON, counted, forks
 
 POLICY = 'version = 1\n\n[[tools]]\nname = "echo__echo"\n'
 REPO = Path(__file__).resolve().parents[2]
@@ -97,13 +96,6 @@ def test_mcp_and_egress_through_one_helper(origins: World, unpriv: Unpriv, who: 
     assert "egress: 1 connection(s)" in done.stderr
 
 
-def _counted(done: Any) -> bool:
-    """The fork counter printed its count: it exited, or the pids hit ended it after."""
-    return bool(done.stdout.strip()) and (
-        done.rc == 0 or (done.rc == 137 and "pids limit" in done.stderr)
-    )
-
-
 def test_one_helper_takes_one_pid_under_glove_run(origins: World, unpriv: Unpriv) -> None:
     """glove run with MCP and egress spends one PID of the limit on its helper, not two."""
     with launcher(origins, "root", unpriv) as run:
@@ -115,6 +107,6 @@ def test_one_helper_takes_one_pid_under_glove_run(origins: World, unpriv: Unpriv
             "run", "--config", str(config), *common, "--network", "proxy",
             "--allow", "web.test", "--", SYSTEM_PYTHON, "/workspace/forks.py",
         )  # fmt: skip
-    assert _counted(alone), alone
-    assert _counted(behind), behind
-    assert 2 < int(behind.stdout) == int(alone.stdout) - 1
+    assert counted(alone), alone
+    assert counted(behind), behind
+    assert 2 < forks(behind) == forks(alone) - 1

@@ -188,6 +188,7 @@ FORKS = """
 import os
 read_fd, write_fd = os.pipe()
 children = []
+os.write(1, b"0\\n")
 while len(children) < 64:
     try:
         pid = os.fork()
@@ -198,9 +199,9 @@ while len(children) < 64:
         os.read(read_fd, 1)
         os._exit(0)
     children.append(pid)
-# Printed at once: on a cgroup pids limit the supervisor ends the sandbox at its next
-# poll (50 ms) after the refused fork.
-print(len(children), flush=True)
+    # Each count is written before the next fork: on a cgroup pids limit the supervisor
+    # ends the sandbox at its next poll (50 ms) after the refused fork, never before.
+    os.write(1, b"%d\\n" % len(children))
 os.close(write_fd)
 for pid in children:
     os.waitpid(pid, 0)
@@ -232,7 +233,7 @@ async def _forks_under(
     out, err = await asyncio.wait_for(proc.communicate(), RUN_TIMEOUT_S)
     ended_by_the_limit = proc.returncode == 137 and b"pids limit" in err
     assert proc.returncode == 0 or ended_by_the_limit, err.decode()
-    return int(out)
+    return int(out.split()[-1])
 
 
 def _prepare_forks(folder: Path, server: list[str] | None = None) -> Path:

@@ -1,4 +1,8 @@
-"""The ``glove run`` channel: the host's receiver and ``glove-relay``, over real socketpairs."""
+"""The ``glove run`` channel: the host's receiver and ``glove-relay``, over real socketpairs.
+
+``glove-relay`` is the in-sandbox helper (``glove.egress.helper``) started under that name,
+as the guest directory holds it; the refusals of the one descriptor receiver are tested for
+every kind in ``tests/egress/test_channel.py``."""
 
 from __future__ import annotations
 
@@ -6,9 +10,10 @@ import asyncio
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
 
@@ -23,17 +28,27 @@ from glove.mcp._channel import (
     ConnectionReceiver,
     GuestSetup,
     guest_env,
+    prepare_guest_dir,
 )
 from glove.mcp._config import load_config
 from glove.mcp._service import build_mediation
 
 from .conftest import sdk_server, write_config
 
-RELAY = str(Path(relay_module.__file__))
 SYSTEM_PYTHON = "/usr/bin/python3"
 #: A user and network namespace of its own, so the relay's abstract name is private to it.
 OWN_NETNS = ("unshare", "--user", "--map-root-user", "--net")
 STEP_TIMEOUT_S = 20.0
+
+
+@pytest.fixture(scope="module")
+def relay_script() -> Iterator[str]:
+    """``glove-relay`` as the guest directory holds it (the helper under the relay's name)."""
+    private = prepare_guest_dir()
+    try:
+        yield str(private / "glove-relay")
+    finally:
+        shutil.rmtree(private)
 
 
 def _open_fds() -> set[int]:
@@ -257,12 +272,12 @@ def test_guest_setup_wraps_the_agent_in_the_relay() -> None:
     assert shim.address("/run/x.sock") == "/run/x.sock"
 
 
-async def _start_relay(*command: str, channel: int) -> asyncio.subprocess.Process:
+async def _start_relay(*command: str, relay: str, channel: int) -> asyncio.subprocess.Process:
     """Start glove-relay on descriptor ``channel`` in a network namespace of its own."""
     return await asyncio.create_subprocess_exec(
         *OWN_NETNS,
         SYSTEM_PYTHON,
-        RELAY,
+        relay,
         str(channel),
         "--",
         *command,
@@ -272,15 +287,15 @@ async def _start_relay(*command: str, channel: int) -> asyncio.subprocess.Proces
     )
 
 
-async def _run_relay(*command: str, channel: int) -> tuple[int, bytes]:
+async def _run_relay(*command: str, relay: str, channel: int) -> tuple[int, bytes]:
     """Run glove-relay to the end; return its status and stderr."""
-    proc = await _start_relay(*command, channel=channel)
+    proc = await _start_relay(*command, relay=relay, channel=channel)
     _, err = await asyncio.wait_for(proc.communicate(), STEP_TIMEOUT_S)
     assert proc.returncode is not None
     return proc.returncode, err
 
 
-async def test_relay_hands_the_agents_connection_to_the_host() -> None:
+async def test_relay_hands_the_agents_connection_to_the_host(relay_script: str) -> None:
     """A client inside connects to @glove-mcp; the host receives that very connection."""
     client = (
         "import socket; s = socket.socket(socket.AF_UNIX); s.connect('\\0glove-mcp'); "
@@ -291,7 +306,9 @@ async def test_relay_hands_the_agents_connection_to_the_host() -> None:
     receiver = ConnectionReceiver(host_end, received, lambda: 0)
     receiver.start()
     with guest_end:
-        proc = await _start_relay(SYSTEM_PYTHON, "-c", client, channel=guest_end.fileno())
+        proc = await _start_relay(
+            SYSTEM_PYTHON, "-c", client, relay=relay_script, channel=guest_end.fileno()
+        )
     relay = asyncio.ensure_future(proc.communicate())
     try:
         async with asyncio.timeout(STEP_TIMEOUT_S):
@@ -310,7 +327,7 @@ async def test_relay_hands_the_agents_connection_to_the_host() -> None:
         received.close()
 
 
-async def test_relay_keeps_the_channel_and_listener_from_the_agent() -> None:
+async def test_relay_keeps_the_channel_and_listener_from_the_agent(relay_script: str) -> None:
     """The agent started by the relay holds only stdio: no channel, no listener."""
     host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with host_end, guest_end:
@@ -318,6 +335,7 @@ async def test_relay_keeps_the_channel_and_listener_from_the_agent() -> None:
             SYSTEM_PYTHON,
             "-c",
             "import os, sys; sys.exit(len(os.listdir('/proc/self/fd')))",
+            relay=relay_script,
             channel=guest_end.fileno(),
         )
     # 0, 1, 2 and the listing's own descriptor.
@@ -333,22 +351,24 @@ async def test_relay_keeps_the_channel_and_listener_from_the_agent() -> None:
     ],
     ids=["exit-code", "killed-by-signal", "cannot-run"],
 )
-async def test_relay_exits_with_the_agents_status(command: tuple[str, ...], expected: int) -> None:
+async def test_relay_exits_with_the_agents_status(
+    command: tuple[str, ...], expected: int, relay_script: str
+) -> None:
     """The relay's status is the agent's: its code, 128 + a killing signal, 127 if unrunnable."""
     host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     with host_end, guest_end:
-        code, _ = await _run_relay(*command, channel=guest_end.fileno())
+        code, _ = await _run_relay(*command, relay=relay_script, channel=guest_end.fileno())
     assert code == expected
 
 
-async def test_relay_refuses_a_channel_that_is_not_a_socket() -> None:
+async def test_relay_refuses_a_channel_that_is_not_a_socket(relay_script: str) -> None:
     """Started without its socket (descriptor 0 here is /dev/null), the relay runs nothing."""
-    code, err = await _run_relay("/bin/sh", "-c", "exit 0", channel=0)
+    code, err = await _run_relay("/bin/sh", "-c", "exit 0", relay=relay_script, channel=0)
     assert code == relay_module.EXIT_SETUP_FAILED
     assert b"not the host channel" in err
 
 
-async def test_relay_forwards_a_termination_signal_to_the_agent() -> None:
+async def test_relay_forwards_a_termination_signal_to_the_agent(relay_script: str) -> None:
     """SIGTERM sent to the relay (as the sandbox's init forwards it) reaches the agent."""
     agent = 'trap "exit 5" TERM; echo ready; while :; do sleep 0.05; done'
     host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -356,7 +376,7 @@ async def test_relay_forwards_a_termination_signal_to_the_agent() -> None:
         proc = await asyncio.create_subprocess_exec(
             *OWN_NETNS,
             SYSTEM_PYTHON,
-            RELAY,
+            relay_script,
             str(guest_end.fileno()),
             "--",
             "/bin/sh",
@@ -371,3 +391,26 @@ async def test_relay_forwards_a_termination_signal_to_the_agent() -> None:
         assert line == b"ready\n"
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), STEP_TIMEOUT_S) == 5
+
+
+async def test_relay_serves_mcp_alone_and_leaves_the_environment(relay_script: str) -> None:
+    """Under the relay's name the helper binds no network listener (in a namespace whose
+    loopback is down, binding 127.0.0.1 would fail and the relay exit 125) and adds no
+    proxy variable: the agent's environment is the one it was given."""
+    agent = "import os, sys; sys.exit(3 if any('proxy' in k.lower() for k in os.environ) else 0)"
+    host_end, guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with host_end, guest_end:
+        code, err = await _run_relay(
+            SYSTEM_PYTHON, "-c", agent, relay=relay_script, channel=guest_end.fileno()
+        )
+    assert code == 0, err.decode()
+
+
+async def test_relay_usage_errors_name_the_relay(relay_script: str) -> None:
+    """A bad relay command line is refused with exit 125 and the relay's own usage."""
+    proc = await asyncio.create_subprocess_exec(
+        SYSTEM_PYTHON, relay_script, "3", "agent", stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), STEP_TIMEOUT_S)
+    assert proc.returncode == relay_module.EXIT_SETUP_FAILED
+    assert err.startswith(b"glove-relay: usage: glove-relay FD -- AGENT")

@@ -28,6 +28,9 @@ target = "{SKILL_TARGET}"
 
 [harnesses.skilled]
 argv = ["/bin/sh", "-c", "cat {SKILL_TARGET}; exit 0"]
+
+[harnesses.slow]
+argv = ["/bin/sh", "-c", "cat {SKILL_TARGET}; sleep 2; exit 0"]
 """
 )
 #: The first fixture passes only the candidate's skill; the second passes both.
@@ -291,3 +294,62 @@ def test_a_bundle_naming_a_file_outside_runs_fails_verify(done: Done, tmp_path: 
     result = _verify(done, copy)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "not a file of runs/" in result.stderr
+
+
+def test_a_refusal_mid_run_leaves_no_bundle(done: Done) -> None:
+    """The candidate's bundle removed from the library once the first run is reported
+    (each run takes 2 s: the third and fourth are created after it): a later session is
+    refused, `glove eval ab` exits 2 naming the refusal and that no bundle was written, and
+    nothing is named like the bundle (no staging directory left)."""
+    home = done.home
+    parent = Path(tempfile.mkdtemp(prefix="bundles-", dir=home.base))
+    (home.base / "fixture-mid.json").write_text(json.dumps(FIXTURES[0]))
+    (home.base / "base-mid.md").write_text("a skill (mid): SKILL-BAD\n")
+    (home.base / "candidate-mid.md").write_text("a skill (mid): SKILL-GOOD\n")
+    added = home.glove("library", "add", str(home.base / "candidate-mid.md"), "--json")
+    assert added.returncode == 0, added.stderr
+    candidate = json.loads(added.stdout)["digest"]
+    bundle = parent / "bundle"
+    argv = [
+        home.python, "-m", "glove", "eval", "ab", "--harness", "slow", "--alias", "skill",
+        "--base", str(home.base / "base-mid.md"),
+        "--candidate", str(home.base / "candidate-mid.md"),
+        "--fixture", str(home.base / "fixture-mid.json"), "--runs", "2", "--json",
+        "--bundle", str(bundle), "--runtime-dir", str(home.runtime),
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        argv, env=home.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stderr is not None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if line.startswith("glove eval ab: 1/4 "):
+            removed = home.glove("library", "remove", candidate)
+            assert removed.returncode == 0, removed.stderr
+            break
+    stdout, rest = proc.communicate(timeout=600)
+    errors = "".join(lines) + rest
+    assert proc.returncode == 2, errors
+    assert stdout == ""
+    assert "gloved refused a session" in errors or "refused" in errors, errors
+    assert f"no bundle was written at {bundle}" in errors, errors
+    assert list(parent.iterdir()) == []
+
+
+def test_receipts_verify_says_a_run_is_a_refinement_envelope(done: Done) -> None:
+    """`glove receipts verify` of one run's bundle reports kind refinement and its verdict;
+    `--kind refinement` holds, `--kind receipt` refuses it (another envelope domain)."""
+    run = json.loads((done.bundle / "runs.json").read_text())[0]
+    path = str(done.bundle / run["receipt"])
+    key = str(done.public_key)
+    checked = done.home.glove("receipts", "verify", path, "--public-key", key, "--json")
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["kind"] == "refinement"
+    text = done.home.glove("receipts", "verify", path, "--public-key", key)
+    assert f"a refinement envelope: verdict {run['verdict']}" in text.stdout, text.stdout
+    same = done.home.glove("receipts", "verify", path, "--public-key", key, "--kind", "refinement")
+    assert same.returncode == 0, same.stderr
+    other = done.home.glove("receipts", "verify", path, "--public-key", key, "--kind", "receipt")
+    assert other.returncode == 4, other.stdout + other.stderr  # EntryMismatch
+    assert "envelope domain" in other.stderr, other.stderr

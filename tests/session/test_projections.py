@@ -23,12 +23,14 @@ import pytest
 
 from tests.conftest import Unpriv, readable_copy
 
-from ._gloved import LIMITS, Gloved
+from ._gloved import FAULTY_GLOVED, LIMITS, Gloved
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root: two owners")
 
 PROBE = Path(__file__).with_name("_projection_probe.py")
 DRIVER = Path(__file__).with_name("_projection_driver.py")
+#: gloved under a seccomp filter making fsopen/fsmount/fspick fail with ENOSYS.
+NO_FSOPEN = Path(__file__).with_name("_no_fsopen.py")
 SKILL_TARGET = "/skills/skill.md"
 PROBE_TARGET = "/glove-probe/probe.py"
 HARNESSES = f"""
@@ -64,6 +66,8 @@ class Owner:
     python: str
     command: Any
     bundles: dict[str, dict[str, Any]]
+    #: The freeze method its receipts must name (the fallback where fsopen is filtered).
+    freeze_method: str = "detached-tmpfs"
 
     @property
     def library(self) -> Path:
@@ -125,11 +129,14 @@ class Owner:
         raise AssertionError(f"no receipt for {view['session_id']}")
 
 
-@pytest.fixture(params=["root", "unpriv"], scope="module")
+@pytest.fixture(params=["root", "unpriv", "root-no-fsopen", "unpriv-no-fsopen"], scope="module")
 def owner(request: pytest.FixtureRequest, unpriv: Unpriv) -> Iterator[Owner]:
-    """gloved as root or as the unprivileged owner, with the skill and the probe stored."""
+    """gloved as root or as the unprivileged owner, with the skill and the probe stored;
+    the ``-no-fsopen`` ones run where fsopen, fsmount and fspick fail with ENOSYS (a seccomp
+    filter on gloved, inherited by its sandboxes), so every projection takes the fallback."""
     base = Path(tempfile.mkdtemp(prefix="glove-project-", dir="/var/tmp"))
-    if request.param == "unpriv":
+    who, _, fault = request.param.partition("-")
+    if who == "unpriv":
         uid, gid, other = unpriv.uid, unpriv.gid, 0
         home = Gloved(base, python=unpriv.python, creds=unpriv.credentials())
         python, command = unpriv.python, unpriv.command
@@ -139,8 +146,13 @@ def owner(request: pytest.FixtureRequest, unpriv: Unpriv) -> Iterator[Owner]:
         python, command = sys.executable, lambda *argv: list(argv)
     os.chown(base, uid, gid)
     home.setup(HARNESSES)
-    home.start()
-    made = Owner(request.param, home, uid, gid, other, python, command, {})
+    method = "detached-tmpfs"
+    if fault:
+        home.start(entry=(str(readable_copy(NO_FSOPEN)),))
+        method = "tmpfs-bind-remount"
+    else:
+        home.start()
+    made = Owner(who, home, uid, gid, other, python, command, {}, method)
     try:
         made.bundles["skill"] = made.add("skill.md", SKILL)
         made.bundles["probe"] = made.add("probe.py", PROBE.read_bytes())
@@ -193,7 +205,7 @@ def test_the_binding_and_the_receipt_commit_what_was_mounted(owner: Owner) -> No
             "digest": owner.bundles["skill"]["digest"],
             "size": len(SKILL),
             "mount_flags": ["ro", "nosuid", "nodev", "noexec"],
-            "freeze_method": "detached-tmpfs",
+            "freeze_method": owner.freeze_method,
         }
     ]
     assert receipt["launch_binding"] == first["launch_binding"]
@@ -328,7 +340,8 @@ def test_a_rewriting_writer_is_never_seen_in_a_child(owner: Owner) -> None:
             refused += 1
     assert ran + refused == RACE_ROUNDS
     assert rewrites > 0
-    if owner.who == "root":  # frozen at prepare: only a burst during that read refuses it
+    if owner.freeze_method == "detached-tmpfs" and owner.who == "root":  # frozen at prepare:
+        # only a burst during that one read refuses it
         assert ran > 0, "every launch was refused: the race was never run"
 
 
@@ -368,6 +381,61 @@ def test_a_third_party_recomputes_a_projection_offline(owner: Owner) -> None:
     )
     assert done.returncode == 4, done.stdout + done.stderr
     assert "is not a projection of this receipt" in done.stderr
+
+
+@pytest.mark.parametrize("who", ["root", "unpriv"])
+def test_recovered_and_internal_error_receipts_list_the_projections(
+    who: str, unpriv: Unpriv
+) -> None:
+    """gloved SIGKILLed once a session with a projection launched: after the restart its
+    daemon_lost receipt lists the projection as the durable ``composed`` step committed it;
+    a session whose finalize fails gets an internal_error receipt listing it too."""
+    base = Path(tempfile.mkdtemp(prefix="glove-project-lost-", dir="/var/tmp"))
+    if who == "unpriv":
+        uid, gid = unpriv.uid, unpriv.gid
+        home = Gloved(base, python=unpriv.python, creds=unpriv.credentials())
+    else:
+        uid, gid = os.getuid(), os.getgid()
+        home = Gloved(base)
+    os.chown(base, uid, gid)
+    try:
+        home.setup(HARNESSES)
+        home.start(entry=(*FAULTY_GLOVED, "--fault", "launch:sum:kill", "--"))
+        made = Owner(who, home, uid, gid, 0, home.python, None, {})
+        made.bundles["skill"] = made.add("skill.md", SKILL)
+        plan_file = base / "plan.json"
+        plan_file.write_text(json.dumps(made.plan("sum", "skill")))
+        os.chown(plan_file, uid, gid)
+        created = home.glove("session", "create", str(plan_file), "--json")
+        assert created.returncode == 0, created.stdout + created.stderr
+        lost_id = json.loads(created.stdout)["session_id"]
+        assert home.proc is not None
+        assert home.proc.wait(timeout=60) == -9, home.stderr()
+        want = [
+            {
+                "alias": "skill",
+                "target": SKILL_TARGET,
+                "digest": made.bundles["skill"]["digest"],
+                "size": len(SKILL),
+                "mount_flags": ["ro", "nosuid", "nodev", "noexec"],
+                "freeze_method": "detached-tmpfs",
+            }
+        ]
+        home.start(entry=(*FAULTY_GLOVED, "--fault", "finalize:sum", "--"))
+        lost = made.receipt({"session_id": lost_id})
+        assert lost["outcome"]["kind"] == "daemon_lost", lost
+        assert lost["projections"] == want
+        created = home.glove("session", "create", str(plan_file), "--json")
+        assert created.returncode == 0, created.stdout + created.stderr
+        failed_id = json.loads(created.stdout)["session_id"]
+        waited = home.glove("session", "wait", failed_id, "--json")
+        assert json.loads(waited.stdout)["outcome"]["kind"] == "internal_error", waited.stdout
+        failed = made.receipt({"session_id": failed_id})
+        assert failed["outcome"]["kind"] == "internal_error", failed
+        assert failed["projections"] == want
+    finally:
+        home.stop()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_capabilities_say_schema_1_only_with_the_library_store(tmp_path: Path) -> None:

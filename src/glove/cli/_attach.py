@@ -16,15 +16,8 @@ from typing import Any, Final
 
 import typer
 
-from glove.cli._session import (
-    _RUNTIME_HELP,
-    _fail,
-    _no_sessions,
-    _print_json,
-    _with_client,
-    outcome_text,
-    wait_exit_code,
-)
+from glove.cli._session import _RUNTIME_HELP, _with_client, wait_exit_code
+from glove.cli._status import _fail, _no_sessions, _print_json, outcome_text
 from glove.exits import EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE
 
 #: What ``glove attach`` replays by default: the last bytes of the transcript.

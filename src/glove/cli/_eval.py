@@ -190,7 +190,6 @@ def ab_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
         MAX_RUNS_PER_ARM,
         MAX_SEED,
         DecisionRule,
-        decision_rule_bytes,
         decision_rule_digest,
         interleaved_order,
         order_digest,
@@ -229,8 +228,38 @@ def ab_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
         "order_digest": schedule_digest,
         "order": msgspec.to_builtins(order),
     }
+    staging = None
     if bundle is not None:
-        _start_bundle(bundle, [base, candidate, *fixture], added, rule, run_plan)
+        staging = _start_bundle(bundle, [base, candidate, *fixture], added, rule, run_plan)
+    try:
+        _ab_runs(rule, run_plan, order, fixture, decoded, runtime_dir, bundle, staging, as_json)
+    except BaseException:
+        if bundle is not None and staging is not None:
+            _abandon_bundle(bundle, staging)
+        raise
+
+
+def _ab_runs(  # noqa: PLR0917 - the run's parts
+    rule: DecisionRule,
+    run_plan: dict[str, Any],
+    order: tuple[Any, ...],
+    fixture: list[Path],
+    decoded: list[Fixture],
+    runtime_dir: Path | None,
+    bundle: Path | None,
+    staging: Path | None,
+    as_json: bool,
+) -> None:
+    """Run the committed schedule, report, and publish the bundle (``staging`` renamed to
+    ``bundle``) once everything is in it."""
+    from glove.evaluate import decision_rule_bytes
+
+    rule_digest = run_plan["decision_rule_digest"]
+    schedule_digest = run_plan["order_digest"]
+    harness, alias, skills, fixtures = (
+        run_plan["harness"], run_plan["alias"], run_plan["skills"], run_plan["fixtures"]
+    )  # fmt: skip
+    runs = rule.runs_per_arm
     typer.echo(
         f"glove eval ab: committed decision rule {rule_digest}, order {schedule_digest} "
         f"({len(order)} sessions)",
@@ -246,8 +275,9 @@ def ab_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
         verdicts[(item["fixture"], item["arm"])][item["run"]] = item["verdict"]
     report = _report_of(rule, verdicts)
     shown = _report_json(rule, report, schedule_digest)
-    if bundle is not None:
-        _finish_bundle(bundle, done, shown)
+    if bundle is not None and staging is not None:
+        _finish_bundle(staging, done, shown)
+        _publish_bundle(staging, bundle)
     if as_json:
         typer.echo(json.dumps(shown))
         return
@@ -346,23 +376,32 @@ def _text(shown: dict[str, Any], names: list[Path]) -> str:
 
 
 def _start_bundle(
-    out: Path,
+    bundle: Path,
     files: list[Path],
     added: list[dict[str, Any]],
     rule: DecisionRule,
     run_plan: dict[str, Any],
-) -> None:
-    """The bundle directory with the library files, the rule and the run plan, before any
-    run (the commitment)."""
+) -> Path:
+    """The bundle with the library files, the rule and the run plan, before any run (the
+    commitment), in a staging directory beside ``bundle`` (``.NAME.incomplete-*``): only a
+    finished bundle is ever named ``bundle`` (:func:`_publish_bundle`). The staging path.
+    """
     import shutil
+    import tempfile
 
     from glove.evaluate import decision_rule_bytes
     from glove.journal import load_signing_key
 
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        if any(out.iterdir()):
-            _fail("ab", f"--bundle {out} is not empty", EXIT_USAGE)
+        if bundle.is_symlink() or (bundle.exists() and not bundle.is_dir()):
+            _fail("ab", f"--bundle {bundle} exists and is not a directory", EXIT_USAGE)
+        if bundle.is_dir() and any(bundle.iterdir()):
+            _fail("ab", f"--bundle {bundle} is not empty", EXIT_USAGE)
+        bundle.parent.mkdir(parents=True, exist_ok=True)
+        out = Path(tempfile.mkdtemp(prefix=f".{bundle.name}.incomplete-", dir=bundle.parent))
+    except OSError as exc:
+        _fail("ab", f"cannot write the bundle {bundle}: {exc}")
+    try:
         (out / "library").mkdir()
         (out / "runs").mkdir()
         for path, item in zip(files, added, strict=True):
@@ -370,8 +409,36 @@ def _start_bundle(
         _write(out / RULE_FILE, decision_rule_bytes(rule))
         _write(out / PLAN_FILE, json.dumps(run_plan, indent=2).encode())
         _write(out / PUBLIC_KEY_FILE, (load_signing_key(None).verifier.text + "\n").encode())
+    except BaseException as exc:
+        shutil.rmtree(out, ignore_errors=True)
+        if isinstance(exc, OSError):
+            _fail("ab", f"cannot write the bundle {bundle}: {exc}")
+        raise
+    return out
+
+
+def _publish_bundle(staging: Path, bundle: Path) -> None:
+    """Give the finished bundle its name: one ``rename`` (over an empty directory too)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    try:
+        staging.chmod(0o777 & ~mask)
+        staging.rename(bundle)
     except OSError as exc:
-        _fail("ab", f"cannot write the bundle {out}: {exc}")
+        _fail("ab", f"cannot name the finished bundle {bundle}: {exc}")
+
+
+def _abandon_bundle(bundle: Path, staging: Path) -> None:
+    """The run did not finish: remove the staging directory; nothing is named ``bundle``
+    (once published, the bundle stays)."""
+    import shutil
+
+    if not staging.exists():
+        return
+    shutil.rmtree(staging, ignore_errors=True)
+    typer.echo(
+        f"glove eval ab: the run did not finish: no bundle was written at {bundle}", err=True
+    )
 
 
 def _transcript(session_id: str, length: int) -> bytes:

@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from glove._version import __version__
 from glove.cli._echo import echo
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 #: click lays help out ``min(columns, 80) - 2`` wide, at least 50; :data:`TOP_HELP` is it
 #: at 78, which every terminal of 80 columns or more (and every pipe) gets.
@@ -110,14 +107,6 @@ def _parse(args: list[str]) -> _Options | None:
     return options
 
 
-def _runtime_dir(options: _Options) -> Path | None:
-    if options.runtime_dir is None:
-        return None
-    from pathlib import Path
-
-    return Path(options.runtime_dir)
-
-
 def _help() -> int | None:
     if _terminal_columns() < HELP_COLUMNS:
         return None
@@ -129,9 +118,9 @@ def _capabilities(args: list[str]) -> int | None:
     options = _parse(args)
     if options is None or options.positionals:
         return None
-    from glove.cli._session import show_capabilities
+    from glove.cli._status import show_capabilities
 
-    show_capabilities(options.as_json, _runtime_dir(options))
+    show_capabilities(options.as_json, options.runtime_dir)
     return 0
 
 
@@ -139,9 +128,9 @@ def _session_status(args: list[str]) -> int | None:
     options = _parse(args)
     if options is None or len(options.positionals) != 1:
         return None
-    from glove.cli._session import show_session_status
+    from glove.cli._status import show_session_status
 
-    show_session_status(options.positionals[0], options.as_json, _runtime_dir(options))
+    show_session_status(options.positionals[0], options.as_json, options.runtime_dir)
     return 0
 
 

@@ -122,7 +122,7 @@ def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[
                        err=True)  # fmt: skip
             raise typer.Exit(EXIT_USAGE) from exc
         if exc.code == "method_not_found":
-            from glove.cli._session import _no_sessions
+            from glove.cli._status import _no_sessions
 
             message = _no_sessions(runtime_dir, exc.message)
         typer.echo(f"glove receipts {verb}: {message}", err=True)
@@ -148,7 +148,7 @@ def page_cmd(
         typer.echo(json.dumps(page, sort_keys=True))
         return
     typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  {'KIND':<10}  CHECKPOINT")
-    from glove.cli._session import outcome_text
+    from glove.cli._status import outcome_text
 
     for item in page["receipts"]:
         body = item.get("receipt") or {}
@@ -415,31 +415,53 @@ def _check_projections(receipt: dict[str, Any], files: list[Path]) -> list[dict[
     return checked
 
 
-def verify_cmd(
+def verify_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     bundle: Path = typer.Argument(..., help="The bundle file."),
     public_key: str | None = typer.Option(None, "--public-key", help=_PUBLIC_KEY_HELP),
     witness: list[Path] | None = typer.Option(None, "--witness", help=_WITNESS_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
     library: list[Path] | None = typer.Option(None, "--library", help=_LIBRARY_HELP),
+    kind: str | None = typer.Option(
+        None,
+        "--kind",
+        help="Require this envelope domain: receipt (a resource receipt) or refinement.",
+    ),
 ) -> None:
     """Verify a bundle offline: signature, inclusion proof and entry must all hold.
 
     The checkpoint must carry exactly the log's signature and one cosignature of each
     --witness: a signature line of any other key is refused (exit 1), never ignored. Each
-    --library FILE must hash to one of the receipt's projections (exit 4 otherwise).
+    --library FILE must hash to one of the receipt's projections (exit 4 otherwise). The
+    report's ``kind`` says the entry's envelope domain (``receipt``, ``refinement``, or null
+    for a receipt of earlier code); with --kind the entry must be of that one (exit 4).
     """
-    from glove.journal import verify_bundle
+    from glove.journal import RecordKind, envelope_kind, verify_bundle
 
+    kinds = {"receipt": RecordKind.RECEIPT, "refinement": RecordKind.REFINEMENT}
+    if kind is not None and kind not in kinds:
+        typer.echo(
+            f"glove receipts verify: --kind is receipt or refinement, not {kind!r}", err=True
+        )
+        raise typer.Exit(EXIT_USAGE)
     checked: list[dict[str, Any]] = []
+    found: list[str] = []
 
     def action() -> VerifiedReceipt:
         verifier = _verifier(public_key)
         witnesses = _witnesses(witness)
-        verified = verify_bundle(_read(bundle, "bundle"), verifier, witnesses=witnesses)
+        verified = verify_bundle(
+            _read(bundle, "bundle"),
+            verifier,
+            witnesses=witnesses,
+            kind=kinds[kind] if kind is not None else None,
+        )
+        domain = envelope_kind(verified.receipt)  # None: a receipt of earlier code
+        found.append(domain.name.lower() if domain is not None else "")
         checked.extend(_check_projections(verified.receipt, library or []))
         return verified
 
     report = _report(_run("verify", as_json, action))
+    report["kind"] = found[0] or None
     if library:
         report["projections_verified"] = checked
     if as_json:
@@ -458,6 +480,9 @@ def verify_cmd(
     if "consistent_with" in report:
         old = report["consistent_with"]
         typer.echo(f"  and that tree extends the one of size {old['tree_size']} ({old['root']})")
+    if report["kind"] == "refinement":
+        outcome = (report["receipt"].get("evaluation") or {}).get("outcome") or {}
+        typer.echo(f"  a refinement envelope: verdict {outcome.get('verdict')}")
     for item in report.get("projections_verified", ()):
         typer.echo(
             f"  projection {item['alias']} at {item['target']}: {item['file']} is "

@@ -12,18 +12,26 @@ a setup error).
 
 from __future__ import annotations
 
-import json
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from glove.cli._echo import echo
+from glove.cli._status import (
+    _SESSION_HEADERS,
+    CALL_TIMEOUT_S,
+    _fail,
+    _print_json,
+    _refused,
+    _session_rows,
+    _table,
+    outcome_text,
+    show_capabilities,
+    show_session_status,
+)
 from glove.exits import (
     EXIT_DEADLINE,
     EXIT_NOT_AN_EXIT,
     EXIT_REFUSED,
-    EXIT_UNAVAILABLE,
     EXIT_USAGE,
 )
 
@@ -33,8 +41,6 @@ if TYPE_CHECKING:
     import typer
 
 MAX_EXIT_STATUS: Final = 255
-#: How long one call may take (a create persists the plan; the default is generous).
-CALL_TIMEOUT_S: Final = 30.0
 #: The largest plan file read (the daemon refuses more than 64 KiB anyway).
 MAX_PLAN_FILE_BYTES: Final = 1024 * 1024
 
@@ -43,57 +49,15 @@ T = TypeVar("T")
 _RUNTIME_HELP = "gloved's runtime directory (default: the one `glove doctor` names)."
 
 
-def _fail(verb: str, message: str, code: int, detail: list[str] | None = None) -> NoReturn:
-    echo(f"glove {verb}: {message}", err=True)
-    for line in detail or ():
-        echo(line, err=True)
-    raise SystemExit(code)
-
-
 def _with_client(verb: str, runtime_dir: Path | None, action: Callable[[Any], T]) -> T:
     """Run ``action(client)`` on a connected client; every failure is one line and a code."""
-    from glove.control import Client, ControlError, DaemonUnavailable, RemoteError
-
-    try:
-        with Client.for_runtime_dir(runtime_dir, timeout=CALL_TIMEOUT_S) as client:
-            return action(client)
-    except RemoteError as exc:
-        if exc.code == "method_not_found":
-            _fail(verb, _no_sessions(runtime_dir, exc.message), EXIT_REFUSED)
-        if exc.code == "invalid_params":  # an option's value the daemon cannot take
-            _fail(verb, f"{exc.code}: {exc.message} (see glove {verb} --help)", EXIT_USAGE)
-        _fail(verb, f"{exc.code}: {exc.message}", EXIT_REFUSED)
-    except DaemonUnavailable as exc:
-        _fail(verb, str(exc), EXIT_UNAVAILABLE)
-    except ControlError as exc:
-        _fail(verb, str(exc), EXIT_REFUSED)
-
-
-def _no_sessions(runtime_dir: Path | None, message: str) -> str:
-    """Why gloved has no session methods, and what to do: its capabilities' reason.
-
-    A gloved started before ``glove setup`` runs on without sessions; the line says so and
-    names the fix (set up, then restart gloved) rather than the method it lacks.
-    """
     from glove.control import Client, ControlError
 
     try:
         with Client.for_runtime_dir(runtime_dir, timeout=CALL_TIMEOUT_S) as client:
-            reason = client.call("capabilities").get("reason")
-    except ControlError:
-        reason = None
-    if not reason:
-        return f"{message} (gloved runs no sessions: see `glove capabilities`)"
-    if "glove setup" in reason:
-        return (
-            f"gloved runs no sessions: it was started before `glove setup` ({reason}); "
-            "run `glove setup`, then restart gloved"
-        )
-    return f"gloved runs no sessions: {reason}"
-
-
-def _print_json(value: Any) -> None:
-    echo(json.dumps(value, sort_keys=True))
+            return action(client)
+    except ControlError as exc:
+        _refused(verb, runtime_dir, exc)
 
 
 def _read_plan(verb: str, path: Path) -> str:
@@ -113,52 +77,8 @@ def _read_plan(verb: str, path: Path) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def _table(rows: list[list[str]], headers: list[str]) -> str:
-    widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows, strict=False)]
-    return "\n".join(
-        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
-        for row in [headers, *rows]
-    )
-
-
-def outcome_text(outcome: dict[str, Any] | None) -> str:
-    """A session outcome in a few words."""
-    if not outcome:
-        return "-"
-    kind = str(outcome.get("kind"))
-    if kind == "exited":
-        return f"exited {outcome.get('exit_code')}"
-    if kind == "limit":
-        return f"limit {outcome.get('limit')} ({outcome.get('mechanism')})"
-    if kind == "signaled":
-        return f"signal {outcome.get('signal')}"
-    return kind
-
-
-def _session_rows(sessions: list[dict[str, Any]]) -> list[list[str]]:
-    rows = []
-    for view in sessions:
-        created = time.strftime(
-            "%Y-%m-%d %H:%M:%S", time.localtime(int(view["created_ns"]) // 10**9)
-        )
-        seq = view.get("receipt_seq")
-        rows.append(
-            [
-                view["session_id"],
-                view["state"],
-                view.get("harness", ""),
-                outcome_text(view.get("outcome")),
-                "-" if seq is None else str(seq),
-                created,
-            ]
-        )
-    return rows
-
-
 #: The states ``glove session list --state`` takes (a session's life, in order).
 SESSION_STATES: Final = ("created", "preparing", "composed", "running", "finalizing", "terminal")
-
-_SESSION_HEADERS: Final = ["SESSION", "STATE", "HARNESS", "OUTCOME", "RECEIPT", "CREATED"]
 
 
 def wait_exit_code(view: dict[str, Any]) -> int:
@@ -169,37 +89,6 @@ def wait_exit_code(view: dict[str, Any]) -> int:
         if isinstance(code, int) and 0 <= code <= MAX_EXIT_STATUS:
             return code
     return EXIT_NOT_AN_EXIT
-
-
-def show_capabilities(as_json: bool, runtime_dir: Path | None) -> None:
-    """``glove capabilities``: one call, printed as a report or JSON (no typer needed)."""
-    caps = _with_client("capabilities", runtime_dir, lambda c: c.call("capabilities"))
-    if as_json:
-        _print_json(caps)
-        return
-    state = "operational" if caps["lifecycle_operational"] else "not operational"
-    echo(f"schema {caps['schema_version']}, protocol {caps['protocol']}: {state}")
-    if caps.get("reason"):
-        echo(f"reason: {caps['reason']}")
-    echo(f"backend: {caps.get('backend', '-')}")
-    echo(f"runtimes: {', '.join(caps['runtimes']) or '-'}")
-    echo(f"networks: {', '.join(caps['networks']) or '-'}")
-    echo(f"terminals: {', '.join(caps['terminals']) or '-'}")
-    rows = [[name, mech] for name, mech in sorted(caps["limits"].items())]
-    echo(_table(rows, ["LIMIT", "MECHANISM"]))
-
-
-def show_session_status(session_id: str, as_json: bool, runtime_dir: Path | None) -> None:
-    """``glove session status``: one call, printed as a one-row table or JSON (no typer)."""
-    view = _with_client(
-        "session status",
-        runtime_dir,
-        lambda c: c.call("session.status", {"session_id": session_id}),
-    )
-    if as_json:
-        _print_json(view)
-    else:
-        echo(_table(_session_rows([view]), _SESSION_HEADERS))
 
 
 def register(app: typer.Typer) -> None:

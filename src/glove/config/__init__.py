@@ -7,20 +7,19 @@ gloved's configuration, decoded strictly (:class:`GlovedConfig`, :func:`load_glo
 It sits low (docs/architecture.md, "Layers"): the control service, the session registry,
 ``glove setup`` and ``glove doctor`` all read it.
 
-The runtime directory's choice and the errors are imported with the package (every control
-client reads them); gloved.toml's schema and the owner-only file helpers on first use
-(PEP 562), so ``glove capabilities`` does not build gloved's config structs.
+The runtime directory's rule on plain strings (:func:`chosen_runtime_dir`) and the errors
+are imported with the package (every control client reads them); the rest on first use
+(PEP 562): :func:`choose_runtime_dir`'s dataclass, gloved.toml's schema and the owner-only
+file helpers, so ``glove capabilities`` loads neither ``dataclasses`` nor ``pathlib``.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from glove.config._runtime_dir import (
+from glove.config._runtime_rule import (
     RUNTIME_DIR_NAME,
     STATE_RUNTIME_NAME,
-    RuntimeDirChoice,
-    RuntimeSource,
-    choose_runtime_dir,
-    glove_state_dir,
+    chosen_runtime_dir,
+    path_text,
 )
 from glove.config.errors import ConfigError, GlovedConfigError, UnsafePath
 
@@ -54,8 +53,18 @@ if TYPE_CHECKING:
         glove_paths,
         read_private_file,
     )
+    from glove.config._runtime_dir import (
+        RuntimeDirChoice,
+        RuntimeSource,
+        choose_runtime_dir,
+        glove_state_dir,
+    )
 
 _LAZY: dict[str, str] = {
+    "RuntimeDirChoice": "glove.config._runtime_dir",
+    "RuntimeSource": "glove.config._runtime_dir",
+    "choose_runtime_dir": "glove.config._runtime_dir",
+    "glove_state_dir": "glove.config._runtime_dir",
     "DEFAULT_MAX_RUNNING": "glove.config._gloved_config",
     "DEFAULT_TRANSCRIPT_BYTES": "glove.config._gloved_config",
     "GlovedConfig": "glove.config._gloved_config",
@@ -123,11 +132,13 @@ __all__ = [
     "UnsafePath",
     "check_private",
     "choose_runtime_dir",
+    "chosen_runtime_dir",
     "create_private_file",
     "ensure_private_dir",
     "glove_paths",
     "glove_state_dir",
     "load_gloved_config",
     "parse_gloved_config",
+    "path_text",
     "read_private_file",
 ]

@@ -4,11 +4,13 @@ The wire format and every error code: ``docs/protocol.md``. The server side:
 :class:`MethodRegistry` (typed methods, the lifecycle gate), :class:`ControlServer` (the
 socket actor), :class:`Composition` (what a daemon composes around them; ``gloved``'s root
 tree is :func:`glove.daemon.build_root`). The client side: :class:`Client` (blocking),
-:class:`AsyncClient`, and the one-shot :func:`call`.
+:class:`AsyncClient`, each with typed calls (``client.session_status(sid)`` is a
+:class:`SessionStatus`) besides ``call``; the one-shot :func:`call`, and :func:`call_once`,
+the same call in JSON alone (no msgspec) for the CLI's one-call commands.
 
-Every name but the errors is imported from its module on first use (PEP 562): a blocking
-client (``glove capabilities``, ``glove session status``) loads :class:`Client` and its codec,
-never the server, the registry, the asyncio client or the notifier (issue 22).
+Every name but the errors is imported from its module on first use (PEP 562): a one-call
+command (``glove capabilities``, ``glove session status``) loads :func:`call_once` alone,
+never a typed client, its codec, the server, the registry or the notifier (issue 22).
 """
 
 from typing import TYPE_CHECKING, Any
@@ -33,8 +35,14 @@ from glove.control.errors import (
 if TYPE_CHECKING:
     # The runtime directory's choice is glove.config's (several layers read it); named here too.
     from glove.config import RuntimeDirChoice, choose_runtime_dir, glove_state_dir
+    from glove.control._address import (
+        MAX_SOCKET_PATH_BYTES,
+        SOCKET_NAME,
+        long_socket_route,
+        socket_address,
+    )
     from glove.control._async_client import AsyncClient, AsyncStream
-    from glove.control._auth import PeerCredentials, peer_credentials, peer_uid, read_secret
+    from glove.control._auth import PeerCredentials, peer_credentials, peer_uid
     from glove.control._builtin import BuiltinMethods, CapabilitiesProvider
     from glove.control._client import Client, SyncStream, call
     from glove.control._composition import Composition
@@ -43,16 +51,13 @@ if TYPE_CHECKING:
 
     # The sd_notify datagram's codec, under a name that says whose message it decodes.
     from glove.control._notify_wire import decode_message as decode_notify_message
+    from glove.control._oneshot import call_once
     from glove.control._paths import (
-        MAX_SOCKET_PATH_BYTES,
-        SOCKET_NAME,
         RuntimePaths,
         acquire_lock,
         check_owner_only_dir,
         default_runtime_dir,
-        long_socket_route,
         prepare_runtime_dir,
-        socket_address,
     )
     from glove.control._registry import (
         DEFAULT_STREAM_DEADLINE_S,
@@ -61,6 +66,14 @@ if TYPE_CHECKING:
         MethodRegistry,
         MethodSpec,
     )
+    from glove.control._results import (
+        Exposure,
+        PlanVerdict,
+        SessionPage,
+        SessionState,
+        SessionStatus,
+    )
+    from glove.control._secret import read_secret
     from glove.control._server import ControlServer
 
 #: name -> (module, attribute) of every lazily imported name.
@@ -73,7 +86,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "PeerCredentials": ("glove.control._auth", "PeerCredentials"),
     "peer_credentials": ("glove.control._auth", "peer_credentials"),
     "peer_uid": ("glove.control._auth", "peer_uid"),
-    "read_secret": ("glove.control._auth", "read_secret"),
+    "read_secret": ("glove.control._secret", "read_secret"),
     "BuiltinMethods": ("glove.control._builtin", "BuiltinMethods"),
     "CapabilitiesProvider": ("glove.control._builtin", "CapabilitiesProvider"),
     "Client": ("glove.control._client", "Client"),
@@ -84,15 +97,21 @@ _LAZY: dict[str, tuple[str, str]] = {
     "Notifier": ("glove.control._notify", "Notifier"),
     "ServiceNotifier": ("glove.control._notify", "ServiceNotifier"),
     "decode_notify_message": ("glove.control._notify_wire", "decode_message"),
-    "MAX_SOCKET_PATH_BYTES": ("glove.control._paths", "MAX_SOCKET_PATH_BYTES"),
+    "call_once": ("glove.control._oneshot", "call_once"),
+    "MAX_SOCKET_PATH_BYTES": ("glove.control._address", "MAX_SOCKET_PATH_BYTES"),
     "RuntimePaths": ("glove.control._paths", "RuntimePaths"),
-    "SOCKET_NAME": ("glove.control._paths", "SOCKET_NAME"),
+    "SOCKET_NAME": ("glove.control._address", "SOCKET_NAME"),
     "acquire_lock": ("glove.control._paths", "acquire_lock"),
     "check_owner_only_dir": ("glove.control._paths", "check_owner_only_dir"),
     "default_runtime_dir": ("glove.control._paths", "default_runtime_dir"),
-    "long_socket_route": ("glove.control._paths", "long_socket_route"),
+    "long_socket_route": ("glove.control._address", "long_socket_route"),
     "prepare_runtime_dir": ("glove.control._paths", "prepare_runtime_dir"),
-    "socket_address": ("glove.control._paths", "socket_address"),
+    "socket_address": ("glove.control._address", "socket_address"),
+    "Exposure": ("glove.control._results", "Exposure"),
+    "PlanVerdict": ("glove.control._results", "PlanVerdict"),
+    "SessionPage": ("glove.control._results", "SessionPage"),
+    "SessionState": ("glove.control._results", "SessionState"),
+    "SessionStatus": ("glove.control._results", "SessionStatus"),
     "CallContext": ("glove.control._registry", "CallContext"),
     "DEFAULT_STREAM_DEADLINE_S": ("glove.control._registry", "DEFAULT_STREAM_DEADLINE_S"),
     "DEFAULT_UNARY_DEADLINE_S": ("glove.control._registry", "DEFAULT_UNARY_DEADLINE_S"),
@@ -133,6 +152,7 @@ __all__ = [
     "DaemonAlreadyRunning",
     "DaemonProtocolError",
     "DaemonUnavailable",
+    "Exposure",
     "Limits",
     "MethodError",
     "MethodRegistry",
@@ -140,17 +160,22 @@ __all__ = [
     "Notifier",
     "NotifyError",
     "PeerCredentials",
+    "PlanVerdict",
     "RegistryError",
     "RemoteError",
     "RequestInvalid",
     "RuntimeDirChoice",
     "RuntimePaths",
     "ServiceNotifier",
+    "SessionPage",
+    "SessionState",
+    "SessionStatus",
     "SocketPathTooLong",
     "SyncStream",
     "UnsafeRuntimeDir",
     "acquire_lock",
     "call",
+    "call_once",
     "check_owner_only_dir",
     "choose_runtime_dir",
     "decode_notify_message",

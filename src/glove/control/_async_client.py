@@ -3,7 +3,8 @@
 ::
 
     async with AsyncClient.for_runtime_dir() as client:      # connect + hello
-        caps = await client.call("capabilities", result_type=Capabilities)
+        caps = await client.capabilities()                   # typed calls: _async_methods
+        view = await client.call("session.status", {"session_id": sid})   # any method
         async with client.stream("session.watch", {"session_id": sid}) as events:
             async for change in events:
                 ...                                           # leaving early cancels
@@ -12,6 +13,10 @@ A reader task (owned by the client, cancelled by ``aclose``) routes each reply t
 call by id. A stream's unread events wait in a bounded queue; when it is full the reader
 stops reading, so a consumer that falls behind pushes back to the daemon, which ends that
 stream with ``stream_overflow`` rather than buffering without bound.
+
+The transport only: the state of the connection and the rule for every frame are the
+sans-IO :class:`~glove.control._client_core.ClientCore`'s, and ``call`` and the typed calls
+are written once in ``_async_methods.py`` (the blocking client's are generated from them).
 """
 
 from __future__ import annotations
@@ -21,27 +26,27 @@ import contextlib
 import socket
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
-from glove.control._client_core import (
+from glove.control._address import socket_address
+from glove.control._async_methods import AsyncMethods
+from glove.control._client_base import (
     CLIENT_DEADLINE_S,
     CLIENT_GRACE_S,
     DEFAULT_CLIENT_NAME,
     RECV_BYTES,
+    foreign,
+)
+from glove.control._client_core import (
     ClientCore,
     Params,
     connection_error,
-    convert,
-    foreign,
     hello_result,
-    result_of,
-    runtime_socket,
+    stream_step,
 )
-from glove.control._paths import socket_address
 from glove.control.errors import (
     ClientClosed,
     ClientTimeout,
-    ConnectionLost,
     ControlError,
     DaemonProtocolError,
 )
@@ -56,7 +61,7 @@ CONNECT_RETRY_MAX_S: Final = 0.1
 WRITE_DEADLINE_S: Final = 5.0
 
 
-class AsyncClient:
+class AsyncClient(AsyncMethods):
     """An asyncio connection to ``gloved``: concurrent calls and streams, matched by id."""
 
     def __init__(
@@ -70,22 +75,12 @@ class AsyncClient:
         self.socket_path = socket_path
         self.timeout = timeout
         self.server: HelloResult | None = None
-        secret = secret_path if secret_path is not None else runtime_socket(socket_path.parent)[1]
-        self._core = ClientCore(secret, client_name)
+        self._core = ClientCore.for_socket(socket_path, secret_path, client_name)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._task: asyncio.Task[None] | None = None
         self._calls: dict[int, asyncio.Future[Response]] = {}
         self._streams: dict[int, asyncio.Queue[Response | Event | _Failure]] = {}
-        self._abandoned: set[int] = set()
-        self._closed = False
-        self._broken: ControlError | None = None
-
-    @classmethod
-    def for_runtime_dir(cls, directory: Path | None = None, **kwargs: Any) -> AsyncClient:
-        """A client of the daemon whose runtime directory is ``directory`` (default: ours)."""
-        sock, secret = runtime_socket(directory)
-        return cls(sock, secret_path=secret, **kwargs)
 
     async def __aenter__(self) -> AsyncClient:
         if self.server is None:
@@ -108,7 +103,7 @@ class AsyncClient:
             ClientTimeout: no answer in time.
             DaemonProtocolError: the answer is not a valid reply.
         """
-        self._check_usable()
+        self._core.check_usable()
         if self._writer is not None:
             raise ClientClosed("this client is already connected")
         try:
@@ -124,11 +119,11 @@ class AsyncClient:
             self._reader, self._writer = await asyncio.open_unix_connection(sock=sock)
         except TimeoutError as exc:
             sock.close()
-            self._closed = True
+            self._core.closed = True
             raise ClientTimeout(f"gloved on {self.socket_path} did not answer hello") from exc
         except BaseException:
             sock.close()
-            self._closed = True  # a refused hello leaves nothing open
+            self._core.closed = True  # a refused hello leaves nothing open
             raise
         self._task = asyncio.get_running_loop().create_task(
             self._read_loop(), name=f"control-client/{self.socket_path.name}"
@@ -184,9 +179,9 @@ class AsyncClient:
 
     async def aclose(self) -> None:
         """Close the connection; pending and later calls raise ``ClientClosed``. Idempotent."""
-        if self._closed:
+        if self._core.closed:
             return
-        self._closed = True
+        self._core.closed = True
         self._fail_all(ClientClosed("the client was closed while the call was pending"))
         if self._task is not None:
             self._task.cancel()
@@ -200,30 +195,7 @@ class AsyncClient:
                     await self._writer.wait_closed()
             self._writer = None
 
-    # -- calls ---------------------------------------------------------------------------
-
-    async def call(
-        self,
-        method: str,
-        params: Params = None,
-        *,
-        timeout: float | None = None,
-        result_type: type[T] | None = None,
-    ) -> Any:
-        """Call ``method`` and return its result (a dict, or a ``result_type`` instance).
-
-        Raises:
-            RemoteError: the daemon answered with a typed error.
-            ClientTimeout: no reply within ``timeout``.
-            ConnectionLost: the connection broke.
-            ClientClosed: this client was closed.
-            RequestInvalid: the request cannot be sent.
-            DaemonProtocolError: the reply is not valid (or not a ``result_type``).
-        """
-        budget = self.timeout if timeout is None else timeout
-        rid = self._core.next_id()
-        frame = self._core.request_frame(rid, method, params, budget)
-        return result_of(await self._unary(rid, frame, budget), result_type)
+    # -- calls (``call`` and the typed ones: _async_methods) -----------------------------
 
     def stream(
         self,
@@ -249,7 +221,7 @@ class AsyncClient:
             async with asyncio.timeout(budget + CLIENT_GRACE_S):
                 return await future
         except TimeoutError as exc:
-            self._abandoned.add(rid)
+            self._core.abandoned.add(rid)
             raise ClientTimeout(f"no reply from gloved to request {rid} in time") from exc
         finally:
             self._calls.pop(rid, None)
@@ -271,21 +243,15 @@ class AsyncClient:
         queue = self._streams.pop(rid, None)
         while queue is not None and not queue.empty():
             queue.get_nowait()  # frees a reader waiting to put into it
-        self._abandoned.add(rid)
-        if self._writer is not None and not self._closed and self._broken is None:
+        self._core.abandoned.add(rid)
+        if self._writer is not None and not self._core.closed and self._core.broken is None:
             with contextlib.suppress(ControlError):
                 await self._send(self._core.cancel_frame(rid))
 
     # -- the wire ------------------------------------------------------------------------
 
-    def _check_usable(self) -> None:
-        if self._closed:
-            raise ClientClosed("this client was closed")
-        if self._broken is not None:
-            raise ConnectionLost(f"the connection is unusable: {self._broken}")
-
     async def _send(self, frame: bytes) -> None:
-        self._check_usable()
+        self._core.check_usable()
         writer = self._writer
         if writer is None:
             raise ClientClosed("this client is not connected: call connect() first")
@@ -298,7 +264,8 @@ class AsyncClient:
         except OSError as exc:
             # The reader may already hold the daemon's reason (busy, unauthenticated).
             await asyncio.sleep(0)
-            raise self._broken or foreign(exc, connecting=False, where=self.socket_path) from exc
+            broken = self._core.broken
+            raise broken or foreign(exc, connecting=False, where=self.socket_path) from exc
 
     async def _read_loop(self) -> None:
         assert self._reader is not None
@@ -313,29 +280,23 @@ class AsyncClient:
             self._fail_all(foreign(exc, connecting=False, where=self.socket_path))
 
     async def _route(self, reply: Response | Event) -> None:
-        if isinstance(reply, Response) and (err := connection_error(reply)):
-            raise err
         call = self._calls.get(reply.id)
+        queue = self._streams.get(reply.id)
+        kind = True if call is not None else (False if queue is not None else None)
+        if not self._core.accept(reply, unary=kind):
+            return  # the late frame of a request we gave up on
         if call is not None:
-            if isinstance(reply, Event):
-                raise DaemonProtocolError(f"an event for unary request {reply.id}")
+            assert isinstance(reply, Response)  # the core refuses an event for a unary call
             if not call.done():
                 call.set_result(reply)
             return
-        queue = self._streams.get(reply.id)
-        if queue is not None:
-            await queue.put(reply)  # a full queue stops the reader: backpressure
-            if isinstance(reply, Response):
-                self._streams.pop(reply.id, None)
-            return
-        if reply.id not in self._abandoned:
-            raise DaemonProtocolError(f"a reply for unknown request {reply.id}")
-        if isinstance(reply, Response):  # the last frame of a call we gave up on
-            self._abandoned.discard(reply.id)
+        assert queue is not None
+        await queue.put(reply)  # a full queue stops the reader: backpressure
+        if isinstance(reply, Response):
+            self._streams.pop(reply.id, None)
 
     def _fail_all(self, exc: ControlError) -> None:
-        if self._broken is None and not isinstance(exc, ClientClosed):
-            self._broken = exc
+        self._core.fail(exc)
         for future in self._calls.values():
             if not future.done():
                 future.set_exception(exc)
@@ -397,11 +358,15 @@ class AsyncStream(Generic[T]):
         if isinstance(reply, _Failure):
             self._done = True
             raise reply.exc
-        if isinstance(reply, Event):
-            event: T = convert(reply.event, self._kind)
-            return event
+        try:
+            event, end = stream_step(reply, self._kind)
+        except BaseException:
+            self._done = True
+            raise
+        if end is None:
+            return event  # type: ignore[no-any-return]
         self._done = True
-        self.end = result_of(reply, StreamEnd)
+        self.end = end
         raise StopAsyncIteration
 
     async def aclose(self) -> None:

@@ -25,20 +25,16 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import stat
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from glove.control._paths import SECRET_NAME, check_owner_only_dir
-from glove.control.errors import DaemonUnavailable
+from glove.control._address import SECRET_NAME
+from glove.control._paths import check_owner_only_dir
+from glove.control._secret import SECRET_BYTES
 
-SECRET_BYTES: Final = 32
-SECRET_HEX_CHARS: Final = 2 * SECRET_BYTES
 SECRET_MODE: Final = 0o600
-#: The most a client reads from the secret file (the secret plus a newline, with room).
-MAX_SECRET_FILE_BYTES: Final = 256
 _UCRED: Final = struct.Struct("3i")
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -109,36 +105,6 @@ def remove_secret(directory: Path) -> None:
     """Remove the bootstrap secret (at stop: no client can prove a dead start's secret)."""
     with contextlib.suppress(FileNotFoundError):
         (directory / SECRET_NAME).unlink()
-
-
-def read_secret(path: Path) -> str:
-    """Read a bootstrap secret file for a client, refusing one another user could read.
-
-    Raises:
-        DaemonUnavailable: the file is missing (no daemon started here), unreadable, not a
-            regular file of ours with mode 0600, or does not hold a secret.
-    """
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError as exc:
-        raise DaemonUnavailable(f"no {path}: gloved is not running there; start it") from exc
-    except OSError as exc:
-        raise DaemonUnavailable(f"cannot read {path}: {exc.strerror or exc}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
-            raise DaemonUnavailable(f"{path} is not a regular file owned by uid {os.getuid()}")
-        if stat.S_IMODE(st.st_mode) & 0o077:
-            raise DaemonUnavailable(
-                f"{path} has mode {stat.S_IMODE(st.st_mode):04o}; a secret must be 0600"
-            )
-        raw = os.read(fd, MAX_SECRET_FILE_BYTES)
-    finally:
-        os.close(fd)
-    text = raw.decode("ascii", errors="replace").strip()
-    if len(text) != SECRET_HEX_CHARS:
-        raise DaemonUnavailable(f"{path} does not hold a bootstrap secret")
-    return text
 
 
 def secret_matches(expected: bytes, offered: str) -> bool:

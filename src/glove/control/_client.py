@@ -3,12 +3,16 @@
 One request at a time on one connection::
 
     with Client.for_runtime_dir() as client:          # connect + hello
-        status = client.call("session.status", {"session_id": sid}, result_type=Status)
+        status = client.session_status(sid)           # a SessionStatus, decoded strictly
+        view = client.call("session.status", {"session_id": sid})   # any method: a dict
         with client.stream("session.watch", {"session_id": sid}) as events:
             for change in events:
                 ...                                    # leaving early sends a cancel
 
-Every failure is a ``ControlError`` (``glove.control._client_core`` has the table).
+The transport only: the state of the connection and the rule for every frame are the
+sans-IO :class:`~glove.control._client_core.ClientCore`'s, ``call`` and the typed calls are
+generated from the asyncio client's (``_sync_methods.py``). Every failure is a
+``ControlError`` (``glove.control._client_base`` has the table).
 """
 
 from __future__ import annotations
@@ -21,27 +25,26 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Generic, TypeVar
 
-from glove.control._client_core import (
+from glove.control._address import socket_address
+from glove.control._client_base import (
     CLIENT_DEADLINE_S,
     CLIENT_GRACE_S,
     DEFAULT_CLIENT_NAME,
     RECV_BYTES,
+    foreign,
+)
+from glove.control._client_core import (
     ClientCore,
     Params,
     connection_error,
-    convert,
-    foreign,
     hello_result,
-    result_of,
-    runtime_socket,
+    stream_step,
 )
-from glove.control._paths import socket_address
+from glove.control._sync_methods import SyncMethods
 from glove.control.errors import (
     ClientClosed,
     ClientTimeout,
-    ConnectionLost,
     ControlError,
-    DaemonProtocolError,
 )
 from glove.protocol import Event, HelloResult, Response, StreamEnd
 
@@ -50,7 +53,7 @@ T = TypeVar("T")
 CANCEL_DRAIN_S = 2.0
 
 
-class Client:
+class Client(SyncMethods):
     """A blocking connection to ``gloved``; not thread-safe (one call at a time)."""
 
     def __init__(
@@ -64,19 +67,9 @@ class Client:
         self.socket_path = socket_path
         self.timeout = timeout
         self.server: HelloResult | None = None
-        secret = secret_path if secret_path is not None else runtime_socket(socket_path.parent)[1]
-        self._core = ClientCore(secret, client_name)
+        self._core = ClientCore.for_socket(socket_path, secret_path, client_name)
         self._sock: socket.socket | None = None
-        self._closed = False
-        self._broken: ControlError | None = None
         self._frames: list[Response | Event] = []
-        self._abandoned: set[int] = set()
-
-    @classmethod
-    def for_runtime_dir(cls, directory: Path | None = None, **kwargs: Any) -> Client:
-        """A client of the daemon whose runtime directory is ``directory`` (default: ours)."""
-        sock, secret = runtime_socket(directory)
-        return cls(sock, secret_path=secret, **kwargs)
 
     def __enter__(self) -> Client:
         if self.server is None:
@@ -99,7 +92,7 @@ class Client:
             ClientTimeout: no answer in time.
             DaemonProtocolError: the answer is not a valid reply.
         """
-        self._check_usable()
+        self._core.check_usable()
         if self._sock is not None:
             raise ClientClosed("this client is already connected")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -117,7 +110,7 @@ class Client:
         try:
             rid = self._core.next_id()
             frame = self._core.hello_frame(rid, self.timeout)
-            self.server = hello_result(self._exchange(rid, frame, self.timeout))
+            self.server = hello_result(self._unary(rid, frame, self.timeout))
         except BaseException:
             self.close()  # a refused hello leaves nothing open
             raise
@@ -125,35 +118,12 @@ class Client:
 
     def close(self) -> None:
         """Close the connection; later calls raise ``ClientClosed``. Idempotent."""
-        self._closed = True
+        self._core.closed = True
         if self._sock is not None:
             self._sock.close()
             self._sock = None
 
-    # -- calls ---------------------------------------------------------------------------
-
-    def call(
-        self,
-        method: str,
-        params: Params = None,
-        *,
-        timeout: float | None = None,
-        result_type: type[T] | None = None,
-    ) -> Any:
-        """Call ``method`` and return its result (a dict, or a ``result_type`` instance).
-
-        Raises:
-            RemoteError: the daemon answered with a typed error.
-            ClientTimeout: no reply within ``timeout``.
-            ConnectionLost: the connection broke.
-            ClientClosed: this client was closed.
-            RequestInvalid: the request cannot be sent.
-            DaemonProtocolError: the reply is not valid (or not a ``result_type``).
-        """
-        budget = self.timeout if timeout is None else timeout
-        rid = self._core.next_id()
-        frame = self._core.request_frame(rid, method, params, budget)
-        return result_of(self._exchange(rid, frame, budget), result_type)
+    # -- calls (``call`` and the typed ones: _sync_methods) ------------------------------
 
     def stream(
         self,
@@ -175,26 +145,17 @@ class Client:
 
     # -- the wire ------------------------------------------------------------------------
 
-    def _check_usable(self) -> None:
-        if self._closed:
-            raise ClientClosed("this client was closed")
-        if self._broken is not None:
-            raise ConnectionLost(f"the connection is unusable: {self._broken}")
-
     def _live(self) -> socket.socket:
-        self._check_usable()
+        self._core.check_usable()
         if self._sock is None:
             raise ClientClosed("this client is not connected: call connect() first")
         return self._sock
 
-    def _exchange(self, rid: int, frame: bytes, budget: float) -> Response:
+    def _unary(self, rid: int, frame: bytes, budget: float) -> Response:
         self._send(frame)
-        deadline = time.monotonic() + budget + CLIENT_GRACE_S
-        while True:
-            reply = self._next(rid, deadline)
-            if isinstance(reply, Event):
-                raise self._break(DaemonProtocolError(f"an event for unary request {rid}"))
-            return reply
+        reply = self._next(rid, time.monotonic() + budget + CLIENT_GRACE_S, unary=True)
+        assert isinstance(reply, Response)  # the core refuses an event for a unary request
+        return reply
 
     def _send(self, frame: bytes) -> None:
         sock = self._live()
@@ -218,34 +179,31 @@ class Client:
                         return err
         return None
 
-    def _next(self, rid: int, deadline: float) -> Response | Event:
-        """The next frame for ``rid``; frames of abandoned requests are skipped."""
+    def _next(self, rid: int, deadline: float, *, unary: bool) -> Response | Event:
+        """The next frame for ``rid`` (one request at a time: the only one awaited); frames
+        of abandoned requests are skipped."""
         while True:
             while self._frames:
                 reply = self._frames.pop(0)
-                if isinstance(reply, Response) and (err := connection_error(reply)):
-                    raise self._break(err)
-                if reply.id == rid:
+                try:
+                    ours = self._core.accept(reply, unary=unary if reply.id == rid else None)
+                except ControlError as exc:
+                    raise self._break(exc) from None
+                if ours:
                     return reply
-                if reply.id not in self._abandoned:
-                    raise self._break(
-                        DaemonProtocolError(f"a reply for unknown request {reply.id}")
-                    )
-                if isinstance(reply, Response):
-                    self._abandoned.discard(reply.id)
             self._recv(rid, deadline)
 
     def _recv(self, rid: int, deadline: float) -> None:
         sock = self._live()
         remaining = deadline - time.monotonic()
         if remaining <= 0:
-            self._abandoned.add(rid)
+            self._core.abandoned.add(rid)
             raise ClientTimeout(f"no reply from gloved to request {rid} in time")
         sock.settimeout(remaining)
         try:
             chunk = sock.recv(RECV_BYTES)
         except TimeoutError:
-            self._abandoned.add(rid)
+            self._core.abandoned.add(rid)
             raise ClientTimeout(f"no reply from gloved to request {rid} in time") from None
         except OSError as exc:
             raise self._break(foreign(exc, connecting=False, where=self.socket_path)) from exc
@@ -258,7 +216,7 @@ class Client:
 
     def _break(self, exc: ControlError) -> ControlError:
         """Remember the connection is unusable, close it, and return ``exc`` to raise."""
-        self._broken = exc
+        self._core.fail(exc)
         if self._sock is not None:
             self._sock.close()
             self._sock = None
@@ -270,12 +228,12 @@ class Client:
         If the final frame does not come in time, ``rid`` stays abandoned: its frames are
         skipped when they arrive.
         """
-        if self._sock is None or self._closed or self._broken is not None:
+        if self._sock is None or self._core.closed or self._core.broken is not None:
             return
         with contextlib.suppress(ControlError):
             self._send(self._core.cancel_frame(rid))
             deadline = time.monotonic() + CANCEL_DRAIN_S
-            while not isinstance(self._next(rid, deadline), Response):
+            while not isinstance(self._next(rid, deadline, unary=False), Response):
                 pass
 
 
@@ -297,15 +255,15 @@ class SyncStream(Generic[T]):
         if self._done:
             raise StopIteration
         try:
-            reply = self._client._next(self.request_id, self._deadline)
+            reply = self._client._next(self.request_id, self._deadline, unary=False)
+            event, end = stream_step(reply, self._kind)
         except BaseException:
             self._done = True
             raise
-        if isinstance(reply, Event):
-            event: T = convert(reply.event, self._kind)
-            return event
+        if end is None:
+            return event  # type: ignore[no-any-return]
         self._done = True
-        self.end = result_of(reply, StreamEnd)
+        self.end = end
         raise StopIteration
 
     def close(self) -> None:

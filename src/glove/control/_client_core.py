@@ -1,40 +1,36 @@
-"""What the blocking and the asyncio clients share: sans-IO framing and one error boundary.
+"""What the blocking and the asyncio clients share: the sans-IO client (h11's shape).
 
-The core turns calls into frames and frames into results or errors; it never touches a
-socket. :func:`foreign` is the single place a foreign exception (``OSError``,
-``TimeoutError``, a protocol error while decoding a reply) becomes a ``ControlError`` that
-says who caused it:
-
-==========================================  ============================================
-what happened                               raised
-==========================================  ============================================
-no socket, connection refused, no secret    ``DaemonUnavailable``
-reset, broken pipe, EOF mid-call            ``ConnectionLost`` (it broke)
-the client was closed by its owner          ``ClientClosed`` (you closed it)
-no reply in time                            ``ClientTimeout``
-an error frame                              ``RemoteError(code, message, data)``
-a reply that is not a valid frame           ``DaemonProtocolError``
-==========================================  ============================================
+The core turns calls into frames and frames into results or errors, and holds the state
+every connection has whatever drives it: whether it was closed (you closed it) or broke (it
+broke), which requests were given up on, and the rule for each arriving frame
+(:meth:`ClientCore.accept`: ours, a late frame of an abandoned request to drop, or a
+protocol error). It never touches a socket: :class:`~glove.control.Client` drives it with
+blocking reads, :class:`~glove.control.AsyncClient` with a reader task, and their calls
+(``call`` and the typed ones) are one source, ``_async_methods.py``, generated into
+``_sync_methods.py``. The error boundary (which foreign exception becomes which
+``ControlError``) is :func:`glove.control._client_base.foreign`, shared with the CLI's
+one-shot JSON call.
 """
 
 from __future__ import annotations
 
-import errno
 import itertools
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
-from glove._version import __version__
-from glove.control._auth import read_secret
-from glove.control._paths import SECRET_NAME, SOCKET_NAME, default_runtime_dir
+from glove.control._client_base import (
+    deadline_ms,
+    runtime_socket,
+)
+from glove.control._secret import read_secret
 from glove.control.errors import (
+    ClientClosed,
     ConnectionLost,
     ControlError,
     DaemonProtocolError,
-    DaemonUnavailable,
     RemoteError,
     RequestInvalid,
 )
@@ -51,55 +47,14 @@ from glove.protocol import (
     ProtocolError,
     Request,
     Response,
-    TruncatedFrame,
+    StreamEnd,
     decode_server_frame,
     encode,
     encode_frame,
 )
-from glove.protocol.control import MAX_DEADLINE_MS
-
-#: A call's timeout when the caller gives none.
-CLIENT_DEADLINE_S: Final = 10.0
-#: The client waits this much longer than the deadline it sends, so the daemon's own
-#: ``deadline_exceeded`` arrives before the client gives up.
-CLIENT_GRACE_S: Final = 0.5
-#: The client's name in ``hello`` when the caller gives none.
-DEFAULT_CLIENT_NAME: Final = f"glove/{__version__}"
-RECV_BYTES: Final = 64 * 1024
-_CONNECT_UNAVAILABLE: Final = frozenset(
-    {errno.ENOENT, errno.ECONNREFUSED, errno.EACCES, errno.ENOTDIR, errno.ENAMETOOLONG}
-)
 
 T = TypeVar("T")
 Params = Mapping[str, Any] | msgspec.Struct | None
-
-
-def runtime_socket(directory: Path | None = None) -> tuple[Path, Path]:
-    """The socket and secret paths of a runtime directory (default: this user's)."""
-    base = directory if directory is not None else default_runtime_dir()
-    return base / SOCKET_NAME, base / SECRET_NAME
-
-
-def foreign(exc: BaseException, *, connecting: bool, where: Path) -> ControlError:  # noqa: PLR0911 - one per row
-    """Map a foreign exception to the ``ControlError`` that says who caused it."""
-    if isinstance(exc, ControlError):
-        return exc
-    if isinstance(exc, TruncatedFrame):
-        return ConnectionLost(f"gloved closed the connection inside a reply: {exc}")
-    if isinstance(exc, ProtocolError):
-        return DaemonProtocolError(f"gloved sent an invalid reply: {exc}")
-    if isinstance(exc, OSError):
-        if connecting and exc.errno in _CONNECT_UNAVAILABLE:
-            hint = (
-                "start it with `glove daemon install` or `gloved`"
-                if exc.errno != errno.EACCES
-                else "not ours?"
-            )
-            return DaemonUnavailable(f"no gloved listens on {where} ({exc.strerror}); {hint}")
-        if connecting:
-            return DaemonUnavailable(f"cannot connect to {where}: {exc.strerror or exc}")
-        return ConnectionLost(f"the connection to gloved broke: {exc.strerror or exc}")
-    return ControlError(f"control client failed: {type(exc).__name__}: {exc}")
 
 
 class ClientCore:
@@ -109,7 +64,62 @@ class ClientCore:
         self.secret_path = secret_path
         self.client_name = client_name
         self.decoder = FrameDecoder(max_frame_bytes=CONTROL_MAX_RESPONSE_BYTES)
+        #: The owner closed the client: every later use is ``ClientClosed``.
+        self.closed = False
+        #: Why the connection broke, once it has: every later use is ``ConnectionLost``.
+        self.broken: ControlError | None = None
+        #: Requests given up on (timed out, cancelled) whose final frame has not come yet.
+        self.abandoned: set[int] = set()
         self._ids = itertools.count(1)
+
+    @classmethod
+    def for_socket(
+        cls, socket_path: Path, secret_path: Path | None, client_name: str
+    ) -> ClientCore:
+        """The core of a client of ``socket_path`` (its secret beside it unless given)."""
+        secret = secret_path if secret_path is not None else runtime_socket(socket_path.parent)[1]
+        return cls(secret, client_name)
+
+    def check_usable(self) -> None:
+        """Refuse use of a closed or broken client.
+
+        Raises:
+            ClientClosed: the owner closed it.
+            ConnectionLost: the connection broke earlier (the first error is named).
+        """
+        if self.closed:
+            raise ClientClosed("this client was closed")
+        if self.broken is not None:
+            raise ConnectionLost(f"the connection is unusable: {self.broken}")
+
+    def fail(self, exc: ControlError) -> ControlError:
+        """Remember that the connection broke with ``exc`` (the first reason is kept; closing
+        is not breaking); return ``exc`` for the caller to raise."""
+        if self.broken is None and not isinstance(exc, ClientClosed):
+            self.broken = exc
+        return exc
+
+    def accept(self, reply: Response | Event, *, unary: bool | None) -> bool:
+        """Whether ``reply`` goes to its caller: ``unary`` says what kind of request of ours
+        awaits its id (``None``: none does). The late frame of an abandoned request is
+        dropped (``False``); its final frame forgets it.
+
+        Raises:
+            RemoteError: a connection-level error (id 0): the daemon refused us.
+            DaemonProtocolError: an event for a unary request, or a frame for an id we never
+                sent or already finished.
+        """
+        if isinstance(reply, Response) and (err := connection_error(reply)):
+            raise err
+        if unary is not None:
+            if unary and isinstance(reply, Event):
+                raise DaemonProtocolError(f"an event for unary request {reply.id}")
+            return True
+        if reply.id not in self.abandoned:
+            raise DaemonProtocolError(f"a reply for unknown request {reply.id}")
+        if isinstance(reply, Response):
+            self.abandoned.discard(reply.id)
+        return False
 
     def next_id(self) -> int:
         """A fresh request id."""
@@ -132,9 +142,8 @@ class ClientCore:
         Raises:
             RequestInvalid: the params are not encodable or the frame exceeds the cap.
         """
-        deadline_ms = max(1, min(round(timeout * 1000), MAX_DEADLINE_MS))
         request = Request(
-            id=request_id, method=method, params=params or {}, deadline_ms=deadline_ms
+            id=request_id, method=method, params=params or {}, deadline_ms=deadline_ms(timeout)
         )
         try:
             return encode_frame(encode(request), max_frame_bytes=CONTROL_MAX_REQUEST_BYTES)
@@ -167,6 +176,20 @@ class ClientCore:
         """The error for the daemon closing the connection while a reply was awaited."""
         where = " inside a reply" if self.decoder.pending else ""
         return ConnectionLost(f"gloved closed the connection{where} before answering")
+
+
+def stream_step(reply: Response | Event, kind: type[T] | None) -> tuple[Any, StreamEnd | None]:
+    """One frame of a stream: ``(event, None)`` for an event (converted to ``kind``), or
+    ``(None, end)`` for its final response.
+
+    Raises:
+        RemoteError: the stream ended with an error.
+        DaemonProtocolError: the event is not a ``kind``, or the end is not a ``StreamEnd``.
+    """
+    if isinstance(reply, Event):
+        return convert(reply.event, kind), None
+    end: StreamEnd = result_of(reply, StreamEnd)
+    return None, end
 
 
 def result_of(frame: Response, result_type: type[T] | None) -> Any:

@@ -1,5 +1,8 @@
 """Where the control service lives on disk, and the checks that keep it owner-only.
 
+The names and the socket address are :mod:`glove.control._address`'s (no pathlib, for the
+CLI's one-call commands), re-exported here.
+
 The runtime directory holds ``gloved.sock`` (0600), ``bootstrap-secret`` (0600, rewritten at
 every start) and ``gloved.lock``; it is a 0700 directory owned by the invoking user. Every
 client and ``gloved`` pick it by the same rule, :func:`glove.config.choose_runtime_dir` (its
@@ -23,28 +26,28 @@ log line) and refused, naming the processes that still hold it, if they do not l
 from __future__ import annotations
 
 import contextlib
-import errno
 import fcntl
 import os
 import stat
-import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from glove.config import choose_runtime_dir
+from glove.config import choose_runtime_dir, chosen_runtime_dir
+from glove.control._address import (
+    LOCK_NAME,
+    MAX_SOCKET_PATH_BYTES,
+    PROC_FD_DIR,
+    SECRET_NAME,
+    SOCKET_NAME,
+    long_socket_route,
+)
 from glove.control.errors import DaemonAlreadyRunning, SocketPathTooLong, UnsafeRuntimeDir
 
-SOCKET_NAME: Final = "gloved.sock"
-LOCK_NAME: Final = "gloved.lock"
-SECRET_NAME: Final = "bootstrap-secret"  # noqa: S105 - a file name, not a secret
 DIR_MODE: Final = 0o700
 SOCKET_MODE: Final = 0o600
-MAX_SOCKET_PATH_BYTES: Final = 103 if sys.platform == "darwin" else 107
-"""Longest socket path ``bind``/``connect`` take, in bytes (``sun_path`` less its NUL)."""
-PROC_FD: Final = Path("/proc/self/fd")
+PROC_FD: Final = Path(PROC_FD_DIR)
 
 #: How long a start waits for the descendants of a gone gloved to let go of its lock.
 LOCK_STALE_GRACE_S: Final = 5.0
@@ -78,41 +81,7 @@ class RuntimePaths:
 
 def default_runtime_dir() -> Path:
     """Return the runtime directory for this user (not created): see :func:`choose_runtime_dir`."""
-    return choose_runtime_dir().directory
-
-
-def long_socket_route() -> bool:
-    """Whether a socket path over :data:`MAX_SOCKET_PATH_BYTES` can be reached here (through
-    ``/proc/self/fd``)."""
-    return sys.platform.startswith("linux") and PROC_FD.is_dir()
-
-
-@contextlib.contextmanager
-def socket_address(path: Path) -> Iterator[str]:
-    """The address to ``bind`` or ``connect`` for the socket at ``path``, valid in the block.
-
-    The path itself when it fits; else ``/proc/self/fd/<n>/<name>`` through an ``O_PATH``
-    descriptor of its directory, held open for the block.
-
-    Raises:
-        OSError: ``ENAMETOOLONG`` when the path does not fit and there is no ``/proc`` route;
-            the directory cannot be opened.
-    """
-    if len(os.fsencode(path)) <= MAX_SOCKET_PATH_BYTES:
-        yield str(path)
-        return
-    if not long_socket_route():
-        raise OSError(
-            errno.ENAMETOOLONG,
-            f"the socket path is {len(os.fsencode(path))} bytes, over the "
-            f"{MAX_SOCKET_PATH_BYTES} a Unix socket takes",
-            str(path),
-        )
-    fd = os.open(path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        yield f"{PROC_FD}/{fd}/{path.name}"
-    finally:
-        os.close(fd)
+    return Path(chosen_runtime_dir())
 
 
 def check_owner_only_dir(path: Path) -> None:

@@ -34,7 +34,7 @@ import msgspec
 
 from glove.control._auth import PeerCredentials
 from glove.control.errors import RegistryError
-from glove.protocol.control import MAX_DEADLINE_MS, MAX_METHOD_CHARS
+from glove.protocol import MAX_DEADLINE_MS, MAX_METHOD_CHARS
 
 _log = logging.getLogger(__name__)
 

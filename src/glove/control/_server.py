@@ -27,6 +27,7 @@ from typing import Final
 
 from glove._version import __version__
 from glove.actors import Actor
+from glove.control._address import socket_address
 from glove.control._auth import (
     PeerCredentials,
     peer_credentials,
@@ -34,7 +35,7 @@ from glove.control._auth import (
     write_secret,
 )
 from glove.control._connection import Connection, Limits
-from glove.control._paths import SOCKET_MODE, RuntimePaths, socket_address
+from glove.control._paths import SOCKET_MODE, RuntimePaths
 from glove.control._registry import MethodRegistry
 from glove.protocol import (
     CONTROL_MAX_RESPONSE_BYTES,

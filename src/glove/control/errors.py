@@ -29,7 +29,7 @@ import re
 from typing import Any
 
 from glove.errors import GloveError
-from glove.protocol.control import ERROR_CODE_PATTERN, RESERVED_CODES
+from glove.protocol import ERROR_CODE_PATTERN
 from glove.protocol.errors import ProtocolError
 
 
@@ -97,6 +97,9 @@ class MethodError(ControlError):
     def __init__(self, code: str, message: str, data: Any = None) -> None:
         if re.match(ERROR_CODE_PATTERN, code) is None:
             raise ValueError(f"error code {code!r} is not lowercase snake_case")
+        # The table of codes is the codec's (msgspec): a client raising errors never needs it.
+        from glove.protocol.control import RESERVED_CODES
+
         if code in RESERVED_CODES:
             raise ValueError(f"error code {code!r} is reserved for the protocol itself")
         super().__init__(message)

@@ -48,6 +48,7 @@ from glove.egress._guest import (
     prepare_guest,
     resolv_conf,
     write_guest_files,
+    write_helper,
 )
 from glove.egress._http import (
     MAX_HEAD_BYTES,
@@ -170,4 +171,5 @@ __all__ = [
     "rewrite_request",
     "sandbox_sockets",
     "write_guest_files",
+    "write_helper",
 ]

@@ -1,8 +1,9 @@
 """The host end of an inherited descriptor channel: one kind byte carrying one descriptor.
 
-The same mechanism as ``glove run``'s MCP channel (:class:`glove.mcp.ConnectionReceiver`),
-generalized to several kinds of connection on one channel, so one helper in the sandbox
-(``glove-egress``) can serve the egress listeners and the MCP socket together:
+The one descriptor receiver: the egress proxy's and ``glove run``'s MCP channel
+(:class:`glove.mcp.ConnectionReceiver`, kind ``c`` alone) are this class, so the one helper
+in the sandbox (``glove-egress``, or ``glove-relay`` for MCP alone) is read the same way
+whatever it serves:
 
 ========  =========================================  ======================================
 kind      what the descriptor is                      families accepted
@@ -46,6 +47,16 @@ MAX_MESSAGES_PER_WAKEUP: Final = 32
 MAX_REFUSALS_LOGGED: Final = 16
 INET_FAMILIES: Final = frozenset({socket.AF_INET, socket.AF_INET6})
 UNIX_FAMILIES: Final = frozenset({socket.AF_UNIX})
+_FAMILY_NAMES: Final[dict[int, str]] = {
+    socket.AF_INET: "TCP",
+    socket.AF_INET6: "TCP",
+    socket.AF_UNIX: "Unix",
+}
+
+
+def _families(families: frozenset[int]) -> str:
+    """``families`` as a log names them: ``Unix``, ``TCP`` or ``TCP or Unix``."""
+    return " or ".join(sorted({_FAMILY_NAMES.get(family, str(family)) for family in families}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +150,8 @@ class ChannelReceiver:
             return
         sock = connected_stream(fds[0], kind.families)
         if sock is None:
-            self._refuse(f"a kind {data!r} descriptor that is not a connected stream it accepts")
+            what = f"{_families(kind.families)} stream socket"
+            self._refuse(f"a kind {data!r} descriptor that is not a connected {what}")
             return
         if self._live() >= self._max:
             sock.close()

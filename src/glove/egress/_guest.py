@@ -7,7 +7,8 @@ an :class:`EgressGuest` that says what to bind, which descriptor to pass, which 
 to add and which command line to run; the host end goes to :class:`~glove.egress.EgressProxy`.
 
 Under ``glove run`` the same directory can also hold the MCP shim: run the helper with
-``--mcp`` instead of ``glove-relay`` (one PID for both jobs, one channel for both kinds).
+``--mcp`` (one PID for both jobs, one channel for both kinds). Offline, the same script is
+the MCP relay (:func:`write_helper` as ``glove-relay``).
 """
 
 from __future__ import annotations
@@ -62,13 +63,22 @@ class EgressGuest(msgspec.Struct, frozen=True):
         return (SYSTEM_PYTHON, GUEST_HELPER_PATH, str(GUEST_CHANNEL_FD), *flags, "--", *argv)
 
 
+def write_helper(directory: str | Path, name: str = HELPER_NAME) -> Path:
+    """Write the in-sandbox helper script into ``directory`` as ``name`` (mode 0555).
+
+    The one helper for every sandbox job: as ``glove-egress`` the network listeners (and
+    ``--mcp``), as ``glove-relay`` (:mod:`glove.mcp`'s guest directory) MCP alone.
+    """
+    helper = Path(directory) / name
+    helper.write_bytes(resources.files("glove.egress").joinpath("helper.py").read_bytes())
+    helper.chmod(0o555)
+    return helper
+
+
 def write_guest_files(directory: str | Path) -> None:
     """Write the helper (mode 0555) and ``resolv.conf`` (0444) into ``directory``."""
     target = Path(directory)
-    package = resources.files("glove.egress")
-    helper = target / HELPER_NAME
-    helper.write_bytes(package.joinpath("helper.py").read_bytes())
-    helper.chmod(0o555)
+    write_helper(target)
     resolv = target / RESOLV_NAME
     resolv.write_text(RESOLV_CONF)
     resolv.chmod(0o444)

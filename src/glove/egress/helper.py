@@ -6,12 +6,13 @@ Copied as a script into the sandbox at ``/opt/glove/glove-egress`` and run by th
 
     glove-egress FD [--mcp] [--no-dns] -- COMMAND [ARGS...]
     glove-egress connect HOST PORT [--fdpass]
+    glove-relay FD -- AGENT [ARGS...]
 
 **Serve** (the sandbox's command). ``FD`` is the guest end of a Unix socketpair whose host
 end the egress proxy reads. Inside the sandbox's route-less network namespace the helper
 listens on ``127.0.0.1:3128`` (HTTP proxy, kind ``h``), ``127.0.0.1:1080`` (SOCKS5, ``s``),
 ``127.0.0.1:53`` UDP and TCP (the DNS stub, ``d``, unless ``--no-dns``) and, with ``--mcp``,
-``@glove-mcp`` (MCP connections, ``c``: ``glove-relay``'s job, so one PID serves both).
+``@glove-mcp`` (MCP connections, ``c``, so one PID serves both).
 Every accepted connection goes to the host with ``SCM_RIGHTS`` (one kind byte carrying one
 descriptor); the helper keeps no copy and never reads its bytes. A UDP query travels in a
 socketpair passed as ``d``, in DNS-over-TCP framing (RFC 1035 4.2.2); the framed answer
@@ -23,6 +24,12 @@ own process group (the terminal's foreground one under a pty) with
 to its whole process group, as a terminal sends them); the helper exits
 with its status (128 + N for a signal). When the host end closes (the proxy is gone) every
 listener closes: the network ends, it never opens; the command keeps running.
+
+**Relay** (MCP only: ``glove run`` and ``gloved`` sessions without ``--network proxy``).
+Started under the name ``glove-relay`` (the guest directory holds this script under that
+name too), the helper serves ``@glove-mcp`` alone: no network listener, no proxy
+variables, the command's environment as given. It is the one in-sandbox helper; the former
+``glove.mcp.relay`` is this mode.
 
 **Connect** (an ``ssh`` ``ProxyCommand``): tunnel to ``HOST:PORT`` through the SOCKS5
 listener and copy stdio, or with ``--fdpass`` (``ProxyUseFdpass yes``) pass the socket.
@@ -45,6 +52,8 @@ HTTP_PROXY_ADDRESS = ("127.0.0.1", 3128)
 SOCKS_ADDRESS = ("127.0.0.1", 1080)
 DNS_ADDRESS = ("127.0.0.1", 53)
 MCP_NAME = "glove-mcp"
+#: The name that starts the helper in its MCP-only mode (``/opt/glove/glove-relay``).
+RELAY_NAME = "glove-relay"
 #: Names that never go to the proxy: the sandbox's own loopback.
 NO_PROXY = "localhost,127.0.0.1,::1"
 KIND_HTTP = b"h"
@@ -190,7 +199,7 @@ def _controls_terminal() -> bool:
 
 def _spawn_in_foreground(command: list[str], env: dict[str, str]) -> int:
     """Fork the command into its own process group, made the terminal's foreground one
-    before ``execvpe`` (as ``glove-relay`` does: a background TUI would be stopped by
+    before ``execvpe``, as a shell does (a background TUI would be stopped by
     SIGTTIN/SIGTTOU). An exec failure comes back as its errno over a close-on-exec pipe.
 
     Raises:
@@ -262,7 +271,9 @@ class _Pending:
 class Helper:
     """The serve loop: listeners, the channel, pending UDP queries, the command's pidfd."""
 
-    def __init__(self, channel: socket.socket, *, mcp: bool, dns: bool) -> None:
+    def __init__(
+        self, channel: socket.socket, *, mcp: bool, dns: bool, network: bool = True
+    ) -> None:
         self.channel = channel
         self.listeners: dict[socket.socket, bytes] = {}
         self.udp: socket.socket | None = None
@@ -271,9 +282,10 @@ class Helper:
         self.serving = True
         try:
             inet, unix, stream = socket.AF_INET, socket.AF_UNIX, socket.SOCK_STREAM
-            self.listeners[_listener(inet, stream, HTTP_PROXY_ADDRESS)] = KIND_HTTP
-            self.listeners[_listener(inet, stream, SOCKS_ADDRESS)] = KIND_SOCKS
-            if dns:
+            if network:
+                self.listeners[_listener(inet, stream, HTTP_PROXY_ADDRESS)] = KIND_HTTP
+                self.listeners[_listener(inet, stream, SOCKS_ADDRESS)] = KIND_SOCKS
+            if network and dns:
                 self.listeners[_listener(inet, stream, DNS_ADDRESS)] = KIND_DNS
                 self.udp = _listener(inet, socket.SOCK_DGRAM, DNS_ADDRESS)
             if mcp:
@@ -415,18 +427,24 @@ def _pass_on(pid: int, signum: int) -> None:
             os.kill(pid, signum)
 
 
-def serve(fd: int, command: list[str], *, mcp: bool = False, dns: bool = True) -> int:
+def serve(
+    fd: int, command: list[str], *, mcp: bool = False, dns: bool = True, network: bool = True
+) -> int:
     """Serve the listeners until ``command`` exits; return its status.
+
+    Without ``network`` only the MCP socket is served (with ``mcp``) and the command's
+    environment is left as it is (the relay mode).
 
     Raises:
         UsageError: ``fd`` is not a Unix stream socket, or a listener cannot be bound.
         CannotRun: the command could not be executed.
     """
     channel = _channel(fd)
-    helper = Helper(channel, mcp=mcp, dns=dns)
-    me = os.path.realpath(__file__)
+    helper = Helper(channel, mcp=mcp, dns=dns, network=network)
     env = dict(os.environ)
-    env.update(proxy_environment(helper=me, python=sys.executable or SYSTEM_PYTHON))
+    if network:
+        me = os.path.realpath(__file__)
+        env.update(proxy_environment(helper=me, python=sys.executable or SYSTEM_PYTHON))
     child = 0
     early: list[int] = []
 
@@ -459,6 +477,17 @@ def serve(fd: int, command: list[str], *, mcp: bool = False, dns: bool = True) -
     os.close(exited)
     _, wait_status = os.waitpid(child, 0)
     return _status(wait_status)
+
+
+def relay(fd: int, command: list[str]) -> int:
+    """The MCP-only mode (``glove-relay``): serve ``@glove-mcp`` until ``command`` (the
+    agent) exits; return its status.
+
+    Raises:
+        UsageError: ``fd`` is not a Unix stream socket, or the name is taken.
+        CannotRun: the agent could not be executed.
+    """
+    return serve(fd, command, mcp=True, network=False)
 
 
 def _recv_exactly(sock: socket.socket, count: int) -> bytes:
@@ -582,6 +611,12 @@ def _parse_serve(argv: list[str]) -> tuple[int, list[str], bool, bool]:
     return int(options[0]), command, "--mcp" in options, "--no-dns" not in options
 
 
+def _parse_relay(argv: list[str]) -> tuple[int, list[str]]:
+    if len(argv) < 4 or argv[2] != "--" or not argv[1].isdigit():
+        raise UsageError(f"usage: {RELAY_NAME} FD -- AGENT [ARGS...]")
+    return int(argv[1]), argv[3:]
+
+
 def _parse_connect(argv: list[str]) -> tuple[str, int, bool]:
     ok = len(argv) in (4, 5) and argv[3].isdigit() and argv[4:] in ([], ["--fdpass"])
     if not ok:
@@ -590,19 +625,28 @@ def _parse_connect(argv: list[str]) -> tuple[str, int, bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and serve or connect; return the exit status."""
+    """Parse the command line and serve, relay or connect; return the exit status.
+
+    Started as ``glove-relay`` (the name of ``argv[0]``), the helper runs in its MCP-only
+    relay mode.
+    """
     args = sys.argv if argv is None else argv
+    name = "glove-egress"
     try:
+        if args and args[0].rsplit("/", 1)[-1] == RELAY_NAME:
+            name = RELAY_NAME
+            fd, command = _parse_relay(args)
+            return relay(fd, command)
         if len(args) >= 2 and args[1] == "connect":
             host, port, fdpass = _parse_connect(args)
             return connect(host, port, fdpass=fdpass)
         fd, command, mcp, dns = _parse_serve(args)
         return serve(fd, command, mcp=mcp, dns=dns)
     except UsageError as exc:
-        sys.stderr.write(f"glove-egress: {exc}\n")
+        sys.stderr.write(f"{name}: {exc}\n")
         return EXIT_SETUP_FAILED
     except CannotRun as exc:
-        sys.stderr.write(f"glove-egress: {exc}\n")
+        sys.stderr.write(f"{name}: {exc}\n")
         return EXIT_CANNOT_RUN
 
 

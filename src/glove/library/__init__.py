@@ -23,8 +23,10 @@ from glove.library._freeze import (
     FREEZE_TMPFS_INODES,
     MOUNT_FLAGS,
     AttachedProjection,
+    FreezeBatch,
     FrozenProjection,
     freeze,
+    freeze_method_here,
 )
 from glove.library._names import (
     ALGORITHM,
@@ -83,6 +85,7 @@ __all__ = [
     "BundleNameError",
     "BundleProblem",
     "BundleUnsafe",
+    "FreezeBatch",
     "FreezeError",
     "FrozenProjection",
     "Library",
@@ -99,6 +102,7 @@ __all__ = [
     "check_root",
     "digest_of",
     "freeze",
+    "freeze_method_here",
     "is_bundle_name",
     "open_bundle",
     "read_verified",

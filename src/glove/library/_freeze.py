@@ -149,6 +149,7 @@ class FrozenProjection:
     __slots__ = (
         "_dir",
         "_parked",
+        "_shared",
         "digest",
         "freeze_method",
         "inode",
@@ -164,8 +165,13 @@ class FrozenProjection:
         mount_fd: int,
         inode: tuple[int, int],
         directory: str = "",
+        *,
+        shared: list[bool] | None = None,
     ) -> None:
-        """Take ownership of ``mount_fd`` (and ``directory``, the fallback's mount point)."""
+        """Take ownership of ``mount_fd`` (and ``directory``, the fallback's mount point).
+
+        ``shared`` is the parked flag of a tmpfs several projections share (each holds its
+        own descriptor of it: :class:`FreezeBatch`); it is parked once."""
         self.name = bundle.name
         self.digest = bundle.digest
         self.size = bundle.size
@@ -174,6 +180,7 @@ class FrozenProjection:
         self.inode = inode
         self._dir = directory
         self._parked = False
+        self._shared = shared
 
     @property
     def descriptors(self) -> tuple[int, ...]:
@@ -229,7 +236,9 @@ class FrozenProjection:
     def _attach_bind(self, target: str, point: int, dir_fd: int | None) -> None:
         # mount(2) resolves paths in the current namespace: the copy is opened again there
         # by path (no symlinks) and must be the inode that was frozen.
-        source = _open_path(f"{self._dir}/{self.name}", None, target)
+        # Beneath the tmpfs's own descriptor, not by its path: in a sandbox's init the
+        # directory it is mounted on is covered by the new root's tmpfs by now.
+        source = _open_path(self.name, self.mount_fd, target)
         try:
             info = os.fstat(source)
             if (info.st_dev, info.st_ino) != self.inode:
@@ -272,6 +281,8 @@ class FrozenProjection:
         """
         if self.mount_fd < 0:
             raise MountError("mount_failed", "the frozen projection was closed", subject=directory)
+        if self._shared is not None and self._shared[0]:
+            self._parked = True  # the tmpfs this copy shares was parked already
         if self.freeze_method == FREEZE_DETACHED_TMPFS and not self._parked:
             point = _open_path(_relative(directory, dir_fd), dir_fd, directory, os.O_DIRECTORY)
             try:
@@ -281,6 +292,8 @@ class FrozenProjection:
             finally:
                 os.close(point)
         self._parked = True
+        if self._shared is not None:
+            self._shared[0] = True
 
     def close(self) -> None:
         """Release the tmpfs: close its descriptor. An unparked fallback tmpfs is also
@@ -435,6 +448,94 @@ def _check_attached(target: str, dir_fd: int | None, inode: tuple[int, int]) -> 
     )
 
 
+class FreezeBatch:
+    """One detached tmpfs holding the copies of several bundles (a session's projections):
+    one ``fsopen``/``fsmount``, one seal and one superblock to tear down instead of one per
+    projection. :meth:`add` copies and checks each bundle (as :func:`freeze` does), and
+    :meth:`seal` makes the tmpfs read-only and gives one :class:`FrozenProjection` per
+    added bundle, each with its own descriptor of the shared mount (the tmpfs goes when the
+    last is closed, or with the directory it was parked on). Each attach still mounts only
+    its own file. The same bundle added twice is copied once.
+
+    Raises (the constructor):
+        FreezeError: ``freeze_unavailable`` (no new mount API: use :func:`freeze` with a
+            fallback for each bundle instead), ``freeze_failed``.
+    """
+
+    __slots__ = ("_added", "_fd", "_inodes")
+
+    def __init__(self, sizes: list[int]) -> None:
+        """Make the tmpfs, sized for bundles of ``sizes`` (each file's pages)."""
+        try:
+            fs_fd = sc.fsopen("tmpfs")
+        except OSError as exc:
+            if exc.errno in sc.API_MISSING_ERRNOS:
+                raise FreezeError(
+                    "freeze_unavailable",
+                    f"the new mount API is not available here (fsopen: "
+                    f"{os.strerror(exc.errno or 0)})",
+                ) from exc
+            raise _failed("open a tmpfs context", exc) from exc
+        try:
+            try:
+                total = sum(_tmpfs_bytes(size) for size in sizes) or _PAGE_BYTES
+                sc.fsconfig_string(fs_fd, "size", str(total))
+                sc.fsconfig_string(fs_fd, "nr_inodes", str(len(sizes) + FREEZE_TMPFS_INODES))
+                sc.fsconfig_string(fs_fd, "mode", "0700")
+                sc.fsconfig_create(fs_fd)
+                self._fd = sc.fsmount(
+                    fs_fd, sc.MOUNT_ATTR_NOSUID | sc.MOUNT_ATTR_NODEV | sc.MOUNT_ATTR_NOEXEC
+                )
+            except OSError as exc:
+                raise _failed("make the freeze tmpfs", exc) from exc
+        finally:
+            os.close(fs_fd)
+        self._added: list[OpenedBundle] = []
+        self._inodes: dict[str, tuple[int, int]] = {}
+
+    def add(self, bundle: OpenedBundle) -> None:
+        """Copy ``bundle`` in, hashing and checking it (the bundle stays open).
+
+        Raises:
+            ProjectionError: its bytes are refused (``read_verified``).
+            FreezeError: ``freeze_failed``.
+        """
+        if self._fd < 0:
+            raise FreezeError("freeze_failed", "the freeze batch was sealed or closed")
+        if bundle.name not in self._inodes:
+            self._inodes[bundle.name] = _copy_into(bundle, self._fd)
+        self._added.append(bundle)
+
+    def seal(self) -> list[FrozenProjection]:
+        """Make the tmpfs read-only; one frozen projection per :meth:`add`, in order.
+
+        Raises:
+            FreezeError: ``freeze_failed`` (the batch is closed then).
+        """
+        try:
+            _seal(self._fd)
+            fds = [self._fd] + [os.dup(self._fd) for _ in self._added[1:]]
+        except OSError as exc:
+            self.close()
+            raise _failed("seal the freeze tmpfs", exc) from exc
+        if not self._added:
+            os.close(self._fd)
+        self._fd = -1  # owned by the frozen projections now
+        shared = [False]
+        return [
+            FrozenProjection(
+                bundle, FREEZE_DETACHED_TMPFS, fd, self._inodes[bundle.name], shared=shared
+            )
+            for bundle, fd in zip(self._added, fds, strict=False)
+        ]
+
+    def close(self) -> None:
+        """Release the tmpfs unless it was sealed (idempotent)."""
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+
 def _copy_into(bundle: OpenedBundle, dir_fd: int) -> tuple[int, int]:
     """Copy the bundle into ``dir_fd`` (the freeze tmpfs) while hashing and checking it.
 
@@ -552,12 +653,18 @@ def _freeze_fallback(
     return frozen
 
 
-def freeze(bundle: OpenedBundle, *, fallback_dir: str | None = None) -> FrozenProjection:
+def freeze(
+    bundle: OpenedBundle, *, fallback_dir: str | None = None, method: str | None = None
+) -> FrozenProjection:
     """Copy a checked bundle into a private tmpfs, hashing and verifying it as it is written.
 
     Runs where the caller has ``CAP_SYS_ADMIN`` over its user namespace: a root launcher
     before it clones the sandbox, or the sandbox's init in its own user namespace (the
     unprivileged case). The bundle stays open (the caller closes it).
+
+    ``method`` None tries the new mount API and falls back (with ``fallback_dir``) where it
+    is missing; :data:`FREEZE_DETACHED_TMPFS` never falls back; :data:`FREEZE_BIND_REMOUNT`
+    uses the fallback only (a launcher that committed to it, see :func:`freeze_method_here`).
 
     Raises:
         ProjectionError: the bytes are refused (``projection_changed``,
@@ -565,10 +672,56 @@ def freeze(bundle: OpenedBundle, *, fallback_dir: str | None = None) -> FrozenPr
         FreezeError: ``freeze_unavailable`` (no new mount API and no ``fallback_dir``),
             ``freeze_not_permitted`` (no mount privilege at all), ``freeze_failed``.
     """
+    if method == FREEZE_BIND_REMOUNT:
+        return _freeze_fallback(bundle, fallback_dir, OSError(errno.ENOSYS, "not used"))
     try:
         fs_fd = sc.fsopen("tmpfs")
     except OSError as exc:
         if exc.errno in sc.API_MISSING_ERRNOS:
-            return _freeze_fallback(bundle, fallback_dir, exc)
+            return _freeze_fallback(bundle, fallback_dir if method is None else None, exc)
         raise _failed("open a tmpfs context", exc) from exc
     return _freeze_detached(bundle, fs_fd)
+
+
+def _probe_in_user_namespace() -> bool:
+    """Whether ``fsopen("tmpfs")`` works in a fresh user and mount namespace (the one a
+    sandbox's init has): asked in a forked child, which does nothing else."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 2
+        try:
+            if sc.unshare(sc.CLONE_NEWUSER | sc.CLONE_NEWNS) == 0:
+                try:
+                    os.close(sc.fsopen("tmpfs"))
+                    code = 0
+                except OSError as exc:
+                    code = 1 if exc.errno in sc.API_MISSING_ERRNOS else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) != 1
+
+
+_METHOD_HERE: list[str] = []
+
+
+def freeze_method_here() -> str:
+    """The freeze method this process's projections get, probed once per process.
+
+    :data:`FREEZE_DETACHED_TMPFS` where ``fsopen("tmpfs")`` works (as root: here; else in a
+    fresh user and mount namespace, as a sandbox's init has), :data:`FREEZE_BIND_REMOUNT`
+    where it fails with ENOSYS (an old kernel) or EPERM (a seccomp profile). A launcher
+    commits to it before the launch (the launch binding names it) and passes it to
+    :func:`freeze` as ``method``, so a receipt always says the method that was used.
+    """
+    if not _METHOD_HERE:
+        if os.geteuid() == 0:
+            try:
+                os.close(sc.fsopen("tmpfs"))
+                works = True
+            except OSError as exc:
+                works = exc.errno not in sc.API_MISSING_ERRNOS
+        else:
+            works = _probe_in_user_namespace()
+        _METHOD_HERE.append(FREEZE_DETACHED_TMPFS if works else FREEZE_BIND_REMOUNT)
+    return _METHOD_HERE[0]

@@ -279,6 +279,16 @@ def move_mount(tree_fd: int, target_fd: int) -> None:
     _check(int(result), "move_mount")
 
 
+#: ``unshare(2)`` flags: a new user namespace, a new mount namespace.
+CLONE_NEWUSER: Final = 0x10000000
+CLONE_NEWNS: Final = 0x00020000
+
+
+def unshare(flags: int) -> int:
+    """``unshare(2)``: 0, or -1 (the errno is not kept: only a probe's child calls it)."""
+    return int(_libc.unshare(ctypes.c_int(flags)))
+
+
 def mount(
     source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
 ) -> None:

@@ -7,6 +7,7 @@ a sandboxed agent through an inherited descriptor. See ``docs/mcp.md``.
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from glove.egress import helper as relay
     from glove.mcp._audit_sink import MediationAudit
     from glove.mcp._channel import (
         CONNECTION_BYTE,
@@ -114,12 +115,19 @@ _LAZY: dict[str, str] = {
 }
 
 
+#: Public modules kept under a former name: ``glove.mcp.relay`` is the in-sandbox helper's
+#: MCP-only mode now (one helper for MCP and egress).
+_MODULES: dict[str, str] = {"relay": "glove.egress.helper"}
+
+
 def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name in _MODULES:
+        return importlib.import_module(_MODULES[name])
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'glove.mcp' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(module), name)
 
 
@@ -169,6 +177,7 @@ __all__ = [
     "parse_listen",
     "prepare_guest_dir",
     "prestart",
+    "relay",
     "serve",
     "serve_http",
     "socket_streams",

@@ -8,7 +8,8 @@ end and passes the other into the sandbox as descriptor :data:`GUEST_CHANNEL_FD`
 private directory (mode 0700, removed afterwards) holding two standard-library scripts
 and nothing else is bound **read-only** at :data:`GUEST_DIR`:
 
-* ``/opt/glove/glove-relay`` (:mod:`glove.mcp.relay`) is the sandbox's command: it
+* ``/opt/glove/glove-relay`` (the in-sandbox helper :mod:`glove.egress.helper` in its
+  MCP-only mode, chosen by that name) is the sandbox's command: it
   listens on the abstract name ``@glove-mcp`` inside the sandbox's own network namespace,
   starts the agent (which inherits neither the channel nor the listener), and sends each
   accepted connection to the host over the channel with ``SCM_RIGHTS``;
@@ -33,9 +34,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import socket
-import stat
 import tempfile
 from collections.abc import Callable, Coroutine
 from importlib import resources
@@ -45,6 +44,7 @@ from typing import Any, Final
 import msgspec
 
 from glove.actors import Actor
+from glove.egress import UNIX_FAMILIES, ChannelReceiver, Kind, write_helper
 from glove.mcp._service import READ_LIMIT_BYTES, Mediation
 
 _log = logging.getLogger(__name__)
@@ -57,10 +57,6 @@ ABSTRACT_NAME: Final = "@glove-mcp"
 ENV_COMMAND: Final = "GLOVE_MCP_COMMAND"
 ENV_SOCKET: Final = "GLOVE_MCP_SOCKET"
 CONNECTION_BYTE: Final = b"c"
-#: One byte per ``recvmsg``: a message is one byte carrying one descriptor.
-MESSAGE_BYTES: Final = 1
-FDS_PER_MESSAGE: Final = 1
-MAX_MESSAGES_PER_WAKEUP: Final = 16
 #: Live agent connections (MCP clients in the agent) at once; more are closed on arrival.
 MAX_AGENT_CONNECTIONS: Final = 32
 #: Refusals logged per session; later ones are only counted.
@@ -90,33 +86,11 @@ def guest_env() -> dict[str, str]:
     return {ENV_COMMAND: f"{GUEST_DIR}/{SHIM_NAME}", ENV_SOCKET: ABSTRACT_NAME}
 
 
-def _stream_socket(fd: int) -> socket.socket | None:
-    """Own ``fd``; return it as a socket if it is a connected AF_UNIX stream, else close it."""
-    try:
-        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
-            os.close(fd)
-            return None
-        sock = socket.socket(fileno=fd)
-    except OSError:
-        os.close(fd)
-        return None
-    try:
-        domain = sock.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN)
-        kind = sock.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE)
-        listening = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)
-        if domain == socket.AF_UNIX and kind == socket.SOCK_STREAM and not listening:
-            sock.getpeername()  # ENOTCONN for a socket that was never connected
-            return sock
-    except OSError:
-        pass
-    sock.close()
-    return None
-
-
-class ConnectionReceiver:
+class ConnectionReceiver(ChannelReceiver):
     """Receives agent connections that ``glove-relay`` sends over the host end of the channel.
 
-    A message is one byte (``b"c"``) carrying one descriptor (``SCM_RIGHTS``). A descriptor
+    The one descriptor receiver (:class:`glove.egress.ChannelReceiver`) with one kind: a
+    message is one byte (``b"c"``) carrying one descriptor (``SCM_RIGHTS``). A descriptor
     that is not a connected ``AF_UNIX`` stream socket, a message without exactly one
     descriptor or whose descriptors were cut (``MSG_CTRUNC``), or a connection beyond
     ``max_connections`` live ones is closed and logged, never served. Every descriptor
@@ -133,82 +107,33 @@ class ConnectionReceiver:
         max_connections: int = MAX_AGENT_CONNECTIONS,
     ) -> None:
         """Take ownership of ``channel`` (the host end); call :meth:`start` to begin."""
-        self._channel = channel
-        self._on_connection = on_connection
-        self._live = live_connections
-        self._max = max_connections
-        self.accepted = 0
-        self.refused = 0
-        self.closed = asyncio.Event()
-        self._loop: asyncio.AbstractEventLoop | None = None
 
-    def start(self) -> None:
-        """Start reading the channel on the running loop."""
-        self._channel.setblocking(False)
-        self._loop = asyncio.get_running_loop()
-        self._loop.add_reader(self._channel.fileno(), self._on_readable)
+        def take(kind: bytes, sock: socket.socket) -> None:
+            del kind  # always CONNECTION_BYTE: the only kind registered
+            on_connection(sock)
 
-    def close(self) -> None:
-        """Stop reading and close the channel (idempotent)."""
-        if self.closed.is_set():
-            return
-        if self._loop is not None:
-            self._loop.remove_reader(self._channel.fileno())
-        self._channel.close()
-        self.closed.set()
-
-    def _on_readable(self) -> None:
-        for _ in range(MAX_MESSAGES_PER_WAKEUP):
-            try:
-                data, fds, flags, _ = socket.recv_fds(self._channel, MESSAGE_BYTES, FDS_PER_MESSAGE)
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                _log.warning("the relay channel failed: %s", exc)
-                self.close()
-                return
-            if not data and not fds:
-                self.close()  # the relay exited: no more connections
-                return
-            self._take(data, fds, flags)
-
-    def _take(self, data: bytes, fds: list[int], flags: int) -> None:
-        if flags & socket.MSG_CTRUNC or len(fds) != FDS_PER_MESSAGE or data != CONNECTION_BYTE:
-            for fd in fds:
-                os.close(fd)
-            self._refuse("a malformed message (not one byte with one descriptor)")
-            return
-        sock = _stream_socket(fds[0])
-        if sock is None:
-            self._refuse("a descriptor that is not a connected Unix stream socket")
-            return
-        if self._live() >= self._max:
-            sock.close()
-            self._refuse(f"a connection beyond the limit of {self._max}")
-            return
-        self.accepted += 1
-        self._on_connection(sock)
-
-    def _refuse(self, what: str) -> None:
-        self.refused += 1
-        if self.refused <= MAX_REFUSALS_LOGGED:
-            _log.warning("refused %s from the sandbox", what)
+        super().__init__(
+            channel,
+            {CONNECTION_BYTE: Kind(UNIX_FAMILIES, take)},
+            live=live_connections,
+            max_live=max_connections,
+        )
 
 
 def prepare_guest_dir(*, relay: bool = True) -> Path:
     """Create the private host directory bound read-only at :data:`GUEST_DIR` (0700).
 
-    Without ``relay`` (network ``proxy``: the egress helper relays MCP itself, ``glove-egress
-    --mcp``) only the shim is written.
+    With ``relay`` the in-sandbox helper (:func:`glove.egress.write_helper`) is written as
+    ``glove-relay``, the name that starts its MCP-only mode. Without it (network ``proxy``:
+    the egress helper relays MCP itself, ``glove-egress --mcp``) only the shim is written.
     """
     private = Path(tempfile.mkdtemp(prefix="glove-run-"))
     private.chmod(0o700)
-    package = resources.files("glove.mcp")
-    files = [("shim.py", SHIM_NAME)] + ([("relay.py", RELAY_NAME)] if relay else [])
-    for source, name in files:
-        target = private / name
-        target.write_bytes(package.joinpath(source).read_bytes())
-        target.chmod(0o555)
+    shim = private / SHIM_NAME
+    shim.write_bytes(resources.files("glove.mcp").joinpath("shim.py").read_bytes())
+    shim.chmod(0o555)
+    if relay:
+        write_helper(private, RELAY_NAME)
     return private
 
 

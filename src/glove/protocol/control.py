@@ -28,37 +28,26 @@ from typing import Annotated, Any, Final, Literal, TypeVar
 import msgspec
 
 from glove.protocol._json import loads_strict
-from glove.protocol.errors import DuplicateKey, InvalidParams, MalformedFrame
 
-PROTOCOL_VERSION: Final = 1
-#: The largest request frame accepted. A plan (at most 64 KiB) fits inside ``params`` with
-#: room for its envelope; strict JSON decoding runs on the daemon's event loop, so the cap
-#: bounds how long one frame can hold the loop (about 5 ms for a 256 KiB frame, 5x plain
-#: ``json.loads``, measured in ``benchmarks/control``).
-CONTROL_MAX_REQUEST_BYTES: Final = 256 * 1024
-#: The largest response or event frame the server sends (a ``diag.tree`` of many sessions).
-CONTROL_MAX_RESPONSE_BYTES: Final = 1024 * 1024
-#: The largest control frame of either direction (what a reader of both must accept).
-CONTROL_MAX_FRAME_BYTES: Final = CONTROL_MAX_RESPONSE_BYTES
-#: A frame must complete this long after its first byte (slowloris).
-CONTROL_READ_DEADLINE_S: Final = 5.0
-#: A connection with nothing in flight is closed after this long without a frame.
-CONTROL_IDLE_DEADLINE_S: Final = 300.0
-#: A new connection must have sent a complete ``hello`` this long after it was accepted.
-CONTROL_HELLO_DEADLINE_S: Final = 5.0
-#: Request ids are positive and exactly representable as a JSON number in every language.
-MAX_REQUEST_ID: Final = 2**53 - 1
-MAX_METHOD_CHARS: Final = 64
-#: The longest deadline a request may ask for (each method also has its own maximum).
-MAX_DEADLINE_MS: Final = 24 * 3600 * 1000
-#: Error messages longer than this are cut (a message may quote a peer's input).
-MAX_ERROR_MESSAGE_CHARS: Final = 1024
-#: The longest ``path`` reported in an ``invalid_params`` error.
-MAX_ERROR_PATH_CHARS: Final = 256
-MAX_SECRET_CHARS: Final = 256
-MAX_CLIENT_NAME_CHARS: Final = 128
-#: The shape of an error code: stable, lowercase, snake_case.
-ERROR_CODE_PATTERN: Final = r"^[a-z][a-z0-9_]{0,63}$"
+# The limits live in _limits (no msgspec); every name stays importable from here too.
+from glove.protocol._limits import (  # noqa: F401 - re-exported
+    CONTROL_HELLO_DEADLINE_S,
+    CONTROL_IDLE_DEADLINE_S,
+    CONTROL_MAX_FRAME_BYTES,
+    CONTROL_MAX_REQUEST_BYTES,
+    CONTROL_MAX_RESPONSE_BYTES,
+    CONTROL_READ_DEADLINE_S,
+    ERROR_CODE_PATTERN,
+    MAX_CLIENT_NAME_CHARS,
+    MAX_DEADLINE_MS,
+    MAX_ERROR_MESSAGE_CHARS,
+    MAX_ERROR_PATH_CHARS,
+    MAX_METHOD_CHARS,
+    MAX_REQUEST_ID,
+    MAX_SECRET_CHARS,
+    PROTOCOL_VERSION,
+)
+from glove.protocol.errors import DuplicateKey, InvalidParams, MalformedFrame
 
 RequestId = Annotated[int, msgspec.Meta(ge=1, le=MAX_REQUEST_ID)]
 MethodName = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_METHOD_CHARS)]

@@ -57,6 +57,7 @@ MEASURED_MODULES: Final = (
     "glove.protocol",
     "glove.protocol._frames",
     "glove.protocol._json",
+    "glove.protocol._limits",
     "glove.protocol.control",
     "glove.protocol.errors",
     "glove.remote",

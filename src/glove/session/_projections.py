@@ -8,8 +8,17 @@ unprivileged one cannot ``fsopen`` in its own user namespace, so the sandbox's i
 it in its own, hashing the bytes again while it copies them. In the init each projection
 parks its tmpfs in the old root and mounts the copy at its target read-only, nosuid,
 nodev, noexec (:class:`SessionProjection` is the ``glove.container.FileProjection`` the
-sandbox calls). Every refusal is a :class:`ProjectionRefused` with its code; nothing of
-the projection is mounted then, and no descriptor of it reaches the command.
+sandbox calls).
+
+Where ``fsopen`` is missing or filtered (:func:`glove.library.freeze_method_here`, probed
+once) the copy is frozen by the init with the library's fallback instead, root or not: a
+tmpfs ``mount(2)``-ed on the parking directory (0700, in the init's private mount
+namespace, in the old root that is detached after ``pivot_root``), bound at the target and
+remounted read-only, nosuid, nodev, noexec. The method is decided at prepare, so the launch
+binding and the receipt name the one the init uses (it uses no other).
+
+Every refusal is a :class:`ProjectionRefused` with its code; nothing of the projection is
+mounted then, and no descriptor of it reaches the command.
 """
 
 from __future__ import annotations
@@ -21,11 +30,13 @@ from typing import Any, Final
 from glove.library import (
     FREEZE_DETACHED_TMPFS,
     MOUNT_FLAGS,
+    FreezeBatch,
     FrozenProjection,
     Library,
     LibraryError,
     OpenedBundle,
     freeze,
+    freeze_method_here,
     read_verified,
 )
 from glove.plan import ResolvedProjection
@@ -55,11 +66,16 @@ class SessionProjection:
         resolved: ResolvedProjection,
         opened: OpenedBundle,
         frozen: FrozenProjection | None,
+        method: str = FREEZE_DETACHED_TMPFS,
     ) -> None:
-        """Take ownership of ``opened`` and ``frozen``."""
+        """Take ownership of ``opened`` and ``frozen``; ``method`` is the freeze method the
+        init uses when ``frozen`` is None."""
         self.resolved = resolved
+        self.method = frozen.freeze_method if frozen is not None else method
         self._opened: OpenedBundle | None = opened
         self._frozen = frozen
+        #: The session's projections, frozen together in one tmpfs by the first to park.
+        self.batch: list[SessionProjection] = [self]
 
     @property
     def target(self) -> str:
@@ -83,10 +99,23 @@ class SessionProjection:
                     raise ProjectionRefused(
                         "projection_unavailable", "the projection was closed before its launch"
                     )
-                self._frozen = freeze(self._opened)
+                _freeze_together(self.batch, directory)
+            assert self._frozen is not None
             self._frozen.park(directory)
         except LibraryError as exc:
             self.close()
+            raise self._refused(exc) from exc
+
+    def verify(self) -> None:
+        """Hash the opened bundle (an unprivileged gloved at prepare; the init hashes again).
+
+        Raises:
+            ProjectionRefused: its bytes are refused.
+        """
+        assert self._opened is not None
+        try:
+            read_verified(self._opened)
+        except LibraryError as exc:
             raise self._refused(exc) from exc
 
     def attach(self, root_fd: int) -> None:
@@ -121,15 +150,63 @@ class SessionProjection:
             "digest": self.resolved.digest,
             "size": self.resolved.size,
             "mount_flags": list(MOUNT_FLAGS),
-            "freeze_method": FREEZE_DETACHED_TMPFS,
+            "freeze_method": self.method,
         }
+
+
+def _freeze_together(batch: list[SessionProjection], directory: str | None) -> None:
+    """Freeze every projection of ``batch`` not frozen yet: with the new mount API all in
+    one detached tmpfs (one ``fsopen``/``fsmount``/seal for the session, one superblock to
+    tear down), else each with the fallback in ``directory`` (the init's parking one).
+
+    Raises:
+        ProjectionRefused: one is refused (nothing frozen is kept then).
+    """
+    pending = [p for p in batch if p._frozen is None]
+    for projection in pending:
+        if projection._opened is None:
+            raise ProjectionRefused(
+                "projection_unavailable", "the projection was closed before its launch"
+            )
+    if not pending:
+        return
+    method = pending[0].method
+    if method != FREEZE_DETACHED_TMPFS:
+        for projection in pending:
+            assert projection._opened is not None
+            try:
+                projection._frozen = freeze(
+                    projection._opened, fallback_dir=directory, method=method
+                )
+            except LibraryError as exc:
+                raise projection._refused(exc) from exc
+        return
+    try:
+        together = FreezeBatch([p.resolved.size for p in pending])
+    except LibraryError as exc:
+        raise pending[0]._refused(exc) from exc
+    try:
+        for projection in pending:
+            assert projection._opened is not None
+            try:
+                together.add(projection._opened)
+            except LibraryError as exc:
+                raise projection._refused(exc) from exc
+        try:
+            frozen = together.seal()
+        except LibraryError as exc:
+            raise pending[0]._refused(exc) from exc
+    finally:
+        together.close()
+    for projection, copy in zip(pending, frozen, strict=True):
+        projection._frozen = copy
 
 
 def prepare_projections(
     library: Library | None, resolved: tuple[ResolvedProjection, ...]
 ) -> list[SessionProjection]:
     """Resolve and verify every projection (blocking: run it off the loop); freeze each
-    copy too when this process may (root).
+    copy too when this process may (root, with the new mount API; else the init does).
 
     Raises:
         ProjectionRefused: one is refused (its code says why); none is left open.
@@ -140,6 +217,7 @@ def prepare_projections(
         raise ProjectionRefused(
             "projection_unavailable", "this gloved has no library store", alias=resolved[0].alias
         )
+    method = freeze_method_here()
     made: list[SessionProjection] = []
     try:
         for item in resolved:
@@ -149,16 +227,14 @@ def prepare_projections(
                 raise ProjectionRefused(
                     exc.code, f"projection {item.alias!r}: {exc}", alias=item.alias
                 ) from exc
-            try:
-                frozen = freeze(opened) if os.geteuid() == 0 else None
-                if frozen is None:
-                    read_verified(opened)  # refused here, with its code; the init hashes again
-            except LibraryError as exc:
-                opened.close()
-                raise ProjectionRefused(
-                    exc.code, f"projection {item.alias!r}: {exc}", alias=item.alias
-                ) from exc
-            made.append(SessionProjection(item, opened, frozen))
+            made.append(SessionProjection(item, opened, None, method))
+        for projection in made:
+            projection.batch = made
+        if os.geteuid() == 0 and method == FREEZE_DETACHED_TMPFS:
+            _freeze_together(made, None)
+        else:
+            for projection in made:
+                projection.verify()  # refused here, with its code; the init hashes again
     except BaseException:
         for projection in made:
             projection.close()

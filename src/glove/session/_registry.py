@@ -250,6 +250,15 @@ async def _release_tools(session_id: str, tools: SessionTools) -> None:
         _log.exception("session %s: its tools did not close", session_id)
 
 
+def _journaled_projections(record: SessionRecord) -> list[dict[str, Any]] | None:
+    """What the durable ``composed`` step says was to be mounted (None before it: then
+    nothing of the session was mounted or launched)."""
+    listed = record.details.get("projections")
+    if not isinstance(listed, list):
+        return None
+    return [dict(item) for item in listed if isinstance(item, dict)]
+
+
 def _close_all(projections: list[SessionProjection]) -> None:
     """Close every projection (blocking: an unparked tmpfs's close waits for the kernel)."""
     for projection in projections:
@@ -517,6 +526,7 @@ class SessionRegistry(Actor):
                 audit=audit,
                 transcript=transcript,
                 evaluation=entry,
+                projections=_journaled_projections(record),
             )
             seq = await self._append_terminal(record, payload)
             evaluation = entry["outcome"] if entry is not None else None
@@ -813,7 +823,10 @@ class SessionRegistry(Actor):
             if tools is not None:
                 spec = tools.apply(spec, proxy=validated.egress is not None)
             binding = launch_binding(spec, record.sha256, record.blake3, exposures, mounted)
-            await self._move(record, "composed", {"launch_binding": binding})
+            composed: dict[str, Any] = {"launch_binding": binding}
+            if mounted:  # durable before the launch: a recovered receipt still lists them
+                composed["projections"] = mounted
+            await self._move(record, "composed", composed)
         except BaseException:
             if tools is not None:  # nobody else holds them yet: release them here
                 await _release_tools(record.session_id, tools)
@@ -1156,6 +1169,7 @@ class SessionRegistry(Actor):
                 launched_ns=run.launched_ns,
                 ended_ns=time.time_ns(),
                 evaluation=evaluation,
+                projections=[projection.receipt() for projection in run.projections],
             )
         except BaseException:  # cancelled: the registry is stopping
             if run.tools is not None:

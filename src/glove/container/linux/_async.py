@@ -14,10 +14,11 @@ milliseconds it takes), then watches every descriptor of the sandbox from the lo
   completes (the only backpressure the command feels is its consumer's own);
 * host **stdin**, pumped into the command when it cannot be handed over directly.
 
-Timers on the loop enforce the wall-clock limit and poll a cgroup's CPU usage; every kill
-is SIGKILL to the init of the pid namespace. When the init is gone the outputs are drained
-for a short grace, and the pure core (:mod:`glove.container._verdict`) decides the result,
-exactly as the blocking supervisor of ``glove exec`` does.
+When to kill, poll the limits or finish is decided by the monitor core
+(:mod:`glove.container._monitor`), exactly as for the blocking supervisor of ``glove
+exec``: this shell tells it each event and keeps one timer on the loop at its next
+deadline. Every kill is SIGKILL to the init of the pid namespace; when the init is gone the
+outputs are drained for a short grace, and the core decides the result.
 """
 
 from __future__ import annotations
@@ -33,11 +34,18 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from typing import Final
 
-from glove.container._observe import DenialTable, OomWatch, OutputCap
-from glove.container._result import Durations, SandboxResult
+from glove.container._monitor import (
+    CPU_POLL_INTERVAL_S,
+    DRAIN_GRACE_S,
+    MAX_STDIN_BUFFER_BYTES,
+    STDIN_CHUNK_BYTES,
+    STOP_GRACE_S,
+    Action,
+    Monitor,
+    setup_error,
+)
+from glove.container._result import SandboxResult
 from glove.container._spec import FileProjection, SandboxSpec
-from glove.container._status import StatusDecoder, StatusLineError
-from glove.container._verdict import Observed, decide
 from glove.container.errors import SandboxSetupError
 from glove.container.linux._events import (
     ListenerGone,
@@ -45,9 +53,11 @@ from glove.container.linux._events import (
     Wiring,
     adopt_terminal,
     answer_denial,
-    note_status,
-    nproc_reached,
+    carry_out,
+    drain_status,
+    group_facts,
     read_output,
+    read_status,
     receive_listener,
     wire_stdio,
 )
@@ -59,18 +69,19 @@ from glove.container.linux._launcher_client import (
 )
 from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize
 from glove.container.linux._unix_gate import ConnectGate
-from glove.exits import EXIT_SETUP_FAILED, EXIT_SIGNAL_BASE
+from glove.exits import EXIT_SIGNAL_BASE
 
-#: How often the CPU watchdog samples the group's usage.
-CPU_POLL_INTERVAL_S: Final = 0.05
-#: How long output is still drained after the init has exited.
-DRAIN_GRACE_S: Final = 0.5
-#: Host stdin bytes buffered for a command that is not reading yet.
-MAX_STDIN_BUFFER_BYTES: Final = 256 * 1024
+__all__ = [  # the constants live in the core; these names stay importable from here
+    "CPU_POLL_INTERVAL_S",
+    "DRAIN_GRACE_S",
+    "MAX_STDIN_BUFFER_BYTES",
+    "STDIN_CHUNK_BYTES",
+    "AsyncSandbox",
+    "OutputHandler",
+]
+
 #: How long a PTY launch waits for the init to send its terminal.
 TERMINAL_WAIT_S: Final = 10.0
-#: Bytes of stdin read per wakeup.
-STDIN_CHUNK_BYTES: Final = 64 * 1024
 
 OutputHandler = Callable[[Stream, bytes], Awaitable[None] | None]
 """``on_output(stream, data)``: may return an awaitable; reading that stream then waits."""
@@ -139,23 +150,17 @@ class AsyncSandbox:
         self._done: asyncio.Future[SandboxResult] = self._loop.create_future()
         self._process: SandboxProcess | None = None
         self._wiring: Wiring | None = None
-        self._output = OutputCap(spec.limits.output)
-        self._oom = OomWatch()
-        self._denied = DenialTable()
-        self._status = StatusDecoder()
-        self._observed = Observed()
+        self._monitor: Monitor | None = None
         self._started = time.monotonic()
-        self._open_outputs: set[int] = set()
         self._reading: set[int] = set()
         self._watched: set[int] = set()
         self._listener: int | None = None
         self._gate: ConnectGate | None = None
-        self._timers: list[asyncio.TimerHandle] = []
-        self._exited = False
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
         self._stdin_buffer = bytearray()
         self._stdin_eof = False
         self._tasks: set[asyncio.Task[None]] = set()
-        self._channel_broke: str | None = None
         self._released = False
 
     # -- public -----------------------------------------------------------------------------
@@ -218,6 +223,14 @@ class AsyncSandbox:
         except BaseException:
             self._wiring.close()
             raise
+        limits = self.spec.limits
+        process = self._process
+        self._monitor = Monitor(
+            output_cap=limits.output,
+            wall_time=limits.wall_time,
+            released=process.released,
+            polled=process.cgroups is not None or process.nproc_limit is not None,
+        )
         self._wiring.close_child_ends()
         if self.spec.pty:
             adopt_terminal(self._wiring, self._process, pump_stdin=self._stdin is not None)
@@ -233,16 +246,18 @@ class AsyncSandbox:
 
     def kill(self) -> None:
         """Cancel: kill the whole tree now; the result says ``cancelled by the caller``."""
-        if self._process is not None and not self._exited:
-            self._observed.cancelled = True
-            self._process.kill()
+        if self._monitor is not None:
+            self._act(self._monitor.cancel())
 
     def send_signal(self, signum: int) -> None:
         """Send ``signum`` to the sandbox's init (``SandboxProcess.send_signal`` says where
         it passes each on: INT, QUIT and HUP to the command's process group, TSTP and CONT
         to the whole tree)."""
-        if self._process is not None and not self._exited:
+        if self._process is not None and self._running():
             self._process.send_signal(signum)
+
+    def _running(self) -> bool:
+        return self._monitor is not None and self._monitor.phase == "running"
 
     def write_input(self, data: bytes) -> int:
         """Write to the command's terminal or stdin pump target without blocking; return the
@@ -260,10 +275,10 @@ class AsyncSandbox:
     # -- watching ---------------------------------------------------------------------------
 
     def _watch(self) -> None:
-        process, wiring = self._process, self._wiring
+        process, wiring, monitor = self._process, self._wiring, self._monitor
         assert process is not None
         assert wiring is not None
-        loop = self._loop
+        assert monitor is not None
         if isinstance(process, RemoteSandboxProcess):
             pidfd = process.pidfd
             process.when_reaped(lambda: self._on_exit(pidfd))  # the launcher reaps it
@@ -275,9 +290,9 @@ class AsyncSandbox:
             if process.unix_gate:
                 self._gate = ConnectGate()
             self._add_reader(process.notify_channel, self._on_notify_channel)
-        for fd in wiring.outputs:
+        for fd, stream in wiring.outputs.items():
             os.set_blocking(fd, False)
-            self._open_outputs.add(fd)
+            monitor.add_output(fd, oom_watched=stream in ("stderr", "pty"))
             self._resume_output(fd)
         if wiring.stdin_target is not None and self._stdin is not None:
             try:
@@ -285,13 +300,7 @@ class AsyncSandbox:
             except (ValueError, OSError, PermissionError):
                 self._stdin_eof = True  # not pollable (a regular file): nothing to pump
                 self._maybe_close_stdin()
-        wall = self.spec.limits.wall_time
-        if wall is not None:
-            delay = max(0.0, process.released + wall - time.monotonic())
-            self._timers.append(loop.call_later(delay, self._kill_for, "wall_time"))
-        if process.cgroups is not None or process.nproc_limit is not None:
-            # CPU time, an OOM kill, a refused fork; the tree's size against RLIMIT_NPROC
-            self._timers.append(loop.call_later(CPU_POLL_INTERVAL_S, self._poll_cpu))
+        self._reschedule()
 
     def _add_reader(self, fd: int, callback: Callable[[int], None]) -> None:
         self._loop.add_reader(fd, callback, fd)
@@ -302,57 +311,52 @@ class AsyncSandbox:
             self._loop.remove_reader(fd)
             self._watched.discard(fd)
 
-    def _kill_for(self, reason: str) -> None:
-        if self._exited or self._process is None:
+    def _act(self, actions: list[Action]) -> None:
+        """Carry out the monitor's actions; keep the one timer at its next deadline."""
+        monitor, process = self._monitor, self._process
+        if monitor is None or process is None or self._done.done():
             return
-        if self._observed.kill_reason is None:
-            self._observed.kill_reason = reason
-        self._process.kill()
+        if carry_out(monitor, process, actions):
+            self._finish()
+        else:
+            self._reschedule()
 
-    def _poll_cpu(self) -> None:
-        process = self._process
-        if self._exited or process is None:
+    def _reschedule(self) -> None:
+        monitor = self._monitor
+        deadline = monitor.next_deadline() if monitor is not None else None
+        if deadline == self._timer_at and (deadline is None or self._timer is not None):
             return
-        reached = process.cgroups.reached() if process.cgroups is not None else None
-        if reached is None and nproc_reached(process):
-            reached = "pids"  # the tree is at its RLIMIT_NPROC: the next fork fails
-        if reached is not None:
-            self._kill_for(reached)
-            return
-        self._timers.append(self._loop.call_later(CPU_POLL_INTERVAL_S, self._poll_cpu))
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_at = deadline
+        if deadline is not None:
+            delay = max(0.0, deadline - time.monotonic())
+            self._timer = self._loop.call_later(delay, self._on_deadline)
+
+    def _on_deadline(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        if self._monitor is not None:
+            self._act(self._monitor.deadline_reached(time.monotonic()))
 
     def _on_exit(self, fd: int) -> None:
-        process = self._process
+        process, monitor = self._process, self._monitor
         assert process is not None
+        assert monitor is not None
         if process.poll() is None:
             return  # spurious wakeup
         self._remove_reader(fd)
-        self._exited = True
-        for timer in self._timers:
-            timer.cancel()
-        self._timers = [self._loop.call_later(DRAIN_GRACE_S, self._finish)]
-        self._maybe_finish()
+        self._act(monitor.child_exited(time.monotonic()))
 
     def _on_status(self, fd: int) -> None:
-        try:
-            chunk = os.read(fd, 4096)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        try:
-            if chunk:
-                messages = self._status.feed(chunk)
-            else:
-                self._remove_reader(fd)
-                messages = self._status.close()
-        except StatusLineError as exc:
+        process, monitor = self._process, self._monitor
+        assert process is not None
+        assert monitor is not None
+        more, actions = read_status(monitor, process, fd)
+        if not more:
             self._remove_reader(fd)
-            self._channel_broke = str(exc)
-            return
-        if self._process is not None:
-            note_status(self._process, messages)
-        self._observed.messages.extend(messages)
+        self._act(actions)
 
     def _on_notify_channel(self, fd: int) -> None:
         self._remove_reader(fd)
@@ -367,17 +371,18 @@ class AsyncSandbox:
         except ListenerGone:
             self._remove_reader(fd)
             return
-        if denial is not None:
-            self._denied.record(*denial)
+        if denial is not None and self._monitor is not None:
+            self._monitor.denial(*denial)
         self._record_refused_connects()
 
     def _record_refused_connects(self) -> None:
-        if self._gate is not None:
+        if self._gate is not None and self._monitor is not None:
             for args in self._gate.take_refused():
-                self._denied.record("connect", args)
+                self._monitor.denial("connect", args)
 
     def _resume_output(self, fd: int) -> None:
-        if fd in self._open_outputs and fd not in self._reading:
+        monitor = self._monitor
+        if monitor is not None and fd in monitor.open_outputs and fd not in self._reading:
             self._reading.add(fd)
             self._add_reader(fd, self._on_output_ready)
 
@@ -388,26 +393,23 @@ class AsyncSandbox:
             chunk = b""
         if chunk is None:
             return
+        monitor = self._monitor
+        assert monitor is not None
         if not chunk:
             self._remove_reader(fd)
             self._reading.discard(fd)
-            self._open_outputs.discard(fd)
-            self._maybe_finish()
+            self._act(monitor.output_closed(fd))
             return
-        self._deliver(fd, chunk)
+        self._deliver(monitor, fd, chunk)
 
-    def _deliver(self, fd: int, chunk: bytes) -> None:
+    def _deliver(self, monitor: Monitor, fd: int, chunk: bytes) -> None:
         wiring = self._wiring
         assert wiring is not None
-        stream = wiring.outputs[fd]
-        if stream in ("stderr", "pty"):
-            self._oom.feed(chunk)
-        allowed = self._output.admit(chunk)
-        if self._output.truncated:
-            self._kill_for("output")
+        allowed, actions = monitor.output(fd, chunk)
+        self._act(actions)
         if not allowed:
             return
-        pending = self._on_output(stream, allowed)
+        pending = self._on_output(wiring.outputs[fd], allowed)
         if pending is not None:
             # Backpressure: stop reading this stream until its consumer has taken it.
             self._remove_reader(fd)
@@ -484,78 +486,48 @@ class AsyncSandbox:
 
     # -- the end ----------------------------------------------------------------------------
 
-    def _maybe_finish(self) -> None:
-        if self._exited and not self._open_outputs and not self._tasks:
-            self._finish()
-
     def _finish(self) -> None:
         if self._done.done():
             return
-        process, wiring = self._process, self._wiring
+        process, wiring, monitor = self._process, self._wiring, self._monitor
         assert process is not None
         assert wiring is not None
-        for timer in self._timers:
-            timer.cancel()
+        assert monitor is not None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for fd in list(self._watched):
             self._remove_reader(fd)
-        for fd in list(self._open_outputs):
+        for fd in monitor.open_outputs:
             with contextlib.suppress(OSError):
                 while chunk := read_output(fd):
-                    self._deliver_final(fd, chunk)
-        with contextlib.suppress(OSError, StatusLineError):
-            while chunk := os.read(process.status_fd, 4096):
-                self._observed.messages.extend(self._status.feed(chunk))
-            self._observed.messages.extend(self._status.close())
-        result = self._decide(process)
+                    self._deliver_final(monitor, fd, chunk)
+        drain_status(monitor, process)
+        self._record_refused_connects()
+        result = monitor.result(
+            self.spec,
+            process.plans,
+            groups=group_facts(process),
+            init_wait_status=process.reaped_status,
+            started=self._started,
+            now=time.monotonic(),
+            strerror=os.strerror,
+        )
         self._release()
         self._done.set_result(result)
 
-    def _deliver_final(self, fd: int, chunk: bytes) -> None:
+    def _deliver_final(self, monitor: Monitor, fd: int, chunk: bytes) -> None:
         """After the grace: count what is left and hand it over without waiting."""
         wiring = self._wiring
         assert wiring is not None
-        if wiring.outputs[fd] in ("stderr", "pty"):
-            self._oom.feed(chunk)
-        allowed = self._output.admit(chunk)
+        allowed = monitor.final_output(fd, chunk)
         if allowed:
             pending = self._on_output(wiring.outputs[fd], allowed)
             if pending is not None and asyncio.iscoroutine(pending):
                 pending.close()  # nobody will wait any more: the bytes were counted
 
-    def _decide(self, process: SandboxProcess) -> SandboxResult:
-        observed = self._observed
-        broke = self._channel_broke
-        if broke is not None:
-            return SandboxResult(
-                outcome="setup_error",
-                exit_code=EXIT_SETUP_FAILED,
-                error=f"the sandbox's status channel broke: {broke}",
-                durations=Durations(total_s=round(time.monotonic() - self._started, 6)),
-            )
-        self._record_refused_connects()
-        observed.denied = self._denied.counts
-        observed.expected = self._denied.expected
-        observed.output_bytes = self._output.total
-        observed.output_truncated = self._output.truncated
-        observed.oom_seen = self._oom.seen
-        if process.cgroups is not None:
-            observed.memory_oom_killed = process.cgroups.memory_oom_killed()
-            observed.pids_hit = process.cgroups.pids_hit()
-            observed.cpus_throttled = process.cgroups.cpu_throttled()
-        observed.init_wait_status = process.reaped_status
-        observed.setup_s = process.released - self._started
-        observed.total_s = time.monotonic() - self._started
-        return decide(observed, self.spec, process.plans, strerror=os.strerror)
-
     def _finish_now(self, error: str) -> None:
-        self._done.set_result(
-            SandboxResult(
-                outcome="setup_error",
-                exit_code=EXIT_SETUP_FAILED,
-                error=error,
-                durations=Durations(total_s=round(time.monotonic() - self._started, 6)),
-            )
-        )
+        self._done.set_result(setup_error(error, time.monotonic() - self._started))
 
     def _release(self) -> None:
         """Close what this shell owns: the process (kill, reap, cgroups), pipes, listener."""
@@ -579,7 +551,7 @@ class AsyncSandbox:
         if self._process is not None:
             self._process.close()
 
-    async def stop(self, grace_s: float = 5.0) -> SandboxResult:
+    async def stop(self, grace_s: float = STOP_GRACE_S) -> SandboxResult:
         """Kill the tree and wait (up to ``grace_s``) for it to end and drain; the result
         says it was cancelled. Past the grace, :meth:`close` forces the end."""
         self.kill()
@@ -596,13 +568,13 @@ class AsyncSandbox:
         The reap may block briefly (the kernel ends the pid namespace first): prefer
         :meth:`stop`, which waits for the exit on the loop.
         """
-        if self._process is not None and not self._exited:
-            self._observed.cancelled = True
-            self._process.kill()
+        if self._monitor is not None and self._process is not None:
+            carry_out(self._monitor, self._process, self._monitor.cancel())
         for fd in list(self._watched):
             self._remove_reader(fd)
-        for timer in self._timers:
-            timer.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if not self._done.done():
             self._done.set_result(
                 SandboxResult(

@@ -16,19 +16,22 @@ import signal
 import termios
 from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor
-from typing import Final
 
 from glove.container._filter import OutputFilter
+from glove.container._monitor import FLUSH_TIMEOUT_S, MAX_PENDING_OUTPUT_BYTES, SINK_WRITE_BYTES
 from glove.container._result import SandboxResult
 from glove.container._spec import SandboxSpec
 from glove.container.linux._async import AsyncSandbox
-from glove.container.linux._events import Stream
+from glove.container.linux._events import Stream, write_pending
 from glove.container.linux._pty import RawTerminal, get_winsize, set_winsize
 
-#: Output held for a slow host reader before the sandbox's stream is paused.
-MAX_PENDING_OUTPUT_BYTES: Final = 1024 * 1024
-#: Bytes written to a host fd at once (PIPE_BUF: a pipe write this size never blocks).
-SINK_WRITE_BYTES: Final = 4096
+__all__ = [  # the constants live in the monitor core; these names stay importable here
+    "MAX_PENDING_OUTPUT_BYTES",
+    "SINK_WRITE_BYTES",
+    "FdWriter",
+    "raw_terminal",
+    "run_async",
+]
 
 
 class FdWriter:
@@ -105,14 +108,11 @@ class FdWriter:
 
     def _on_writable(self, fd: int) -> None:
         pending = self._pending.get(fd, bytearray())
-        try:
-            written = os.write(fd, pending[:SINK_WRITE_BYTES])
-        except BlockingIOError:
+        alive = write_pending(fd, pending)
+        if alive is None:
             return
-        except OSError:
-            written = len(pending)  # the reader went away: drop what it will never read
+        if not alive:
             self._dead.add(fd)
-        del pending[:written]
         if not pending:
             self._loop.remove_writer(fd)
             self._watching.discard(fd)
@@ -123,7 +123,7 @@ class FdWriter:
             if future is not None and not future.done():
                 future.set_result(None)
 
-    async def flush(self, timeout_s: float = 5.0) -> None:
+    async def flush(self, timeout_s: float = FLUSH_TIMEOUT_S) -> None:
         """Write what the filters still hold, then wait (bounded) until everything queued
         is written; drop the rest after."""
         for fd, flt in self._filters.items():

@@ -4,9 +4,11 @@ Both supervisors (blocking, :mod:`._supervise`; asyncio, :mod:`._async`) wire th
 standard streams the same way and service the same descriptors: the init's pidfd, its
 status pipe, the seccomp listener it sends over the notify channel, and the output pipes or
 PTY master. These are the I/O steps they share; each supervisor only decides *when*.
-They also share what a ``ready`` report changes (:func:`note_status`) and the task count
-behind the ``rlimit-nproc-userns`` pids watchdog
-(:func:`count_tasks`, :func:`nproc_reached`).
+They also share what a ``ready`` report changes (:func:`note_status`), the task count
+behind the ``rlimit-nproc-userns`` pids watchdog (:func:`count_tasks`,
+:func:`nproc_reached`), and how the actions of the monitor core
+(:mod:`glove.container._monitor`) are carried out on a :class:`SandboxProcess`
+(:func:`carry_out`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,15 @@ import stat
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from glove.container._monitor import (
+    SINK_WRITE_BYTES,
+    STATUS_READ_BYTES,
+    Action,
+    GroupFacts,
+    Kill,
+    Monitor,
+    PollLimits,
+)
 from glove.container._spec import SandboxSpec
 from glove.container._status import Ready, StatusMessage
 from glove.container.linux import _syscalls as sc
@@ -177,6 +188,24 @@ def read_output(fd: int) -> bytes | None:
         raise
 
 
+def write_pending(sink: int, pending: bytearray) -> bool | None:
+    """Write the head of ``pending`` (at most :data:`SINK_WRITE_BYTES`, so a pipe write never
+    blocks) to the writable ``sink`` and drop what was written.
+
+    Returns None when the sink would block after all, False when its reader went away (then
+    everything pending is dropped: nobody will read it), True otherwise.
+    """
+    try:
+        written = os.write(sink, pending[:SINK_WRITE_BYTES])
+    except BlockingIOError:
+        return None
+    except OSError:
+        pending.clear()
+        return False
+    del pending[:written]
+    return True
+
+
 def receive_listener(channel: int) -> int | None:
     """Take the seccomp listener the init sends once; None when it sent none (EOF)."""
     with socket.socket(fileno=os.dup(channel)) as chan:
@@ -301,3 +330,57 @@ def host_tasks(proc: str = PROC_ROOT) -> int:
         return int(raw.split()[3].partition(b"/")[2])
     except (OSError, IndexError, ValueError):
         return UNKNOWN_HOST_TASKS
+
+
+def reached_limit(process: SandboxProcess) -> str | None:
+    """The limit the sandbox's groups say is reached (memory OOM, a refused fork, the tree's
+    CPU time), else ``pids`` when the tree is at its RLIMIT_NPROC (the next fork fails)."""
+    reached = process.cgroups.reached() if process.cgroups is not None else None
+    if reached is None and nproc_reached(process):
+        reached = "pids"
+    return reached
+
+
+def carry_out(monitor: Monitor, process: SandboxProcess, actions: list[Action]) -> bool:
+    """Do what the monitor asked (kill the tree, poll the limits); True when one of the
+    actions is :class:`~glove.container._monitor.Finish` (the shell's to do)."""
+    finish = False
+    for action in actions:
+        if isinstance(action, Kill):
+            process.kill()
+        elif isinstance(action, PollLimits):
+            reached = reached_limit(process)
+            if reached is not None:
+                finish |= carry_out(monitor, process, monitor.limit_reached(reached))
+        else:
+            finish = True
+    return finish
+
+
+def read_status(monitor: Monitor, process: SandboxProcess, fd: int) -> tuple[bool, list[Action]]:
+    """Read the status pipe once into the monitor; (False at its end, the actions)."""
+    try:
+        chunk = os.read(fd, STATUS_READ_BYTES)
+    except BlockingIOError:
+        return True, []
+    except OSError:
+        chunk = b""
+    messages, actions = monitor.status_bytes(chunk) if chunk else monitor.status_closed()
+    note_status(process, messages)
+    return bool(chunk), actions
+
+
+def drain_status(monitor: Monitor, process: SandboxProcess) -> None:
+    """At the end: what is left in the status pipe, without waiting."""
+    with contextlib.suppress(OSError):
+        while chunk := os.read(process.status_fd, STATUS_READ_BYTES):
+            monitor.status_bytes(chunk)
+    monitor.status_closed()
+
+
+def group_facts(process: SandboxProcess) -> GroupFacts | None:
+    """What the sandbox's cgroups recorded, read at the end (None without cgroups)."""
+    groups = process.cgroups
+    if groups is None:
+        return None
+    return GroupFacts(groups.memory_oom_killed(), groups.pids_hit(), groups.cpu_throttled())

@@ -510,7 +510,8 @@ def _park_projections(projections: tuple[FileProjection, ...]) -> None:
         STAGING_DIR,
         "tmpfs",
         sc.MS_NOSUID | sc.MS_NODEV | sc.MS_NOEXEC,
-        f"size={PARK_TMPFS_BYTES},nr_inodes={len(projections) + 16},mode=0700",
+        # Two directories each: the parking one, and the fallback tmpfs's mount point in it.
+        f"size={PARK_TMPFS_BYTES},nr_inodes={2 * len(projections) + 16},mode=0700",
     )
     for index, projection in enumerate(projections):
         directory = f"{STAGING_DIR}/{index}"

@@ -8,10 +8,11 @@ tree (setsid'd, double-forked and stopped descendants included). Output is count
 passed on and cut exactly at the cap; once the init is gone, draining the pipes is bounded
 by a short grace period, so an orphan holding a pipe cannot hang the launcher.
 
-What it observes is decided on by the same pure core as the asyncio shell
-(:mod:`glove.container._verdict`, :mod:`glove.container._status`,
-:mod:`glove.container._observe`); the descriptor steps they share are in :mod:`._events`.
-This shell is for the ``glove exec`` CLI; an actor owns a sandbox through :mod:`._async`.
+It is a thin driver of the monitor core (:mod:`glove.container._monitor`), as the asyncio
+shell is: it reads the descriptors and the clock, tells the core what happened and does the
+actions it gets back; the select timeout is the core's next deadline. The descriptor steps
+both shells share are in :mod:`._events`. This shell is for the ``glove exec`` CLI; an
+actor owns a sandbox through :mod:`._async`.
 """
 
 from __future__ import annotations
@@ -27,39 +28,48 @@ from collections.abc import Mapping
 from typing import Final
 
 from glove.container._filter import OutputFilter
-from glove.container._observe import DenialTable, OomWatch, OutputCap
-from glove.container._result import Durations, SandboxResult
+from glove.container._monitor import (
+    CPU_POLL_INTERVAL_S,
+    DRAIN_GRACE_S,
+    MAX_PENDING_OUTPUT_BYTES,
+    MAX_STDIN_BUFFER_BYTES,
+    SINK_WRITE_BYTES,
+    Action,
+    Monitor,
+    setup_error,
+)
+from glove.container._result import SandboxResult
 from glove.container._spec import SandboxSpec
-from glove.container._status import StatusDecoder, StatusLineError, StatusMessage
-from glove.container._verdict import Observed, decide
 from glove.container.linux._events import (
     READ_CHUNK_BYTES,
     ListenerGone,
     Wiring,
     adopt_terminal,
     answer_denial,
-    note_status,
-    nproc_reached,
+    carry_out,
+    drain_status,
+    group_facts,
     read_output,
+    read_status,
     receive_listener,
     wire_stdio,
+    write_pending,
 )
 from glove.container.linux._jobs import HOST_SIGNALS, suspend
 from glove.container.linux._launch import SandboxProcess, launch
 from glove.container.linux._pty import DEFAULT_WINSIZE, RawTerminal, get_winsize, host_terminal
 from glove.container.linux._unix_gate import ConnectGate
-from glove.exits import EXIT_SETUP_FAILED
 
-#: How often the CPU watchdog samples the group's usage.
-CPU_POLL_INTERVAL_S: Final = 0.05
-#: How long output is still drained after the init has exited.
-DRAIN_GRACE_S: Final = 0.5
-#: Output held for a slow reader before the sandbox's output pipes stop being read.
-MAX_PENDING_OUTPUT_BYTES: Final = 1024 * 1024
-#: Bytes written to a writable sink at once (PIPE_BUF: a pipe write this size never blocks).
-SINK_WRITE_BYTES: Final = 4096
-#: Host stdin bytes buffered for a command that is not reading yet.
-MAX_STDIN_BUFFER_BYTES: Final = 256 * 1024
+__all__ = [  # the constants live in the core; these names stay importable from here
+    "CPU_POLL_INTERVAL_S",
+    "DRAIN_GRACE_S",
+    "FORWARDED_HOST_SIGNALS",
+    "MAX_PENDING_OUTPUT_BYTES",
+    "MAX_STDIN_BUFFER_BYTES",
+    "SINK_WRITE_BYTES",
+    "run",
+]
+
 #: Host signals passed on to the sandbox while ``run`` supervises from the main thread
 #: (:mod:`._jobs`: TSTP stops the tree and then the launcher).
 FORWARDED_HOST_SIGNALS: Final = HOST_SIGNALS
@@ -96,11 +106,7 @@ class _Supervisor:
         self.stdout = stdout
         self.stderr = stderr
         self.filters = dict(filters or {})
-        self.output = OutputCap(spec.limits.output)
-        self.oom = OomWatch()
-        self.denied = DenialTable()
-        self.status = StatusDecoder()
-        self.observed = Observed()
+        self.monitor: Monitor | None = None
         self.cancel_fd: int | None = None
         self.listener: int | None = None
         self.gate: ConnectGate | None = None
@@ -129,41 +135,17 @@ class _Supervisor:
             self.stdin_close_at_eof = wiring.close_target_at_eof
             wiring.stdin_target = None  # the supervisor owns (and closes) it now
 
-    def _kill(self, process: SandboxProcess, reason: str) -> None:
-        if self.observed.kill_reason is None:
-            self.observed.kill_reason = reason
-        process.kill()
-
-    def _read_status(self, fd: int, process: SandboxProcess) -> bool:
-        try:
-            chunk = os.read(fd, 4096)
-        except BlockingIOError:
-            return True
-        if not chunk:
-            self._take_status(self.status.close(), process)
-            return False
-        self._take_status(self.status.feed(chunk), process)
-        return True
-
-    def _take_status(self, messages: list[StatusMessage], process: SandboxProcess) -> None:
-        note_status(process, messages)
-        self.observed.messages.extend(messages)
-
-    def _pump(self, fd: int, process: SandboxProcess) -> bool:
-        """Move one chunk from a sandbox output fd; False at end of stream."""
+    def _pump(self, monitor: Monitor, fd: int) -> tuple[bool, list[Action]]:
+        """Move one chunk from a sandbox output fd; (False at end of stream, the actions)."""
         chunk = read_output(fd)
         if chunk is None:
-            return True
+            return True, []
         if not chunk:
-            return False
-        if fd == self.oom_stream:
-            self.oom.feed(chunk)
-        allowed = self.output.admit(chunk)
+            return False, monitor.output_closed(fd)
+        allowed, actions = monitor.output(fd, chunk)
         if allowed:
             self._queue(self.sinks[fd], allowed)
-        if self.output.truncated:
-            self._kill(process, "output")
-        return True
+        return True, actions
 
     def _filtered(self, sink: int, data: bytes) -> bytes:
         """``data`` as ``sink``'s filter lets it out (all of it without a filter)."""
@@ -194,14 +176,11 @@ class _Supervisor:
 
     def _sink_writable(self, sink: int) -> None:
         pending = self.pending.get(sink, bytearray())
-        try:
-            written = os.write(sink, pending[:SINK_WRITE_BYTES])
-        except BlockingIOError:
+        alive = write_pending(sink, pending)
+        if alive is None:
             return
-        except OSError:
-            written = len(pending)  # the reader went away: drop what it will never read
+        if not alive:
             self.dead_sinks.add(sink)
-        del pending[:written]
         if not pending:
             self.selector.unregister(sink)
             self.sink_watched.discard(sink)
@@ -211,14 +190,12 @@ class _Supervisor:
                 self.selector.register(out_fd, selectors.EVENT_READ, "output")
                 self.reading.add(out_fd)
 
-    def flush(self, outputs: list[int]) -> None:
+    def flush(self, monitor: Monitor, outputs: list[int]) -> None:
         """After the sandbox is gone: read what is left in the pipes, write everything out."""
         for fd in outputs:
             with contextlib.suppress(OSError):
                 while chunk := os.read(fd, READ_CHUNK_BYTES):
-                    if fd == self.oom_stream:
-                        self.oom.feed(chunk)
-                    allowed = self.output.admit(chunk)
+                    allowed = monitor.final_output(fd, chunk)
                     if not allowed:
                         break
                     sink = self.sinks[fd]
@@ -295,35 +272,24 @@ class _Supervisor:
         if self.listener is not None:
             self.selector.register(self.listener, selectors.EVENT_READ, "notify")
 
-    def _answer_denials(self, listener: int) -> None:
+    def _answer_denials(self, monitor: Monitor, listener: int) -> None:
         try:
             denial = answer_denial(listener, self.gate)
         except ListenerGone:
             self.selector.unregister(listener)
             return
         if denial is not None:
-            self.denied.record(*denial)
-        self._record_refused_connects()
+            monitor.denial(*denial)
+        self._record_refused_connects(monitor)
 
-    def _record_refused_connects(self) -> None:
+    def _record_refused_connects(self, monitor: Monitor) -> None:
         if self.gate is not None:
             for args in self.gate.take_refused():
-                self.denied.record("connect", args)
+                monitor.denial("connect", args)
 
-    def _check_watchdogs(self, process: SandboxProcess, deadline: float | None) -> None:
-        now = time.monotonic()
-        if deadline is not None and now >= deadline:
-            self._kill(process, "wall_time")
-        reached = process.cgroups.reached() if process.cgroups is not None else None
-        if reached is not None:  # memory OOM, a refused fork, or the tree's CPU time
-            self._kill(process, reached)
-        elif nproc_reached(process):  # the tree is at its RLIMIT_NPROC: the next fork fails
-            self._kill(process, "pids")
-
-    def supervise(  # noqa: PLR0912, PLR0915 - one select loop; branches are its event kinds
-        self, process: SandboxProcess, outputs: list[int]
-    ) -> None:
-        """Run the loop until the init has exited and output is drained."""
+    def _watch(self, monitor: Monitor, process: SandboxProcess, outputs: list[int]) -> None:
+        """Register every descriptor of the sandbox with the selector (and the outputs with
+        the monitor)."""
         sel = self.selector
         if process.unix_gate:
             self.gate = ConnectGate()
@@ -338,6 +304,7 @@ class _Supervisor:
             os.set_blocking(fd, False)
             sel.register(fd, selectors.EVENT_READ, "output")
             self.reading.add(fd)
+            monitor.add_output(fd, oom_watched=fd == self.oom_stream)
         if self.stdin_target is not None:
             try:
                 sel.register(self.stdin, selectors.EVENT_READ, "stdin")
@@ -345,80 +312,68 @@ class _Supervisor:
                 # Not pollable (a regular file is always readable, epoll refuses it).
                 self.stdin_eof = True
                 self._stdin_maybe_close()
-        wall = self.spec.limits.wall_time
-        deadline = process.released + wall if wall is not None else None
-        cpu_polled = (
-            "cpu_time" in process.plans
-            or process.cgroups is not None
-            or process.nproc_limit is not None
+
+    def supervise(  # noqa: PLR0912 - one select loop; branches are its event kinds
+        self, process: SandboxProcess, outputs: list[int]
+    ) -> Monitor:
+        """Run the loop until the monitor says the sandbox is over; return the monitor."""
+        sel = self.selector
+        limits = self.spec.limits
+        monitor = self.monitor = Monitor(
+            output_cap=limits.output,
+            wall_time=limits.wall_time,
+            released=process.released,
+            polled=process.cgroups is not None or process.nproc_limit is not None,
         )
-        exited_at: float | None = None
-        open_outputs = set(outputs)
-        while True:
-            now = time.monotonic()
-            if exited_at is not None and (not open_outputs or now - exited_at > DRAIN_GRACE_S):
-                break
-            timeout: float | None = None
-            if deadline is not None:
-                timeout = max(0.0, deadline - now)
-            if cpu_polled:
-                timeout = (
-                    CPU_POLL_INTERVAL_S if timeout is None else min(timeout, CPU_POLL_INTERVAL_S)
-                )
-            if exited_at is not None:
-                timeout = max(0.0, exited_at + DRAIN_GRACE_S - now)
-            for key, _ in sel.select(timeout):
+        self._watch(monitor, process, outputs)
+        finished = False
+        while not finished:
+            for key, _ in sel.select(monitor.timeout(time.monotonic())):
                 fd, role = int(key.fd), key.data
+                actions: list[Action] = []
                 if role == "exit":
                     process.wait()
                     sel.unregister(fd)
-                    exited_at = time.monotonic()
-                    deadline = None
-                    cpu_polled = False
+                    actions = monitor.child_exited(time.monotonic())
                 elif role == "status":
-                    if not self._read_status(fd, process):
+                    more, actions = read_status(monitor, process, fd)
+                    if not more:
                         sel.unregister(fd)
                 elif role == "output":
-                    if not self._pump(fd, process):
+                    more, actions = self._pump(monitor, fd)
+                    if not more:
                         sel.unregister(fd)
                         self.reading.discard(fd)
-                        open_outputs.discard(fd)
                 elif role == "sink":
                     self._sink_writable(fd)
                 elif role == "notify-channel":
                     self._receive_listener(fd)
                 elif role == "notify":
-                    self._answer_denials(fd)
+                    self._answer_denials(monitor, fd)
                 elif role == "cancel":
                     sel.unregister(fd)
-                    self.observed.cancelled = True
-                    process.kill()
+                    actions = monitor.cancel()
                 elif role == "stdin":
                     self._stdin_readable()
                 elif role == "stdin-target":
                     self._stdin_writable()
-            if exited_at is None:
-                self._check_watchdogs(process, deadline)
-        with contextlib.suppress(OSError):
-            while self._read_status(process.status_fd, process):
-                pass
+                finished |= carry_out(monitor, process, actions)
+            finished |= carry_out(monitor, process, monitor.deadline_reached(time.monotonic()))
+        drain_status(monitor, process)
+        return monitor
 
-    def result(self, process: SandboxProcess, started: float) -> SandboxResult:
+    def result(self, monitor: Monitor, process: SandboxProcess, started: float) -> SandboxResult:
         """Turn what was observed into the structured result (the pure core decides)."""
-        observed = self.observed
-        self._record_refused_connects()
-        observed.denied = self.denied.counts
-        observed.expected = self.denied.expected
-        observed.output_bytes, observed.output_truncated = self.output.total, self.output.truncated
-        observed.oom_seen = self.oom.seen
-        if process.cgroups is not None:
-            observed.memory_oom_killed = process.cgroups.memory_oom_killed()
-            observed.pids_hit = process.cgroups.pids_hit()
-            observed.cpus_throttled = process.cgroups.cpu_throttled()
-        observed.init_wait_status = process.reaped_status
-        observed.setup_s = process.released - started
-        observed.total_s = time.monotonic() - started
-        return decide(observed, self.spec, process.plans, strerror=os.strerror)
+        self._record_refused_connects(monitor)
+        return monitor.result(
+            self.spec,
+            process.plans,
+            groups=group_facts(process),
+            init_wait_status=process.reaped_status,
+            started=started,
+            now=time.monotonic(),
+            strerror=os.strerror,
+        )
 
 
 @contextlib.contextmanager
@@ -485,12 +440,7 @@ def run(
                 terminal_size=get_winsize(stdin) or DEFAULT_WINSIZE,
             )
         except SandboxSetupError as exc:
-            return SandboxResult(
-                outcome="setup_error",
-                exit_code=EXIT_SETUP_FAILED,
-                error=str(exc),
-                durations=Durations(total_s=time.monotonic() - started),
-            )
+            return setup_error(str(exc), time.monotonic() - started)
         wiring.close_child_ends()
         if spec.pty:
             adopt_terminal(wiring, process, pump_stdin=True)
@@ -502,16 +452,9 @@ def run(
                 if wiring.master is not None:
                     terminal = stack.enter_context(host_terminal(stdin, wiring.master))
                 stack.enter_context(_forward_host_signals(process, terminal))
-                supervisor.supervise(process, outputs)
-            supervisor.flush(outputs)
-            return supervisor.result(process, started)
-        except StatusLineError as exc:
-            return SandboxResult(
-                outcome="setup_error",
-                exit_code=EXIT_SETUP_FAILED,
-                error=f"the sandbox's status channel broke: {exc}",
-                durations=Durations(total_s=time.monotonic() - started),
-            )
+                monitor = supervisor.supervise(process, outputs)
+            supervisor.flush(monitor, outputs)
+            return supervisor.result(monitor, process, started)
         finally:
             process.close()
     finally:

@@ -48,6 +48,7 @@ from glove.container._limits import (
     LimitPlan,
     plan_limits,
 )
+from glove.container._monitor import DRAIN_GRACE_S
 from glove.container._result import (
     Durations,
     LimitReport,
@@ -65,8 +66,6 @@ from glove.container.macos._sbpl import PRIVATE_TMP_PARAM, render_sbpl
 SANDBOX_EXEC: Final = "/usr/bin/sandbox-exec"
 #: Bytes read from an output pipe per call.
 READ_CHUNK_BYTES: Final = 64 * 1024
-#: How long output is still drained after the command exited (orphans may hold the pipes).
-DRAIN_GRACE_S: Final = 0.5
 #: The poll interval of the supervision loop when no deadline is nearer.
 POLL_INTERVAL_S: Final = 0.1
 #: Prefix of the per-run private temp dir.
