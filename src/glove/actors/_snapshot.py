@@ -43,6 +43,8 @@ class NodeSnapshot(msgspec.Struct, frozen=True, omit_defaults=True):
     handled: int | None = None
     dropped_stale: int | None = None
     exit_reason: str | None = None
+    #: The operating-system process an actor owns (``os_pid``: gloved's launcher).
+    pid: int | None = None
     strategy: str | None = None
     intensity: int | None = None
     period_s: float | None = None
@@ -122,6 +124,7 @@ def _node(node: Actor | Supervisor, now: float, *, alive: bool, restarts: int) -
             ],
         )
     busy = node.busy
+    pid = getattr(node, "os_pid", None)
     return NodeSnapshot(
         name=node.name,
         kind=type(node).__name__,
@@ -135,6 +138,7 @@ def _node(node: Actor | Supervisor, now: float, *, alive: bool, restarts: int) -
         handled=node.handled,
         dropped_stale=node.dropped_stale,
         exit_reason=reason,
+        pid=pid if isinstance(pid, int) else None,
     )
 
 
@@ -168,6 +172,8 @@ def render_tree(tree: TreeSnapshot) -> str:
             head = f"{n.name}  [{n.strategy} {n.intensity}/{n.period_s}s]  {n.state}"
         else:
             head = f"{n.name}  {n.kind}  {n.state}  mbox {n.mailbox_depth}/{n.mailbox_capacity}"
+            if n.pid is not None:
+                head += f"  pid {n.pid}"
             if n.busy_with is not None:
                 head += f"  busy {n.busy_with} {n.busy_for_s:.3f}s"
         if n.restarts:

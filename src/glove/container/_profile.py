@@ -257,8 +257,20 @@ def load_profile(name_or_path: str | None) -> Profile:
     Raises:
         ProfileError: no such profile, unreadable, or fails strict decoding.
     """
-    data, origin, folder = _read_profile(name_or_path or DEFAULT_PROFILE, None)
-    return decode_profile(data, origin, folder=folder)
+    name = name_or_path or DEFAULT_PROFILE
+    embedded = "/" not in name and not name.endswith(".toml")
+    packed = _embedded_profiles.get(name) if embedded else None
+    if packed is not None:  # a fresh copy: a Profile holds lists a caller may change
+        return msgspec.msgpack.decode(packed, type=Profile)
+    data, origin, folder = _read_profile(name, None)
+    profile = decode_profile(data, origin, folder=folder)
+    if embedded:
+        _embedded_profiles[name] = msgspec.msgpack.encode(profile)
+    return profile
+
+
+#: Each embedded profile, decoded once (package data: the same for every launch), packed.
+_embedded_profiles: dict[str, bytes] = {}
 
 
 class Overrides(msgspec.Struct, frozen=True):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from glove.exits import EXIT_GLOVED_REFUSED, EXIT_INTERNAL
 
 if TYPE_CHECKING:
+    from glove.container.linux import LauncherHandle
     from glove.control import Composition
 
 
@@ -58,8 +59,11 @@ def main(argv: list[str] | None = None) -> None:
         # The lock first: a second gloved must refuse before it claims cgroups or reads
         # the keys, and exit at once (nothing it started can keep it alive).
         lock_fd = acquire_lock(paths)
-        composition = _compose(args.config, paths.directory)
-        code = run_daemon(paths, composition, lock_fd=lock_fd)
+        # The launcher next, while this process has one thread: every sandbox is cloned
+        # there (clone3, single-threaded); it keeps none of the descriptors opened so far.
+        launcher = _fork_launcher()
+        composition = _compose(args.config, paths.directory, launcher)
+        code = run_daemon(paths, composition, lock_fd=lock_fd, launcher=launcher)
     except (ControlError, GloveError) as exc:
         print(f"gloved: refusing to start: {exc}", file=sys.stderr)
         sys.exit(EXIT_GLOVED_REFUSED)
@@ -76,21 +80,37 @@ def main(argv: list[str] | None = None) -> None:
     sys.exit(code)
 
 
-def _claim_cgroups() -> None:
-    """Claim this daemon's cgroup v2 site now (move into its leaf, enable controllers) so
-    launches only make groups; a site that cannot be claimed is logged, never fatal (the
-    limits then use the next mechanism down, as each launch's plan says)."""
+def _fork_launcher() -> LauncherHandle | None:
+    """Fork the launcher process (Linux; None elsewhere: the sandbox backend launches).
+
+    Raises:
+        SandboxSetupError: it could not be forked.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    from glove.container.linux import fork_launcher
+
+    return fork_launcher()
+
+
+def _claim_cgroups(launcher: LauncherHandle | None) -> None:
+    """Claim this daemon's cgroup v2 site now (move it and its launcher into its leaf,
+    enable controllers) so launches only make groups; a site that cannot be claimed is
+    logged, never fatal (the limits then use the next mechanism down, as each launch's plan
+    says)."""
     from glove.container.errors import SandboxError
     from glove.container.linux import claim_cgroup_v2
 
     log = logging.getLogger("gloved")
     try:
-        log.info("%s", claim_cgroup_v2())
+        log.info("%s", claim_cgroup_v2(also=(launcher.pid,) if launcher is not None else ()))
     except (SandboxError, OSError) as exc:
         log.warning("cgroup v2: not claimed: %s", exc)
 
 
-def _compose(config: Path | None, runtime_dir: Path) -> Composition:
+def _compose(
+    config: Path | None, runtime_dir: Path, launcher: LauncherHandle | None = None
+) -> Composition:
     """The session service this daemon runs (not operational without ``glove setup``).
 
     Raises:
@@ -104,7 +124,7 @@ def _compose(config: Path | None, runtime_dir: Path) -> Composition:
     paths = dataclasses.replace(glove_paths(), runtime_dir=runtime_dir)
     service = load_service(paths, config)
     if service.operational:
-        _claim_cgroups()
+        _claim_cgroups(launcher)
     if service.reason is not None:
         restart = ", then restart gloved" if "glove setup" in service.reason else ""
         logging.getLogger("gloved").warning("sessions are off: %s%s", service.reason, restart)

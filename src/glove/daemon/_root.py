@@ -3,6 +3,7 @@
 ::
 
     gloved (rest_for_one, intensity 0; the service manager restarts the process)
+    ├─ launcher   LauncherActor (gloved's launcher process: every sandbox is cloned there)
     ├─ loop-lag   LoopLagMonitor
     ├─ ...        the composition's children (the session service: journals, sessions,
     │             registry; without one, an empty ``sessions`` supervisor)
@@ -32,7 +33,7 @@ import logging
 import os
 import resource
 import signal
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from glove._version import __version__
 from glove.actors import ChildFailed, ChildSpec, LoopLagMonitor, Supervisor, snapshot
@@ -48,7 +49,11 @@ from glove.control import (
     ServiceNotifier,
     acquire_lock,
 )
+from glove.daemon._launcher import LauncherActor
 from glove.exits import EXIT_GLOVED_FAILED, EXIT_OK
+
+if TYPE_CHECKING:
+    from glove.container.linux import LauncherHandle
 
 _log = logging.getLogger(__name__)
 
@@ -65,8 +70,12 @@ def build_root(
     registry: MethodRegistry | None = None,
     capabilities: CapabilitiesProvider | None = None,
     composition: Composition | None = None,
+    launcher: LauncherHandle | None = None,
 ) -> Supervisor:
     """Build (not start) the daemon's root supervision tree.
+
+    ``launcher`` is the launcher process ``gloved`` forked at start: its actor is the first
+    child, and sandboxes are cloned there (without one they are cloned in this process).
 
     ``registry`` carries the composition's methods (sessions, plans, receipts) and its
     lifecycle predicate; the built-in ``health``, ``diag.tree`` and ``capabilities`` are
@@ -91,6 +100,7 @@ def build_root(
             )
         ]
     children = [
+        *([ChildSpec("launcher", lambda: LauncherActor(launcher))] if launcher is not None else []),
         ChildSpec("loop-lag", LoopLagMonitor),
         *middle,
         ChildSpec("control", lambda: ControlServer(paths, registry)),
@@ -155,6 +165,7 @@ async def serve(
     composition: Composition | None = None,
     *,
     lock_fd: int | None = None,
+    launcher: LauncherHandle | None = None,
 ) -> int:
     """Run the daemon until SIGTERM/SIGINT (exit 0) or a root failure (exit 1).
 
@@ -175,7 +186,7 @@ async def serve(
         os.close(lock_fd)
         raise
     try:
-        root = build_root(paths, notifier, composition=composition)
+        root = build_root(paths, notifier, composition=composition, launcher=launcher)
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, _stop_signalled, root, notifier)
@@ -200,7 +211,11 @@ async def serve(
 
 
 def run_daemon(
-    paths: RuntimePaths, composition: Composition | None = None, *, lock_fd: int | None = None
+    paths: RuntimePaths,
+    composition: Composition | None = None,
+    *,
+    lock_fd: int | None = None,
+    launcher: LauncherHandle | None = None,
 ) -> int:
     """Run :func:`serve` in a fresh event loop with the faulthandler backstop armed.
 
@@ -214,7 +229,7 @@ def run_daemon(
     faulthandler.enable(all_threads=True)
     faulthandler.register(signal.SIGUSR1, all_threads=True)
     raise_fd_limit()
-    return asyncio.run(serve(paths, composition=composition, lock_fd=lock_fd))
+    return asyncio.run(serve(paths, composition=composition, lock_fd=lock_fd, launcher=launcher))
 
 
 def raise_fd_limit(target: int = FD_SOFT_LIMIT) -> int:

@@ -1,7 +1,8 @@
 """The ``sandbox`` actor: owns one contained process tree for its session.
 
-It launches the session's :class:`~glove.container.SandboxSpec` on start (the clone in the
-actor's own executor, then everything on the loop through
+It launches the session's :class:`~glove.container.SandboxSpec` on start (the clone in
+gloved's launcher process when one is installed, else in the actor's own executor; then
+everything on the loop through
 :class:`~glove.container.AsyncSandbox`), and keeps running after the command ends, holding
 the :class:`~glove.container.SandboxResult` in :attr:`SandboxActor.result`, until its session
 tree is stopped: a permanent child of a one-strike tree must not exit on its own. Stopping it

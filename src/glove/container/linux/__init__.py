@@ -17,6 +17,14 @@ if TYPE_CHECKING:
     from glove.container.linux._events import READ_CHUNK_BYTES
     from glove.container.linux._jobs import HOST_SIGNALS, suspend
     from glove.container.linux._launch import SandboxProcess, launch
+    from glove.container.linux._launcher import LauncherHandle, fork_launcher
+    from glove.container.linux._launcher_client import (
+        LauncherClient,
+        LauncherGone,
+        RemoteSandboxProcess,
+        install_launcher,
+        installed_launcher,
+    )
     from glove.container.linux._pty import DEFAULT_WINSIZE, RawTerminal, get_winsize, set_winsize
     from glove.container.linux._supervise import run
     from glove.container.linux._syscalls import (
@@ -39,7 +47,14 @@ _LAZY: dict[str, str] = {
     "OutputFilter": "glove.container._filter",
     "OutputHandler": "glove.container.linux._async",
     "RawTerminal": "glove.container.linux._pty",
+    "LauncherClient": "glove.container.linux._launcher_client",
+    "LauncherGone": "glove.container.linux._launcher_client",
+    "LauncherHandle": "glove.container.linux._launcher",
+    "RemoteSandboxProcess": "glove.container.linux._launcher_client",
     "SandboxProcess": "glove.container.linux._launch",
+    "fork_launcher": "glove.container.linux._launcher",
+    "install_launcher": "glove.container.linux._launcher_client",
+    "installed_launcher": "glove.container.linux._launcher_client",
     "claim_cgroup_v2": "glove.container.linux._cgroups",
     "create_file_no_symlinks": "glove.container.linux._syscalls",
     "describe": "glove.container.linux._describe",
@@ -76,15 +91,22 @@ __all__ = [
     "RESOLVE_NO_SYMLINKS",
     "AsyncSandbox",
     "FdWriter",
+    "LauncherClient",
+    "LauncherGone",
+    "LauncherHandle",
     "OutputFilter",
     "OutputHandler",
     "RawTerminal",
+    "RemoteSandboxProcess",
     "SandboxProcess",
     "claim_cgroup_v2",
     "create_file_no_symlinks",
     "describe",
     "filesystem_magic",
+    "fork_launcher",
     "get_winsize",
+    "install_launcher",
+    "installed_launcher",
     "launch",
     "openat2",
     "probe_host_limits",

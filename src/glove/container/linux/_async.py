@@ -28,9 +28,11 @@ import contextlib
 import functools
 import os
 import signal
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
+from typing import Final
 
 from glove.container._monitor import (
     CPU_POLL_INTERVAL_S,
@@ -59,7 +61,12 @@ from glove.container.linux._events import (
     receive_listener,
     wire_stdio,
 )
-from glove.container.linux._launch import SandboxProcess, launch
+from glove.container.linux._launch import SandboxProcess, launch, receive_terminal
+from glove.container.linux._launcher_client import (
+    LauncherGone,
+    RemoteSandboxProcess,
+    installed_launcher,
+)
 from glove.container.linux._pty import DEFAULT_WINSIZE, get_winsize
 from glove.container.linux._unix_gate import ConnectGate
 from glove.exits import EXIT_SIGNAL_BASE
@@ -73,8 +80,37 @@ __all__ = [  # the constants live in the core; these names stay importable from 
     "OutputHandler",
 ]
 
+#: How long a PTY launch waits for the init to send its terminal.
+TERMINAL_WAIT_S: Final = 10.0
+
 OutputHandler = Callable[[Stream, bytes], Awaitable[None] | None]
 """``on_output(stream, data)``: may return an awaitable; reading that stream then waits."""
+
+
+async def _receive_terminal(process: RemoteSandboxProcess) -> int:
+    """The PTY master the init sends once its root is built, read on the loop; -1 when
+    none came in time (the setup failed: the status pipe says why)."""
+    loop = asyncio.get_running_loop()
+    channel = socket.socket(fileno=process.pty_channel)
+    process.pty_channel = -1
+    with channel:
+        channel.setblocking(False)
+        readable: asyncio.Future[None] = loop.create_future()
+
+        def on_readable() -> None:
+            if not readable.done():
+                readable.set_result(None)
+
+        loop.add_reader(channel.fileno(), on_readable)
+        try:
+            async with asyncio.timeout(TERMINAL_WAIT_S):
+                await readable
+        except TimeoutError:
+            return -1
+        finally:
+            loop.remove_reader(channel.fileno())
+        channel.setblocking(True)
+        return receive_terminal(channel)
 
 
 class AsyncSandbox:
@@ -153,18 +189,33 @@ class AsyncSandbox:
         size = self._terminal_size
         if size is None and self._winsize_from is not None:
             size = get_winsize(self._winsize_from)
+        launcher = installed_launcher() if not self._projections else None
         try:
-            self._process = await self._loop.run_in_executor(
-                executor,
-                functools.partial(
-                    launch,
+            if launcher is not None:
+                remote = await launcher.launch(
                     self.spec,
                     self._wiring.child,
                     report_violations=True,
                     terminal_size=size or DEFAULT_WINSIZE,
-                    projections=self._projections,
-                ),
-            )
+                )
+                self._process = remote
+                if remote.pty_channel >= 0:
+                    remote.pty_master = await _receive_terminal(remote)
+            else:
+                self._process = await self._loop.run_in_executor(
+                    executor,
+                    functools.partial(
+                        launch,
+                        self.spec,
+                        self._wiring.child,
+                        report_violations=True,
+                        terminal_size=size or DEFAULT_WINSIZE,
+                        projections=self._projections,
+                    ),
+                )
+        except LauncherGone:
+            self._wiring.close()
+            raise
         except SandboxSetupError as exc:
             self._wiring.close()
             self._finish_now(str(exc))
@@ -228,7 +279,11 @@ class AsyncSandbox:
         assert process is not None
         assert wiring is not None
         assert monitor is not None
-        self._add_reader(process.pidfd, self._on_exit)
+        if isinstance(process, RemoteSandboxProcess):
+            pidfd = process.pidfd
+            process.when_reaped(lambda: self._on_exit(pidfd))  # the launcher reaps it
+        else:
+            self._add_reader(process.pidfd, self._on_exit)
         os.set_blocking(process.status_fd, False)
         self._add_reader(process.status_fd, self._on_status)
         if process.notify_channel >= 0:

@@ -292,9 +292,10 @@ def probe_v2() -> V2Probe:
 _claim_lock = threading.Lock()
 
 
-def claim_site(site: V2Site, controllers: frozenset[str]) -> None:
-    """Make ``controllers`` usable in sandbox groups at ``site``: move this process into the
-    site's leaf when it has one, then enable them top-down (idempotent, thread-safe).
+def claim_site(site: V2Site, controllers: frozenset[str], also: tuple[int, ...] = ()) -> None:
+    """Make ``controllers`` usable in sandbox groups at ``site``: move this process (and the
+    processes ``also`` names: gloved's launcher) into the site's leaf when it has one, then
+    enable them top-down (idempotent, thread-safe).
 
     Raises:
         SandboxSetupError: the kernel refused the move or a controller.
@@ -305,7 +306,8 @@ def claim_site(site: V2Site, controllers: frozenset[str]) -> None:
         try:
             if site.leaf is not None:
                 site.leaf.mkdir(mode=0o755, exist_ok=True)
-                write_file(site.leaf / "cgroup.procs", str(os.getpid()))
+                for pid in (os.getpid(), *also):
+                    write_file(site.leaf / "cgroup.procs", str(pid))
         except OSError as exc:
             raise SandboxSetupError(
                 f"cannot move the launcher into {site.leaf}: {exc.strerror}"
@@ -368,6 +370,13 @@ class V2Group:
             failed = self.path
             self.destroy()
             raise SandboxSetupError(f"cannot set the limits of cgroup {failed}: {exc}") from exc
+
+    @classmethod
+    def adopt(cls, path: Path) -> V2Group:
+        """The group another process (the launcher) created at ``path`` (no writes)."""
+        group = cls.__new__(cls)
+        group.path = path
+        return group
 
     def place(self, pid: int) -> None:
         """Move ``pid`` (the sandbox init) into the group.

@@ -117,9 +117,10 @@ def _support(v2: V2Probe) -> HostLimitSupport:
     )
 
 
-def probe_host_limits() -> HostLimitSupport:
-    """Report which limit mechanisms this launcher can use, and why the others are not."""
-    return _support(probe_v2())
+def probe_host_limits(v2: V2Probe | None = None) -> HostLimitSupport:
+    """Report which limit mechanisms this launcher can use, and why the others are not
+    (from ``v2`` when the caller has just probed cgroup v2)."""
+    return _support(v2 if v2 is not None else probe_v2())
 
 
 def _write(path: Path, value: str) -> None:
@@ -216,6 +217,14 @@ class CgroupSet:
         except OSError as exc:
             self.destroy()
             raise SandboxSetupError(f"cannot create cgroup {self.name}: {exc}") from exc
+
+    @classmethod
+    def adopt(cls, dirs: dict[str, str]) -> CgroupSet:
+        """The groups another process (the launcher) created, by controller (no writes)."""
+        groups = cls.__new__(cls)
+        groups.dirs = {controller: Path(path) for controller, path in dirs.items()}
+        groups.name = next(iter(groups.dirs.values())).name if groups.dirs else ""
+        return groups
 
     def _groups(self) -> list[Path]:
         """Each group once (controllers mounted together share one)."""
@@ -318,13 +327,44 @@ class SandboxCgroups:
                 self.destroy()
                 raise
 
-    def place(self, pid: int) -> None:
-        """Move ``pid`` into every group.
+    @classmethod
+    def adopt(
+        cls, plans: dict[str, LimitPlan], v2_path: str | None, v1_dirs: dict[str, str]
+    ) -> SandboxCgroups:
+        """Take over the groups the launcher process made for one sandbox (named by
+        :meth:`where`): gloved reads their events, kills through them and removes them."""
+        groups = cls.__new__(cls)
+        groups.plans = plans
+        groups.setup_cpu_s = 0.0
+        groups.setup_reported = False
+        groups.v2 = V2Group.adopt(Path(v2_path)) if v2_path is not None else None
+        groups.v1 = CgroupSet.adopt(v1_dirs) if v1_dirs else None
+        return groups
+
+    def where(self) -> tuple[str | None, dict[str, str]]:
+        """The v2 group's path and the v1 groups' paths by controller (for :meth:`adopt`)."""
+        v2 = str(self.v2.path) if self.v2 is not None and self.v2.path is not None else None
+        v1 = {c: str(p) for c, p in self.v1.dirs.items()} if self.v1 is not None else {}
+        return v2, v1
+
+    def open_v2(self) -> int:
+        """A descriptor of the v2 group's directory, for ``clone3(CLONE_INTO_CGROUP)``;
+        -1 without a v2 group (or when it cannot be opened: :meth:`place` moves it then)."""
+        path = self.v2.path if self.v2 is not None else None
+        if path is None:
+            return -1
+        try:
+            return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except OSError:
+            return -1
+
+    def place(self, pid: int, *, in_v2: bool = False) -> None:
+        """Move ``pid`` into every group (``in_v2``: it was cloned into the v2 group).
 
         Raises:
             SandboxSetupError: the kernel refused a move.
         """
-        if self.v2 is not None:
+        if self.v2 is not None and not in_v2:
             self.v2.place(pid)
         if self.v1 is not None:
             self.v1.place(pid)
@@ -402,21 +442,26 @@ class SandboxCgroups:
             self.v1.destroy()
 
 
-def open_sandbox_cgroups(plans: dict[str, LimitPlan]) -> SandboxCgroups | None:
-    """The groups for a sandbox whose plans use a cgroup mechanism, or None when none does.
+def open_sandbox_cgroups(
+    plans: dict[str, LimitPlan], v2: V2Probe | None = None
+) -> SandboxCgroups | None:
+    """The groups for a sandbox whose plans use a cgroup mechanism, or None when none does
+    (``v2``: the probe the plans were made from, so one launch probes once).
 
     Raises:
         SandboxSetupError: a group could not be set up.
     """
     if not any(p.mechanism.startswith("cgroup-") for p in plans.values()):
         return None
-    return SandboxCgroups(plans)
+    return SandboxCgroups(plans, v2)
 
 
-def claim_cgroup_v2() -> str:
+def claim_cgroup_v2(also: tuple[int, ...] = ()) -> str:
     """Claim this launcher's cgroup v2 site now, for a daemon at start-up (``gloved``):
-    move into the site's ``supervisor/`` leaf when it has one and enable every controller
-    the site offers, so later launches only make groups. Launches claim lazily otherwise.
+    move into the site's ``supervisor/`` leaf when it has one (with the processes ``also``
+    names: gloved's launcher, which must leave the unit's group too) and enable every
+    controller the site offers, so later launches only make groups. Launches claim lazily
+    otherwise.
 
     Returns a line for the log saying what was claimed, or why there is no v2 site.
 
@@ -427,7 +472,7 @@ def claim_cgroup_v2() -> str:
     site = probe.site
     if site is None:
         return "cgroup v2: no site (" + "; ".join(probe.why_not.values()) + ")"
-    claim_site(site, site.controllers)
+    claim_site(site, site.controllers, also)
     # One short line at every start: the controllers missing by name; why each is
     # (often a paragraph per controller) is `glove doctor`'s to say.
     missing = " ".join(sorted(probe.why_not))

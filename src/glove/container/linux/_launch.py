@@ -23,7 +23,8 @@ descriptor of the launcher (gloved's lock and journals, its listening socket), s
 that outlived a killed launcher would keep the next one from starting.
 
 ``clone3`` runs through ``ctypes.PyDLL`` with the GIL held and the interpreter's fork hooks
-(one clone instead of two, for the single-threaded ``glove exec``). Where clone3 is unavailable
+(one clone instead of two, for the single-threaded ``glove exec`` and gloved's launcher process,
+:mod:`glove.container.linux._launcher`). Where clone3 is unavailable
 (ENOSYS, e.g. under a container runtime's filter), and whenever the launching process has
 more than one thread (gloved, glove run: the window between the raw syscall and the
 interpreter's after-fork hook runs bytecode, where a pending GIL drop request deadlocks the
@@ -81,6 +82,7 @@ from glove.container._status import decode_line as decode_status_line
 from glove.container._status import encode as encode_status
 from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux import _syscalls as sc
+from glove.container.linux._cgroup_v2 import probe_v2
 from glove.container.linux._cgroups import (
     SandboxCgroups,
     open_sandbox_cgroups,
@@ -191,6 +193,9 @@ class SandboxProcess:
         #: PTY mode: the master of the terminal the init made from the sandbox's own devpts
         #: (-1: none, or setup failed before it was made). The caller owns and closes it.
         self.pty_master = -1
+        #: PTY mode, launched by the launcher process: the socket the init sends that
+        #: master over (-1: none; :func:`launch` receives the master itself).
+        self.pty_channel = -1
 
     def send_signal(self, signum: int) -> None:
         """Send ``signum`` to the sandbox init, which passes TERM, USR1 and USR2 on to the
@@ -228,10 +233,11 @@ class SandboxProcess:
                 self.wait()
         if self.cgroups is not None:
             self.cgroups.destroy()
-        for fd in (self.pidfd, self.status_fd, self.notify_channel):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.pidfd = self.status_fd = self.notify_channel = -1
+        for fd in (self.pidfd, self.status_fd, self.notify_channel, self.pty_channel):
+            if fd >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pidfd = self.status_fd = self.notify_channel = self.pty_channel = -1
 
 
 def _report(fd: int, message: StatusMessage) -> None:
@@ -505,8 +511,12 @@ def _await_go(ctx: LaunchContext) -> bool:
             return False
 
 
-def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
-    """Run as the sandbox's pid 1: build, harden, fork the command, reap, report."""
+def _init_main(ctx: LaunchContext, *, handshake: bool, born_placed: bool = False) -> NoReturn:
+    """Run as the sandbox's pid 1: build, harden, fork the command, reap, report.
+
+    ``born_placed``: cloned into its v2 group (``CLONE_INTO_CGROUP``), so all its CPU time
+    is in the group's count, from zero; else only what follows the go byte.
+    """
     status = ctx.status_write
     try:
         for signum in FORWARDED_SIGNALS:
@@ -517,7 +527,8 @@ def _init_main(ctx: LaunchContext, *, handshake: bool) -> NoReturn:
             os.setsid()
         if handshake and not _await_go(ctx):
             os._exit(EXIT_SETUP_FAILED)
-        placed_cpu_s = _own_cpu_s()  # in its cgroups from here (the go byte follows placing)
+        # In its cgroups from here (the go byte follows placing), or from birth.
+        placed_cpu_s = 0.0 if born_placed else _own_cpu_s()
         os.close(ctx.go_read)
         build_rootfs(ctx.spec, ctx.sources, ctx.retained, ctx.projections)
         if ctx.spec.pty:
@@ -624,6 +635,37 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
     return pid, os.pidfd_open(pid)
 
 
+def _clone(cgroups: SandboxCgroups | None) -> tuple[int, int, bool]:
+    """clone3 the init, into its v2 group at once when there is one.
+
+    Returns ``(pid, pidfd, in_v2)``: ``(0, -1, _)`` in the child, ``(-1, -1, False)`` where
+    clone3 is unavailable (the fork path is taken then). A kernel that refuses
+    ``CLONE_INTO_CGROUP`` gets a plain clone3 and the init is moved after.
+
+    Raises:
+        SandboxSetupError: the kernel refused the clone.
+    """
+    into = cgroups.open_v2() if cgroups is not None else -1
+    try:
+        if into >= 0:
+            try:
+                pid, pidfd = sc.clone3(sc.SANDBOX_NAMESPACES, cgroup_fd=into)
+            except OSError:
+                pass  # an older kernel, or a group it will not start us in: move it after
+            else:
+                return pid, pidfd, True
+        try:
+            pid, pidfd = sc.clone3(sc.SANDBOX_NAMESPACES)
+        except OSError as exc:
+            if exc.errno not in (errno.ENOSYS, errno.EPERM):
+                raise SandboxSetupError(f"cannot create the sandbox: {exc}") from exc
+            return -1, -1, False
+        return pid, pidfd, False
+    finally:
+        if into >= 0:
+            os.close(into)
+
+
 def _await_unshared(status_fd: int) -> None:
     deadline = time.monotonic() + _GO_DEADLINE_S
     buffer = b""
@@ -644,7 +686,7 @@ def _await_unshared(status_fd: int) -> None:
         raise SandboxSetupError(f"the sandbox sent {message!r} before its namespaces")
 
 
-def _receive_terminal(channel: socket.socket) -> int:
+def receive_terminal(channel: socket.socket) -> int:
     """The pty master the init sends once its root is built; -1 if it sent none in time
     (its setup failed: the status pipe says why)."""
     ready, _, _ = select.select([channel], [], [], _GO_DEADLINE_S)
@@ -714,6 +756,7 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
     report_violations: bool,
     terminal_size: tuple[int, int],
     projections: tuple[FileProjection, ...],
+    keep_terminal_channel: bool = False,
 ) -> SandboxProcess:
     targets: set[str] = set()
     for projection in projections:
@@ -723,7 +766,8 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
         if conflict is not None:
             raise SpecError(f"projection target {conflict}")
         targets.add(projection.target)
-    plans = plan_limits(spec.limits, probe_host_limits(), spec.accept_weaker)
+    v2 = probe_v2()  # once per launch: the plans and the groups follow the same probe
+    plans = plan_limits(spec.limits, probe_host_limits(v2), spec.accept_weaker)
     bpf = seccomp_program()
     gate = report_violations and probe_unix_gate().mechanism is not None
     notify_bpf = seccomp_program(notify=True, gate=gate) if report_violations else None
@@ -781,18 +825,15 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
         projections=projections,
     )
     pid = pidfd = -1
+    in_v2 = False
     started = time.monotonic()
     try:
-        cgroups = open_sandbox_cgroups(enforced)
+        cgroups = open_sandbox_cgroups(enforced, v2)
         if not use_fork:
-            try:
-                pid, pidfd = sc.clone3(sc.SANDBOX_NAMESPACES)
-            except OSError as exc:
-                if exc.errno not in (errno.ENOSYS, errno.EPERM):
-                    raise SandboxSetupError(f"cannot create the sandbox: {exc}") from exc
-                use_fork = True
+            pid, pidfd, in_v2 = _clone(cgroups)
+            use_fork = pid < 0
             if pid == 0:
-                _init_main(ctx, handshake=True)
+                _init_main(ctx, handshake=True, born_placed=in_v2)
         if use_fork:
             pid, pidfd = _fork_path(ctx)
         os.close(status_write)
@@ -801,7 +842,7 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
             _await_unshared(status_read)
         _write_id_maps(pid)
         if cgroups is not None:
-            cgroups.place(pid)
+            cgroups.place(pid, in_v2=in_v2)
         os.write(go_write, GO_BYTE)
     except BaseException as exc:
         if pid > 0:
@@ -840,7 +881,9 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
     if parent_channel is not None:
         process.notify_channel = parent_channel.detach()
         process.unix_gate = gate
-    if pty_parent is not None:
+    if pty_parent is not None and keep_terminal_channel:
+        process.pty_channel = pty_parent.detach()  # the launcher's caller receives it
+    elif pty_parent is not None:
         with pty_parent:
-            process.pty_master = _receive_terminal(pty_parent)
+            process.pty_master = receive_terminal(pty_parent)
     return process
