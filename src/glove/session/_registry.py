@@ -83,6 +83,7 @@ from glove.plan import (
     jcs_dumps,
     validate_plan,
 )
+from glove.session._build import SandboxLaunch, build_session
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
 from glove.session._evaluation import (
@@ -116,7 +117,7 @@ from glove.session._receipt import (
 from glove.session._sandbox import SandboxActor
 from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
 from glove.session._transcript import recovered_summary
-from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
+from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session
 from glove.session._viewers import TerminalHub
 from glove.session.errors import (
     ExposureError,
@@ -847,28 +848,16 @@ class SessionRegistry(Actor):
         assert drain is not None
         live = self._live[record.session_id]
         size = drain.size if isinstance(drain, PtyDrain) else None
-        before = [ChildSpec(drain.name, lambda: drain)]
+        front: list[Actor] = [drain]
         before_stop = None
         if evaluator is not None and isinstance(drain, PtyDrain):
-            before.insert(0, ChildSpec(evaluator.name, lambda: evaluator))
+            front.insert(0, evaluator)
             before_stop = functools.partial(self._finish_evaluation, record, run, drain, evaluator)
-        ready = None
-        if tools is not None:
-            before += tools.wiring.before
-            ready = tools.wiring.ready
-        tree = session_tree(
-            f"session-{record.session_id}",
-            before,
-            ChildSpec(
-                SANDBOX_CHILD,
-                lambda: SandboxActor(
-                    spec,
-                    on_output=drain.write,
-                    start_after=ready,
-                    terminal_size=size,
-                    projections=projections,
-                ),
-            ),
+        tree = build_session(
+            record.session_id,
+            SandboxLaunch(spec, drain.write, terminal_size=size, projections=projections),
+            parts=tools.parts if tools is not None else None,
+            front=front,
         )
         launched: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -877,7 +866,7 @@ class SessionRegistry(Actor):
             sandbox = tree.child(SANDBOX_CHILD)
             assert isinstance(sandbox, SandboxActor)
             if tools is not None:
-                tools.wiring.started(tree)
+                tools.parts.started(tree)
             if isinstance(drain, PtyDrain):
                 drain.follow(sandbox)  # the terminal's input side, once launched
 
