@@ -70,11 +70,15 @@ class SessionWiring:
         """
         if mediation is None and rules is None:
             raise ValueError("a session wiring needs tools, a network, or both")
+        if mediation is None and audit_path is None:
+            # Checked before anything is made: no record, no connection.
+            raise ValueError("a network-only session needs an audit log")
         self.before: list[ChildSpec] = []
         self.proxy: EgressProxy | None = None
         self.parts: EgressParts | None = None
         self.waiters: list[asyncio.Task[None]] = []
         self.guest_end: socket.socket | None = None
+        self._host_end: socket.socket | None = None
         self._guest: GuestParts
         self._mcp = mediation is not None
         loop = asyncio.get_running_loop()
@@ -98,6 +102,7 @@ class SessionWiring:
         from glove.mcp import GUEST_CHANNEL_FD, AgentChannel, GuestSetup, guest_env
 
         host_end, self.guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._host_end = host_end
         setup = GuestSetup(
             bind_dir=str(private),
             env=guest_env(),
@@ -133,8 +138,7 @@ class SessionWiring:
             other = {CONNECTION_BYTE: Kind(UNIX_FAMILIES, channel.take)}
             self.before.append(ChildSpec("channel", lambda: channel))
         else:
-            if audit_path is None:
-                raise ValueError("a network-only session needs an audit log")
+            assert audit_path is not None  # checked by the constructor
             audit = AuditLog(audit_path, shared=True)
             self._audit = sink = audit
             self.before.append(ChildSpec("audit", lambda: audit))
@@ -163,11 +167,14 @@ class SessionWiring:
             )
 
     def close(self) -> None:
-        """Cancel the waiters and close the guest end (and the host end if never owned)."""
+        """Cancel the waiters and close the guest end (and the host end if never owned:
+        a channel that never started never closes it)."""
         for waiter in self.waiters:
             waiter.cancel()
         if self.guest_end is not None:
             self.guest_end.close()
+        if self._host_end is not None:
+            self._host_end.close()
         if self.parts is not None:
             self.parts.close()
 
