@@ -7,6 +7,10 @@ own files as protected paths: its configuration, policy, audit log (and rotated 
 each upstream's working directory (the directory and its files) are never shown to the
 sandbox; each upstream's program and the files it is started with are never shown writable
 (decision 0006).
+
+The session itself (its tree, order, readiness and teardown) is :mod:`glove.session`'s,
+built from a :class:`~glove.session.SessionDescription`; this module supplies the spec and
+the terminal (:class:`~glove.run._foreground.TerminalForeground`).
 """
 
 from __future__ import annotations
@@ -20,9 +24,7 @@ import shutil
 import sys
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from glove.actors import ChildSpec, Supervisor
 from glove.container import (
-    Bind,
     Protected,
     SandboxError,
     SandboxResult,
@@ -30,43 +32,41 @@ from glove.container import (
     describe,
     setup_failure,
 )
-from glove.container.linux import FdWriter, RawTerminal
 from glove.egress import EgressParts, EgressStats, prepare_egress
 from glove.errors import GloveError
 from glove.mcp import (
     GUEST_CHANNEL_FD,
-    GUEST_DIR,
     RUN_ID_BYTES,
     GuestSetup,
     McpConfig,
-    build_mediation,
     guest_env,
     load_config,
     mediator_protected,
     prepare_guest_dir,
 )
-from glove.run._egress import NetworkChoice, egress_additions, network_choice
+from glove.run._egress import NetworkChoice, network_choice
 from glove.run._exec import dry_run, print_notes, report_result, say_agent_notes, write_status
+from glove.run._foreground import TerminalForeground
 from glove.run._options import SandboxOptions
 from glove.run._prepare import (
     Additions,
     agent_argv,
     build_from_options,
     current_directory,
+    guest_additions,
     open_status,
     prepare_agent_for,
     profile_for,
 )
-from glove.run._signals import SignalRelay
 from glove.run._terminal import DROPPED_KEY, terminal_filters
 from glove.session import (
-    SANDBOX_CHILD,
     GuestParts,
-    SandboxActor,
-    SessionWiring,
-    run_session,
+    SessionDescription,
+    egress_guest,
+    open_session,
+    relay_guest,
+    run_foreground,
     session_result,
-    session_tree,
 )
 
 if TYPE_CHECKING:
@@ -78,52 +78,15 @@ PROG: Final = "glove run"
 
 def _spec_for(
     opts: SandboxOptions,
-    setup: GuestSetup | EgressParts | None,
+    guest: GuestParts | None,
     protected: tuple[Protected, ...],
     status_path: str | None,
     agent: AgentLaunch | None = None,
 ) -> SandboxSpec:
-    """The sandbox of this run; without ``setup``, the same without the guest parts.
-
-    ``setup`` is the relay's guest parts offline, or the egress helper's (which then also
-    relays MCP: ``glove-egress --mcp``) in ``proxy`` mode.
-    """
-    additions = Additions(protected=protected)
-    if isinstance(setup, EgressParts):
-        argv = agent_argv(opts, agent)
-        additions = egress_additions(setup, argv, protected=protected, mcp_env=guest_env())
-    elif setup is not None:
-        additions = Additions(
-            binds=(Bind(source=setup.bind_dir, target=GUEST_DIR, mode="ro"),),
-            env=setup.env,
-            pass_fds=setup.pass_fds,
-            protected=protected,
-            argv=setup.command(agent_argv(opts, agent)),
-        )
-    return build_from_options(
-        opts,
-        cwd=current_directory(),
-        host_env=dict(os.environ),
-        status_path=status_path,
-        additions=additions,
-        agent=agent,
-    )
-
-
-def _spec_with(
-    opts: SandboxOptions,
-    guest: GuestParts,
-    protected: tuple[Protected, ...],
-    status_path: str | None,
-    agent: AgentLaunch | None,
-) -> SandboxSpec:
-    """The sandbox of this run with the session wiring's guest parts."""
-    additions = Additions(
-        binds=tuple(Bind(source=src, target=dst, mode="ro") for src, dst in guest.binds),
-        env=guest.env,
-        pass_fds=guest.pass_fds,
-        protected=protected,
-        argv=guest.argv,
+    """The sandbox of this run with the session's guest parts; without ``guest``, the same
+    without them (the preflight)."""
+    additions = (
+        guest_additions(guest, protected) if guest is not None else Additions(protected=protected)
     )
     return build_from_options(
         opts,
@@ -144,18 +107,19 @@ def _dry_run(
     """Describe the sandbox, guest parts included, without starting any upstream."""
     private = prepare_guest_dir(relay=network.mode != "proxy")
     parts: EgressParts | None = None
+    argv = agent_argv(opts, agent)
     try:
-        setup: GuestSetup | EgressParts
         if network.mode == "proxy":
             parts = prepare_egress(private)
-            setup = parts
+            guest = egress_guest(parts.guest, argv, mcp=True)
         else:
             setup = GuestSetup(
                 bind_dir=str(private),
                 env=guest_env(),
                 pass_fds={GUEST_CHANNEL_FD: GUEST_CHANNEL_FD},
             )
-        spec = _spec_for(opts, setup, protected, None, agent)
+            guest = relay_guest(setup, argv)
+        spec = _spec_for(opts, guest, protected, None, agent)
         return dry_run(
             PROG, spec, as_json=opts.json, platform=opts.platform, network=network.described()
         )
@@ -182,68 +146,27 @@ async def _session(
     agent: AgentLaunch | None,
     network: NetworkChoice,
 ) -> _Run:
-    """One session tree: the mediation, the agent channel, [egress,] then the sandbox."""
-    loop = asyncio.get_running_loop()
-    private = await asyncio.to_thread(prepare_guest_dir, relay=network.mode != "proxy")
-    relay: SignalRelay | None = None
-    wiring: SessionWiring | None = None
+    """One session: the description to :mod:`glove.session`, the terminal from here."""
+    rules = network.rules() if network.mode == "proxy" else None
+    description = SessionDescription(
+        secrets.token_hex(RUN_ID_BYTES), mcp=config, rules=rules, hostname=network.hostname
+    )
+    parts = await open_session(description)
     filters: dict[int, TerminalFilter] = {}
-    run_id = secrets.token_hex(RUN_ID_BYTES)
     try:
-        mediation = build_mediation(config, run_id=run_id)
-        wiring = SessionWiring(
-            run_id=run_id,
-            mediation=mediation,
-            rules=network.rules() if network.mode == "proxy" else None,
-            hostname=network.hostname,
-            private=private,
-        )
-        spec = _spec_with(opts, wiring.guest(agent_argv(opts, agent)), protected, status, agent)
+        spec = _spec_for(opts, parts.guest(agent_argv(opts, agent)), protected, status, agent)
         if not opts.quiet:
             print_notes(PROG, spec)
-            rules = network.rules() if network.mode == "proxy" else None
             say_agent_notes(PROG, agent, spec, network.mode, rules)
         filters = terminal_filters(pty=spec.pty, raw=opts.raw)
-        writer = FdWriter({"stdout": 1, "stderr": 2, "pty": 1}, filters)
-        ready = wiring.ready
-        tree = session_tree(
-            f"session-{run_id}",
-            wiring.before,
-            ChildSpec(
-                SANDBOX_CHILD,
-                lambda: SandboxActor(
-                    spec, on_output=writer.write, stdin=0, winsize_from=0, start_after=ready
-                ),
-            ),
-        )
-
-        terminal = RawTerminal(0 if spec.pty else None)
-        relay = SignalRelay(loop, terminal)
-        relay.install()  # before the upstreams start: a Ctrl-C then is the agent's too
-
-        def started(tree: Supervisor) -> None:
-            if relay is not None:
-                relay.attach(tree)
-            if wiring is not None:
-                wiring.started(tree)
-
-        with terminal:
-            outcome = await run_session(tree, on_started=started)
-        await writer.flush()
-    except asyncio.CancelledError:
-        if relay is not None:
-            relay.reraise()  # a Ctrl-C before the agent ran: exit 130
-        raise
+        foreground = TerminalForeground(pty=spec.pty, filters=filters)
+        outcome = await run_foreground(parts, spec, foreground)
     finally:
-        if relay is not None:
-            relay.remove()
-        if wiring is not None:
-            wiring.close()
         with contextlib.suppress(OSError):
-            await asyncio.to_thread(shutil.rmtree, private)
-    mediator = mediation.mediator
+            await parts.close()
+    mediator = parts.mediation.mediator if parts.mediation is not None else None
     denied = (mediator.denied, mediator.first_denied) if mediator is not None else (0, None)
-    stats = wiring.proxy.stats if wiring.proxy is not None else None
+    stats = parts.proxy.stats if parts.proxy is not None else None
     withheld = sum(flt.dropped for flt in filters.values())
     return _Run(session_result(outcome), *denied, stats, withheld)
 

@@ -27,12 +27,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, NamedTuple
 
-from glove.container import DEFAULT_HOSTNAME, Bind, NetworkMode, Profile, Protected, SpecError
+from glove.container import DEFAULT_HOSTNAME, NetworkMode, Profile, Protected, SpecError
 from glove.run._options import SandboxOptions
-from glove.run._prepare import Additions, network_mode
+from glove.run._prepare import network_mode
 
 if TYPE_CHECKING:
-    from glove.egress import EgressParts, RuleSet
+    from glove.egress import RuleSet
 
 #: The default egress audit log of ``glove exec``, under ``$XDG_STATE_HOME/glove/``.
 EXEC_AUDIT_NAME: Final = "egress-audit.log"
@@ -85,29 +85,6 @@ def network_choice(opts: SandboxOptions, profile: Profile) -> NetworkChoice:
     section = profile.network
     return NetworkChoice(
         "proxy", (*section.allow, *opts.allow), (*section.deny, *opts.deny), profile.hostname
-    )
-
-
-def egress_additions(
-    parts: EgressParts,
-    argv: tuple[str, ...],
-    *,
-    protected: tuple[Protected, ...],
-    mcp_env: Mapping[str, str] | None = None,
-) -> Additions:
-    """What the spec gets: the helper directory, the proxy env, fd 3, the helper's argv.
-
-    With ``mcp_env`` (``glove run``) the helper also relays MCP connections (``--mcp``).
-    """
-    from glove.egress import GUEST_DIR
-
-    guest = parts.guest
-    return Additions(
-        binds=(Bind(source=guest.bind_dir, target=GUEST_DIR, mode="ro"),),
-        env={**(mcp_env or {}), **guest.env},
-        pass_fds=dict(guest.pass_fds),
-        protected=protected,
-        argv=guest.command(argv, mcp=mcp_env is not None),
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -24,18 +24,13 @@ from glove.container import (
     setup_failure,
 )
 from glove.errors import GloveError
-from glove.run._egress import (
-    NetworkChoice,
-    audit_protected,
-    egress_additions,
-    exec_audit_path,
-    network_choice,
-)
+from glove.run._egress import NetworkChoice, audit_protected, exec_audit_path, network_choice
 from glove.run._options import SandboxOptions
 from glove.run._prepare import (
     agent_argv,
     build_from_options,
     current_directory,
+    guest_additions,
     open_status,
     prepare_agent_for,
     profile_for,
@@ -46,8 +41,8 @@ from glove.run._terminal import dropped, terminal_filters, withheld
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
     from glove.container import Profile
-    from glove.egress import EgressParts, RuleSet
-    from glove.session import TerminalFilter
+    from glove.egress import RuleSet
+    from glove.session import GuestParts, TerminalFilter
 
 
 def say(prog: str, line: str) -> None:
@@ -234,52 +229,76 @@ def _exec_proxied(  # noqa: PLR0917 - the one call site passes what it prepared
 ) -> int:
     """``glove exec`` in ``proxy`` mode: the sandbox and its egress proxy on a session tree."""
     import asyncio
-    import shutil
 
-    from glove.egress import prepare_egress
     from glove.run._proxied import new_session_id, run_proxied
+    from glove.session import SessionDescription
 
     egress: dict[str, object] | None = None
     summary: str | None = None
-    parts: EgressParts | None = None
     filters: dict[int, TerminalFilter] = {}
     try:
         rules = network.rules()
         cwd = current_directory()
         audit_path = exec_audit_path(opts, cwd, os.environ)
         protected = audit_protected(audit_path, "the egress audit log")
-        parts = prepare_egress()
-        spec = build_from_options(
-            opts,
-            cwd=cwd,
-            host_env=dict(os.environ),
-            status_path=status_path,
-            additions=egress_additions(parts, agent_argv(opts, agent), protected=protected),
-            agent=agent,
-            profile=profile,
-            network="proxy",
-        )
-        if opts.dry_run:
-            return dry_run(
-                prog, spec, as_json=opts.json, platform=opts.platform, network=network.described()
+        argv = agent_argv(opts, agent)
+
+        def spec_for(guest: GuestParts) -> SandboxSpec:
+            return build_from_options(
+                opts,
+                cwd=cwd,
+                host_env=dict(os.environ),
+                status_path=status_path,
+                additions=guest_additions(guest, protected),
+                agent=agent,
+                profile=profile,
+                network="proxy",
             )
-        _write_agent_config(agent, spec)
-        if not opts.quiet:
-            print_notes(prog, spec)
-            say_agent_notes(prog, agent, spec, network.mode, rules)
-        filters = terminal_filters(pty=spec.pty, raw=opts.raw)
-        done = asyncio.run(
-            run_proxied(spec, parts, rules, audit_path, new_session_id(), filters=filters)
+
+        if opts.dry_run:
+            return _dry_run_proxied(prog, opts, network, argv, spec_for)
+
+        def before_run(spec: SandboxSpec) -> dict[int, TerminalFilter]:
+            _write_agent_config(agent, spec)
+            if not opts.quiet:
+                print_notes(prog, spec)
+                say_agent_notes(prog, agent, spec, network.mode, rules)
+            filters.update(terminal_filters(pty=spec.pty, raw=opts.raw))
+            return filters
+
+        description = SessionDescription(
+            new_session_id(), rules=rules, hostname=network.hostname, audit_path=audit_path
         )
+        done = asyncio.run(run_proxied(description, argv, spec_for, before_run))
         result = done.result
         egress, summary = done.egress.json_status(), done.egress.summary()
     except (SandboxError, GloveError, OSError) as exc:
         result = setup_failure(str(exc))
-    finally:
-        if parts is not None:
-            parts.close()
-            shutil.rmtree(parts.guest.bind_dir, ignore_errors=True)
     report_result(prog, result, quiet=opts.quiet, egress=summary, withheld=withheld(filters))
     extra = {**dropped(filters), **({"egress": egress} if egress is not None else {})}
     write_status(prog, status_fd, result, extra)
     return result.exit_code
+
+
+def _dry_run_proxied(
+    prog: str,
+    opts: SandboxOptions,
+    network: NetworkChoice,
+    argv: tuple[str, ...],
+    spec_for: Callable[[GuestParts], SandboxSpec],
+) -> int:
+    """Describe the proxied sandbox (the helper's guest parts included); nothing starts."""
+    import shutil
+
+    from glove.egress import prepare_egress
+    from glove.session import egress_guest
+
+    parts = prepare_egress()
+    try:
+        spec = spec_for(egress_guest(parts.guest, argv, mcp=False))
+        return dry_run(
+            prog, spec, as_json=opts.json, platform=opts.platform, network=network.described()
+        )
+    finally:
+        parts.close()
+        shutil.rmtree(parts.guest.bind_dir, ignore_errors=True)

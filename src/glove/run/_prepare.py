@@ -33,6 +33,7 @@ from glove.run._options import SandboxOptions
 
 if TYPE_CHECKING:
     from glove.agents import AgentLaunch
+    from glove.session import GuestParts
 
 #: Largest fd number accepted for ``--json-status FD``.
 MAX_STATUS_FD: Final = 1 << 16
@@ -46,6 +47,18 @@ class Additions(NamedTuple):
     pass_fds: dict[int, int] = {}  # noqa: RUF012 - a NamedTuple default, never mutated
     protected: tuple[Protected, ...] = ()
     argv: tuple[str, ...] | None = None
+
+
+def guest_additions(guest: GuestParts, protected: tuple[Protected, ...]) -> Additions:
+    """The session's guest parts (its helper's directory, env, fd and command line) and the
+    paths the sandbox must never see, as additions to the spec."""
+    return Additions(
+        binds=tuple(Bind(source=src, target=dst, mode="ro") for src, dst in guest.binds),
+        env=guest.env,
+        pass_fds=guest.pass_fds,
+        protected=protected,
+        argv=guest.argv,
+    )
 
 
 class StatusTarget(NamedTuple):

@@ -3,6 +3,16 @@
 
 from typing import TYPE_CHECKING, Any
 
+from glove.session._build import (
+    Foreground,
+    SandboxLaunch,
+    SessionDescription,
+    SessionParts,
+    build_session,
+    open_session,
+    run_foreground,
+    session_children,
+)
 from glove.session._escape import (
     EscapeFilter,
     FilterMode,
@@ -22,7 +32,7 @@ from glove.session._tree import (
     session_result,
     session_tree,
 )
-from glove.session._wiring import GuestParts, SessionWiring
+from glove.session._wiring import GuestParts, SessionWiring, egress_guest, relay_guest
 from glove.session.errors import (
     ExposureError,
     ProjectionRefused,
@@ -72,6 +82,7 @@ __all__ = [
     "EscapeFilter",
     "ExposureError",
     "FilterMode",
+    "Foreground",
     "GuestParts",
     "Kill",
     "LogFilter",
@@ -79,13 +90,16 @@ __all__ = [
     "ProjectionRefused",
     "RecoveryRefused",
     "SandboxActor",
+    "SandboxLaunch",
     "SendSignal",
     "SessionConflict",
+    "SessionDescription",
     "SessionError",
     "SessionLimit",
     "SessionMethods",
     "SessionNotFound",
     "SessionOutcome",
+    "SessionParts",
     "SessionRegistry",
     "SessionService",
     "SessionView",
@@ -94,9 +108,15 @@ __all__ = [
     "TerminalModes",
     "all_started",
     "arm_fault_hook",
+    "build_session",
     "close_once_launched",
+    "egress_guest",
     "load_service",
+    "open_session",
+    "relay_guest",
+    "run_foreground",
     "run_session",
+    "session_children",
     "session_result",
     "session_tree",
 ]

@@ -50,6 +50,7 @@ from glove.errors import GloveError
 from glove.evaluate import Fixture
 from glove.library import Library
 from glove.plan import ValidatedPlan
+from glove.session._build import SandboxLaunch, build_session
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
 from glove.session._evaluation import (
@@ -70,7 +71,7 @@ from glove.session._pty_drain import PtyDrain
 from glove.session._receipt import outcome_of, terminal_receipt
 from glove.session._sandbox import SandboxActor
 from glove.session._store import SessionRecord
-from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session, session_tree
+from glove.session._tree import SANDBOX_CHILD, SessionOutcome, run_session
 from glove.session.errors import ExposureError, FixtureRefused, ProjectionRefused
 
 if TYPE_CHECKING:
@@ -501,28 +502,17 @@ class SessionDriver(Actor):
         projections = tuple(run.projections)
         assert drain is not None
         size = drain.size if isinstance(drain, PtyDrain) else None
-        before = [ChildSpec(drain.name, lambda: drain)]
+        front: list[Actor] = [drain]
         before_stop = None
         if evaluator is not None and isinstance(drain, PtyDrain):
-            before.insert(0, ChildSpec(evaluator.name, lambda: evaluator))
+            front.insert(0, evaluator)
             before_stop = functools.partial(self._finish_evaluation, run, drain, evaluator)
-        ready = None
-        if tools is not None:
-            before += tools.wiring.before
-            ready = tools.wiring.ready
-        tree = session_tree(
-            CONTAINED_CHILD,
-            before,
-            ChildSpec(
-                SANDBOX_CHILD,
-                lambda: SandboxActor(
-                    spec,
-                    on_output=drain.write,
-                    start_after=ready,
-                    terminal_size=size,
-                    projections=projections,
-                ),
-            ),
+        tree = build_session(
+            record.session_id,
+            SandboxLaunch(spec, drain.write, terminal_size=size, projections=projections),
+            parts=tools.parts if tools is not None else None,
+            front=front,
+            name=CONTAINED_CHILD,
         )
 
         def started(tree: Supervisor) -> None:
@@ -530,7 +520,7 @@ class SessionDriver(Actor):
             sandbox = tree.child(SANDBOX_CHILD)
             assert isinstance(sandbox, SandboxActor)
             if tools is not None:
-                tools.wiring.started(tree)
+                tools.parts.started(tree)
             if isinstance(drain, PtyDrain):
                 drain.follow(sandbox)  # the terminal's input side, once launched
 

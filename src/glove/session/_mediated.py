@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from glove.container import Bind, Protected, SandboxSpec
-from glove.session._wiring import SessionWiring
+from glove.session._build import SessionDescription, SessionParts, open_session
 
 if TYPE_CHECKING:
     from glove.egress import RuleSet
@@ -49,15 +48,19 @@ class AuditDigest(msgspec.Struct, frozen=True):
 class SessionTools:
     """What one session's tools and network add to its tree and sandbox."""
 
-    wiring: SessionWiring
+    parts: SessionParts
     audit_path: Path
-    mediation: Mediation | None = None
-    private: Path | None = None
     protected: tuple[Protected, ...] = field(default=())
+
+    @property
+    def mediation(self) -> Mediation | None:
+        """The harness's mediation, when it names an MCP configuration."""
+        return self.parts.mediation
 
     def apply(self, spec: SandboxSpec, *, proxy: bool) -> SandboxSpec:
         """``spec`` with the guest parts: the helper as command, its binds, env and fd."""
-        guest = self.wiring.guest(spec.argv)
+        guest = self.parts.guest(spec.argv)
+        assert guest is not None  # session_tools makes parts only for tools or a network
         binds = tuple(Bind(source=src, target=dst, mode="ro") for src, dst in guest.binds)
         return msgspec.structs.replace(
             spec,
@@ -71,9 +74,7 @@ class SessionTools:
 
     async def close(self) -> None:
         """Close the channel ends and remove the guest directory."""
-        self.wiring.close()
-        if self.private is not None:
-            await asyncio.to_thread(shutil.rmtree, self.private, True)
+        await self.parts.close()
 
     def counts(self) -> dict[str, int]:
         """What the mediation and the proxy counted (for the receipt)."""
@@ -81,7 +82,7 @@ class SessionTools:
         mediator = self.mediation.mediator if self.mediation is not None else None
         if mediator is not None:
             out["tool_calls_denied"] = int(mediator.denied)
-        proxy = self.wiring.proxy
+        proxy = self.parts.proxy
         if proxy is not None:
             out["egress_allowed"] = int(proxy.stats.allowed)
             out["egress_denied"] = int(proxy.stats.denied + proxy.stats.dns_refused)
@@ -107,8 +108,9 @@ async def session_tools(
     rules: RuleSet | None,
     hostname: str,
 ) -> SessionTools | None:
-    """Build the mediation (when the harness names an MCP configuration) and the egress
-    parts (when the plan's network is ``proxy``); None when the session has neither.
+    """Describe the session's mediation (when the harness names an MCP configuration) and
+    its egress (when the plan's network is ``proxy``), and open its parts
+    (:func:`glove.session.open_session`); None when the session has neither.
 
     Raises:
         GloveError: the MCP configuration or its policy is invalid.
@@ -119,30 +121,17 @@ async def session_tools(
     await asyncio.to_thread(data_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
     audit_path = data_dir / AUDIT_NAME
     protected = _audit_protected(audit_path)
-    mediation = None
-    private = None
+    config = None
     if mcp_config is not None:
-        from glove.mcp import build_mediation, load_config, mediator_protected, prepare_guest_dir
+        from glove.mcp import load_config, mediator_protected
 
         config = load_config(mcp_config)
         protected = (*protected, *mediator_protected(mcp_config, config))
         config = msgspec.structs.replace(config, audit=str(audit_path))
-        mediation = build_mediation(config, run_id=session_id)
-        private = await asyncio.to_thread(prepare_guest_dir, relay=rules is None)
-    try:
-        wiring = SessionWiring(
-            run_id=session_id,
-            mediation=mediation,
-            rules=rules,
-            hostname=hostname,
-            private=private,
-            audit_path=str(audit_path),
-        )
-    except BaseException:
-        if private is not None:
-            await asyncio.to_thread(shutil.rmtree, private, True)
-        raise
-    return SessionTools(wiring, audit_path, mediation, private, protected)
+    description = SessionDescription(
+        session_id, mcp=config, rules=rules, hostname=hostname, audit_path=str(audit_path)
+    )
+    return SessionTools(await open_session(description), audit_path, protected)
 
 
 def audit_digest(path: Path) -> AuditDigest | None:

@@ -22,10 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from glove.actors import Actor, ChildSpec, Supervisor
+from glove.session._tree import all_started, close_once_launched
 
 if TYPE_CHECKING:
-    from glove.egress import EgressParts, EgressProxy, RuleSet
-    from glove.mcp import Mediation
+    from glove.egress import EgressGuest, EgressParts, EgressProxy, RuleSet
+    from glove.mcp import GuestSetup, Mediation
 
 
 class GuestParts(NamedTuple):
@@ -40,9 +41,10 @@ class GuestParts(NamedTuple):
 class SessionWiring:
     """The host side of one session's channels (see the module docstring).
 
-    Build it before the tree; put :attr:`before` ahead of the sandbox child, start the
-    sandbox after :attr:`ready`, call :meth:`started` from ``on_started`` and :meth:`close`
-    at the end, whatever happened.
+    :func:`glove.session.open_session` builds it before the tree and
+    :func:`glove.session.session_children` puts :attr:`before` ahead of the sandbox child,
+    which starts after :attr:`ready`; :meth:`started` goes in ``on_started`` and
+    :meth:`close` at the end, whatever happened.
     """
 
     def __init__(
@@ -68,11 +70,15 @@ class SessionWiring:
         """
         if mediation is None and rules is None:
             raise ValueError("a session wiring needs tools, a network, or both")
+        if mediation is None and audit_path is None:
+            # Checked before anything is made: no record, no connection.
+            raise ValueError("a network-only session needs an audit log")
         self.before: list[ChildSpec] = []
         self.proxy: EgressProxy | None = None
         self.parts: EgressParts | None = None
         self.waiters: list[asyncio.Task[None]] = []
         self.guest_end: socket.socket | None = None
+        self._host_end: socket.socket | None = None
         self._guest: GuestParts
         self._mcp = mediation is not None
         loop = asyncio.get_running_loop()
@@ -93,9 +99,10 @@ class SessionWiring:
             return
         assert mediation is not None
         assert private is not None
-        from glove.mcp import GUEST_CHANNEL_FD, GUEST_DIR, AgentChannel, GuestSetup, guest_env
+        from glove.mcp import GUEST_CHANNEL_FD, AgentChannel, GuestSetup, guest_env
 
         host_end, self.guest_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._host_end = host_end
         setup = GuestSetup(
             bind_dir=str(private),
             env=guest_env(),
@@ -104,7 +111,6 @@ class SessionWiring:
         channel = AgentChannel(host_end, mediation)  # it owns the host end now
         self.before.append(ChildSpec("channel", lambda: channel))
         self._relay = setup
-        self._guest_dir = GUEST_DIR
 
     def _wire_network(  # noqa: PLR0917 - the constructor's own arguments, passed on
         self,
@@ -132,8 +138,7 @@ class SessionWiring:
             other = {CONNECTION_BYTE: Kind(UNIX_FAMILIES, channel.take)}
             self.before.append(ChildSpec("channel", lambda: channel))
         else:
-            if audit_path is None:
-                raise ValueError("a network-only session needs an audit log")
+            assert audit_path is not None  # checked by the constructor
             audit = AuditLog(audit_path, shared=True)
             self._audit = sink = audit
             self.before.append(ChildSpec("audit", lambda: audit))
@@ -150,48 +155,65 @@ class SessionWiring:
     def guest(self, argv: tuple[str, ...]) -> GuestParts:
         """The guest parts for a sandbox whose command is ``argv``."""
         if self.parts is not None:
-            from glove.egress import GUEST_DIR
-            from glove.mcp import guest_env
-
-            guest = self.parts.guest
-            env = {**(guest_env() if self._mcp else {}), **guest.env}
-            return GuestParts(
-                ((guest.bind_dir, GUEST_DIR),),
-                env,
-                dict(guest.pass_fds),
-                tuple(guest.command(argv, mcp=self._mcp)),
-            )
-        setup = self._relay
-        return GuestParts(
-            ((setup.bind_dir, self._guest_dir),),
-            dict(setup.env),
-            dict(setup.pass_fds),
-            tuple(setup.command(argv)),
-        )
+            return egress_guest(self.parts.guest, argv, mcp=self._mcp)
+        return relay_guest(self._relay, argv)
 
     def started(self, tree: Supervisor) -> None:
         """Once the sandbox holds the guest end, close ours (the proxy then sees the helper's
         end of file); offline the relay's channel stays as it always was."""
         if self.parts is not None and self.guest_end is not None:
-            from glove.session._tree import close_once_launched
-
             self.waiters.append(
                 asyncio.get_running_loop().create_task(close_once_launched(tree, self.guest_end))
             )
 
     def close(self) -> None:
-        """Cancel the waiters and close the guest end (and the host end if never owned)."""
+        """Cancel the waiters and close the guest end (and the host end if never owned:
+        a channel that never started never closes it)."""
         for waiter in self.waiters:
             waiter.cancel()
         if self.guest_end is not None:
             self.guest_end.close()
+        if self._host_end is not None:
+            self._host_end.close()
         if self.parts is not None:
             self.parts.close()
 
 
+def egress_guest(guest: EgressGuest, argv: tuple[str, ...], *, mcp: bool) -> GuestParts:
+    """The guest parts of a proxied sandbox: the helper directory, the proxy env (and the
+    MCP shim's with ``mcp``), the channel as fd 3, ``glove-egress [--mcp] -- ARGV``."""
+    from glove.egress import GUEST_DIR
+
+    env = {**(_mcp_env() if mcp else {}), **guest.env}
+    return GuestParts(
+        ((guest.bind_dir, GUEST_DIR),),
+        env,
+        dict(guest.pass_fds),
+        tuple(guest.command(argv, mcp=mcp)),
+    )
+
+
+def relay_guest(setup: GuestSetup, argv: tuple[str, ...]) -> GuestParts:
+    """The guest parts of an offline sandbox with tools: ``glove-relay -- ARGV``."""
+    from glove.mcp import GUEST_DIR
+
+    return GuestParts(
+        ((setup.bind_dir, GUEST_DIR),),
+        dict(setup.env),
+        dict(setup.pass_fds),
+        tuple(setup.command(argv)),
+    )
+
+
+def _mcp_env() -> dict[str, str]:
+    from glove.mcp import guest_env
+
+    return guest_env()
+
+
 async def _all_ready(mediation: asyncio.Future[None] | None, *actors: Actor) -> None:
-    """The mediation (if any) is ready and the channel, audit log and proxy have started."""
+    """The session's one readiness barrier: the mediation (if any) is ready and the channel,
+    audit log and proxy have started (no connection before the proxy and its log are up)."""
     if mediation is not None:
         await asyncio.shield(mediation)
-    for actor in actors:
-        await actor.started.wait()
+    await all_started(*actors)
