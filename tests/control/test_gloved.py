@@ -171,7 +171,7 @@ def test_health_and_tree_over_an_owner_only_socket(
     root = tree["root"]
     assert root["name"] == "gloved"
     assert root["strategy"] == "rest_for_one"
-    assert [c["name"] for c in root["children"]] == ["loop-lag", "sessions", "control"]
+    assert [c["name"] for c in root["children"]] == ["launcher", "loop-lag", "sessions", "control"]
     assert all(c["state"] == "running" for c in root["children"])
 
 

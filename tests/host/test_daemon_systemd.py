@@ -132,7 +132,13 @@ def test_install_starts_gloved_ready_in_its_own_namespaces(um: UserManager) -> N
     assert "CapEff:\t0000000000000000" in status
     tree = _json(um.glove("diag", "tree", "--json"))["root"]
     assert isinstance(tree, dict)
-    assert [c["name"] for c in tree["children"]] == ["loop-lag", "sessions", "control", "notify"]
+    assert [c["name"] for c in tree["children"]] == [
+        "launcher",
+        "loop-lag",
+        "sessions",
+        "control",
+        "notify",
+    ]
 
 
 def test_watchdog_pings_reach_systemd_and_a_wedged_loop_is_restarted(um: UserManager) -> None:

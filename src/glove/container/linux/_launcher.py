@@ -256,8 +256,9 @@ def _close_all(fds: list[int]) -> None:
 def serve(channel: socket.socket) -> int:
     """Run the launcher on ``channel`` until it ends; return the process's exit code.
 
-    Exits 0 at the end of the channel, :data:`~glove.exits.EXIT_INTERNAL` when a record is
-    refused or the channel breaks (gloved then fails closed).
+    Exits 0 at the end of the channel (or when gloved's end was closed under it),
+    :data:`~glove.exits.EXIT_INTERNAL` when a record is refused or the channel breaks
+    (gloved then fails closed).
     """
     warm_caches()
     server = _Server(channel)
@@ -272,6 +273,10 @@ def serve(channel: socket.socket) -> int:
                 if received is None:
                     return EXIT_OK
                 server.launch(*_launch_request(*received))
+    except (ConnectionResetError, BrokenPipeError):
+        # gloved is gone (it refused to start, or exited): the channel's end, said by the
+        # kernel rather than by an empty read; nothing to report.
+        return EXIT_OK
     except (LauncherProtocolError, OSError) as exc:
         with contextlib.suppress(OSError):
             sys.stderr.write(f"glove-launcher: {exc}\n")
