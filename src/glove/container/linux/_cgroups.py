@@ -421,16 +421,24 @@ class SandboxCgroups:
     def reached(self) -> str | None:
         """The first limit whose cgroup says it was reached (the supervisor then kills the
         tree): ``memory`` after an OOM kill, ``pids`` after a refused fork, ``cpu_time`` once
-        the tree's CPU time (less the init's setup, :attr:`setup_cpu_s`) is at the limit;
-        None while none is. The CPU rate (``cpus``) is never reached: it throttles the
-        tree, which goes on."""
+        the tree's CPU time (less the init's setup, :attr:`setup_cpu_s`) is at the limit,
+        counted from the init's ``ready`` on; None while none is. The CPU rate (``cpus``)
+        is never reached: it throttles the tree, which goes on."""
         if self.memory_oom_killed():
             return "memory"
         if self.pids_hit():
             return "pids"
         cpu = self.plans.get("cpu_time")
         cpu_watched = cpu is not None and cpu.mechanism in CGROUP_CPU_WATCHDOGS
-        if cpu_watched and cpu is not None and self.command_cpu_seconds() >= cpu.value:
+        # Before the init's ``ready`` there is no command: what the tree spent is Glove's
+        # setup (left out of the budget once reported), never the command's, so a setup
+        # slower than the budget is not a cpu_time kill.
+        if (
+            cpu_watched
+            and cpu is not None
+            and self.setup_reported
+            and self.command_cpu_seconds() >= cpu.value
+        ):
             return "cpu_time"
         return None
 
