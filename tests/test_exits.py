@@ -11,6 +11,7 @@ from pathlib import Path
 from glove import exits
 from glove.egress import helper
 from glove.mcp import relay, shim
+from tests._ast import parse as parse_source
 
 SRC = Path(exits.__file__).resolve().parent
 DOCS_CLI = SRC.parents[1] / "docs" / "cli.md"
@@ -30,7 +31,7 @@ def _table() -> dict[str, int]:
 
 def _documented_names() -> set[str]:
     """The EXIT_ names whose assignment is followed by a docstring in glove/exits.py."""
-    body = ast.parse(Path(exits.__file__).read_text()).body
+    body = parse_source(Path(exits.__file__).read_text()).body
     named = set()
     for node, after in itertools.pairwise(body):
         if (
@@ -87,7 +88,7 @@ def test_no_other_module_defines_an_exit_code() -> None:
     for path in sorted(SRC.rglob("*.py")):
         if path == Path(exits.__file__).resolve() or path in IN_SANDBOX:
             continue
-        for node in ast.parse(path.read_text()).body:
+        for node in parse_source(path.read_text()).body:
             targets = (
                 node.targets
                 if isinstance(node, ast.Assign)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import glove
+from tests._ast import parse as parse_source
 
 SRC = Path(glove.__file__).resolve().parent
 #: Every package of the tree, subpackages included (``glove.container.linux``).
@@ -48,7 +49,7 @@ def _imports_across_packages() -> Iterator[tuple[str, str, str]]:
     not inside package ``glove.X`` (function-level imports and TYPE_CHECKING ones included)."""
     for path in sorted(SRC.rglob("*.py")):
         importer = _module_of(path)
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse_source(path.read_text())):
             if not isinstance(node, ast.ImportFrom) or node.level or node.module not in PACKAGES:
                 continue
             target = node.module

@@ -9,6 +9,7 @@ from pathlib import Path
 import glove.egress
 from glove.egress import errors
 from glove.errors import GloveError
+from tests._ast import parse as parse_source
 
 PACKAGE = Path(glove.egress.__file__).parent
 #: Modules that must stay pure: bytes and values in, values out.
@@ -27,7 +28,7 @@ FORBIDDEN_IN_PURE = {"asyncio", "os", "socket", "selectors", "subprocess", "thre
 
 
 def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
+    tree = parse_source(path.read_text())
     names: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -109,7 +110,7 @@ def test_the_helper_copy_of_the_listeners_matches() -> None:
 def test_every_test_has_a_docstring() -> None:
     """One sentence on every test in this directory."""
     for path in Path(__file__).parent.glob("test_*.py"):
-        tree = ast.parse(path.read_text())
+        tree = parse_source(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
                 "test_"

@@ -19,6 +19,7 @@ from glove.egress import Resolver, encode_query, parse_answer
 from glove.egress._addresses import IPAddress
 from glove.egress._dns import RCODE_FORMERR, RCODE_NOERROR, RCODE_NXDOMAIN, TYPE_A, frame
 from glove.egress._http import CONNECT_ESTABLISHED
+from tests._ast import parse as parse_source
 
 from ._attack_client import attack as send_attack
 from ._attacks import ATTACKS, Attack, check_origin, check_records, check_reply, rules
@@ -228,7 +229,7 @@ def test_the_attack_client_is_stdlib_only() -> None:
     import ast
     from pathlib import Path
 
-    tree = ast.parse(Path(__file__).with_name("_attack_client.py").read_text())
+    tree = parse_source(Path(__file__).with_name("_attack_client.py").read_text())
     imported = {
         alias.name.split(".")[0]
         for node in ast.walk(tree)

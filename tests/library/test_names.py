@@ -20,6 +20,7 @@ from glove.library import (
     is_bundle_name,
 )
 from glove.library import errors as library_errors
+from tests._ast import parse as parse_source
 
 HEX = "0123456789abcdef" * 4
 
@@ -158,7 +159,7 @@ def test_the_package_imports_no_other_glove_package() -> None:
     lowest layers, beside journal and evaluate)."""
     package = Path(glove.library.__file__).parent
     for module in package.glob("*.py"):
-        tree = ast.parse(module.read_text())
+        tree = parse_source(module.read_text())
         for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):

@@ -32,6 +32,7 @@ from glove.session import (
     open_session,
     session_children,
 )
+from tests._ast import parse as parse_source
 
 SRC = Path(glove.__file__).resolve().parent
 #: The modules that run a session, and the builder calls each must make.
@@ -133,7 +134,7 @@ async def test_a_network_without_tools_needs_its_audit_log() -> None:
 
 def _calls(path: Path) -> Iterator[str]:
     """The names every call in ``path`` calls (``f(...)`` and ``x.f(...)``), nested included."""
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parse_source(path.read_text())):
         if isinstance(node, ast.Call):
             func = node.func
             if isinstance(func, ast.Name):

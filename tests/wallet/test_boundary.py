@@ -11,6 +11,7 @@ from pathlib import Path
 import glove.wallet
 import glove.wallet.errors
 from glove.errors import GloveError
+from tests._ast import parse as parse_source
 
 SRC = Path(glove.wallet.__file__).resolve().parents[1]
 WALLET = SRC / "wallet"
@@ -119,7 +120,7 @@ def test_every_error_roots_at_glove_error_and_is_in_the_tree() -> None:
 def test_cores_are_sans_io() -> None:
     """The scan, the messages, the authorities, the contracts and the processor do no I/O."""
     for name in SANS_IO:
-        tree = ast.parse((WALLET / name).read_text())
+        tree = parse_source((WALLET / name).read_text())
         for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):
