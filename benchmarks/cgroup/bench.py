@@ -32,7 +32,7 @@ import msgspec
 
 from glove.container import build_spec, load_profile, run
 from glove.container._limits import Limits
-from glove.container.linux import _cgroups
+from glove.container.linux import _cgroups, _launch
 from glove.container.linux._cgroup_v2 import V2Probe
 
 LIMITS = {
@@ -49,13 +49,21 @@ WITHOUT_V2 = frozenset({"v1", "v1-cpu"})
 
 @contextlib.contextmanager
 def _no_v2_site() -> Iterator[None]:
-    """Make the probe (and so the planner and the group set) see no cgroup v2 site."""
-    real = _cgroups.probe_v2
-    _cgroups.probe_v2 = lambda: V2Probe(None, {"cgroup-v2": "disabled by the benchmark"})
+    """Make the probe (and so the planner and the group set) see no cgroup v2 site.
+
+    A launch probes once (``_launch``) and hands the probe to the planner and the group
+    set; ``_cgroups`` probes itself only when called without one. Both are told.
+    """
+    real_cgroups, real_launch = _cgroups.probe_v2, _launch.probe_v2
+
+    def absent() -> V2Probe:
+        return V2Probe(None, {"cgroup-v2": "disabled by the benchmark"})
+
+    _cgroups.probe_v2 = _launch.probe_v2 = absent
     try:
         yield
     finally:
-        _cgroups.probe_v2 = real
+        _cgroups.probe_v2, _launch.probe_v2 = real_cgroups, real_launch
 
 
 def _once(case: str, null: int) -> float:

@@ -92,7 +92,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--mib", type=int, default=16, help="size of each filtered stream")
     parser.add_argument("--lines", type=int, default=2_000_000, help="seq length end to end")
+    parser.add_argument(
+        "--quick", action="store_true", help="1 MiB streams and 200,000 lines (benchmarks' table)"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.mib, args.lines = 1, 200_000
     print("1. filter throughput, MiB/s (64 KiB reads)")
     print(f"   {'stream':8} {'decode+encode':>14} {'text mode':>10} {'pty mode':>10}")
     for kind in ("text", "tui", "hostile"):
