@@ -44,6 +44,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from benchmarks import _report
+
 from glove.audit import AuditLog
 from glove.mcp import start_mediation
 from glove.mcp._config import parse_config
@@ -51,6 +55,8 @@ from glove.mcp._config import parse_config
 REPO = Path(__file__).resolve().parents[2]
 ECHO = [sys.executable, str(REPO / "tests" / "mcp" / "fixtures" / "sdk_server.py"), "echo"]
 WARMUP = 100
+#: Issue 22 item 4: a mediated call adds at most this much at p50 over a direct call.
+GOAL_ADDED_MS = 0.3
 
 Call = Callable[[], Awaitable[None]]
 
@@ -284,8 +290,18 @@ async def main() -> None:
     print(f"| fdatasync of a 100-byte append (disk) | {_p50(floor):.3f} | | | |")
     print(f"| audit append alone (disk, shared) | {_p50(alone):.3f} | | | |")
     added = _p50(samples["glove, disk log"]) - base
+    _report.row(
+        "mcp-call",
+        "tools/call p50, durable disk log",
+        _p50(samples["glove, disk log"]),
+        "direct call",
+        base,
+        "ms",
+        goal=(base + GOAL_ADDED_MS) / base,  # the issue's goal: at most +0.3 ms added
+    )
     print(
-        f"\nadded p50 with the durable disk log: {added:+.3f} ms (goal <= +0.300 ms); "
+        f"\nadded p50 with the durable disk log: {added:+.3f} ms "
+        f"(goal <= +{GOAL_ADDED_MS:.3f} ms); "
         f"serial: {_p50(samples['glove, disk log, serial']) - base:+.3f} ms"
     )
     sequential = statistics.mean(samples["glove, disk log"]) * 1e3
