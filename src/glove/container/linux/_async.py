@@ -302,10 +302,13 @@ class AsyncSandbox:
         # them, and released the descriptors this method still used (EBADF).
         if isinstance(process, RemoteSandboxProcess):
             pidfd = process.pidfd
-            process.when_reaped(lambda: self._loop.call_soon(self._on_exit, pidfd))
+            process.when_reaped(lambda: self._on_exit_soon(pidfd))
         else:
             self._add_reader(process.pidfd, self._on_exit)
         self._reschedule()
+
+    def _on_exit_soon(self, pidfd: int) -> None:
+        self._loop.call_soon(self._on_exit, pidfd)
 
     def _add_reader(self, fd: int, callback: Callable[[int], None]) -> None:
         self._loop.add_reader(fd, callback, fd)
