@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import os
 import platform
+import sys
 from typing import Any, Final
 
 from glove.container.errors import UnsupportedPlatform
@@ -119,6 +120,9 @@ _MODE_SYSCALLS: Final = (
     ("mknod", 1, None), ("mknodat", 2, None), ("open", 2, 1), ("openat", 3, 2),
 )  # fmt: skip
 
+#: The sonames pyseccomp's ``find_library`` lookups resolve to on glibc Linux.
+_SONAMES: Final = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+
 _cached_programs: dict[tuple[bool, bool], bytes] = {}
 _syscall_names: dict[int, str] = {}
 
@@ -165,11 +169,36 @@ def _deny_unix_datagrams(seccomp: Any, filt: Any, deny: int) -> None:
         )
 
 
-def _build(notify: bool, gate: bool) -> bytes:
+def _pyseccomp() -> Any:
+    """Import pyseccomp with libc and libseccomp loaded by their sonames.
+
+    pyseccomp looks both up with ``ctypes.util.find_library``, which runs ``ldconfig -p``
+    (two subprocesses, about 10 ms each here) on every import; the sonames are fixed by the
+    libraries' ABI, so they are tried first, and the lookup only if a soname does not load.
+
+    Raises:
+        UnsupportedPlatform: pyseccomp or libseccomp cannot be loaded.
+    """
+    if "pyseccomp" not in sys.modules:
+        import ctypes.util
+
+        lookup = ctypes.util.find_library
+        ctypes.util.find_library = _SONAMES.get  # type: ignore[assignment]
+        try:
+            import pyseccomp  # loaded by soname: kept in sys.modules for the import below
+        except (ImportError, OSError):
+            pass  # not under these sonames: pyseccomp's own lookup below
+        finally:
+            ctypes.util.find_library = lookup
     try:
-        import pyseccomp as seccomp
+        import pyseccomp
     except (ImportError, OSError) as exc:
         raise UnsupportedPlatform(f"pyseccomp / libseccomp is not usable: {exc}") from exc
+    return pyseccomp
+
+
+def _build(notify: bool, gate: bool) -> bytes:
+    seccomp = _pyseccomp()
     # notify: every denial goes to the launcher, which answers EPERM and records the call.
     deny = seccomp.NOTIFY if notify else seccomp.ERRNO(errno.EPERM)
     filt = seccomp.SyscallFilter(seccomp.ALLOW)
@@ -250,11 +279,10 @@ def syscall_name(number: int) -> str:
     name = _syscall_names.get(number)
     if name is None:
         try:
-            import pyseccomp as seccomp
-
+            seccomp = _pyseccomp()
             resolved = seccomp.resolve_syscall(seccomp.system_arch(), number)
             name = resolved.decode() if isinstance(resolved, bytes) else str(resolved)
-        except (ImportError, OSError, ValueError, RuntimeError):
+        except (UnsupportedPlatform, OSError, ValueError, RuntimeError):
             name = str(number)
         _syscall_names[number] = name
     return name
