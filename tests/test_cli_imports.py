@@ -327,7 +327,7 @@ EXEC = LIGHT | {
 }  # fmt: skip
 #: What ``glove exec`` must never load, besides the stacks it has no use for.
 NOT_FOR_EXEC = (
-    "typer", "click", "rich", "pydantic", "asyncio",
+    "typer", "click", "rich", "pydantic", "asyncio", "tomllib",
     "glove.session", "glove.mcp", "glove.daemon", "glove.control", "glove.journal",
     "glove.host", "glove.actors", "glove.egress", "glove.policy", "glove.agents",
     "glove.container._describe", "glove.container.linux._describe",
