@@ -325,9 +325,10 @@ EXEC = LIGHT | {
     "glove.container.linux._supervise", "glove.container.linux._syscalls",
     "glove.container.linux._unix_gate",
 }  # fmt: skip
-#: What ``glove exec`` must never load, besides the stacks it has no use for.
+#: What ``glove exec`` must never load: the stacks it has no use for, tomllib (the embedded
+#: profiles ship decoded), ``ctypes.util`` and its ``subprocess`` (libseccomp by soname).
 NOT_FOR_EXEC = (
-    "typer", "click", "rich", "pydantic", "asyncio", "tomllib",
+    "typer", "click", "rich", "pydantic", "asyncio", "tomllib", "ctypes.util", "subprocess",
     "glove.session", "glove.mcp", "glove.daemon", "glove.control", "glove.journal",
     "glove.host", "glove.actors", "glove.egress", "glove.policy", "glove.agents",
     "glove.container._describe", "glove.container.linux._describe",

@@ -15,10 +15,12 @@ performs it for the caller (``_unix_gate``, decision 0034).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import platform
 import sys
+import types
 from typing import Any, Final
 
 from glove.container.errors import UnsupportedPlatform
@@ -170,31 +172,53 @@ def _deny_unix_datagrams(seccomp: Any, filt: Any, deny: int) -> None:
 
 
 def _pyseccomp() -> Any:
-    """Import pyseccomp with libc and libseccomp loaded by their sonames.
-
-    pyseccomp looks both up with ``ctypes.util.find_library``, which runs ``ldconfig -p``
-    (two subprocesses, about 10 ms each here) on every import; the sonames are fixed by the
-    libraries' ABI, so they are tried first, and the lookup only if a soname does not load.
+    """Import pyseccomp, with libc and libseccomp loaded by their sonames if it can be.
 
     Raises:
         UnsupportedPlatform: pyseccomp or libseccomp cannot be loaded.
     """
     if "pyseccomp" not in sys.modules:
-        import ctypes.util
-
-        lookup = ctypes.util.find_library
-        ctypes.util.find_library = _SONAMES.get  # type: ignore[assignment]
-        try:
-            import pyseccomp  # loaded by soname: kept in sys.modules for the import below
-        except (ImportError, OSError):
-            pass  # not under these sonames: pyseccomp's own lookup below
-        finally:
-            ctypes.util.find_library = lookup
+        with contextlib.suppress(ImportError, OSError):
+            _import_by_soname()  # else pyseccomp's own lookup, below
     try:
         import pyseccomp
     except (ImportError, OSError) as exc:
         raise UnsupportedPlatform(f"pyseccomp / libseccomp is not usable: {exc}") from exc
     return pyseccomp
+
+
+def _import_by_soname() -> None:
+    """Import pyseccomp with ``ctypes.util.find_library`` answering from :data:`_SONAMES`.
+
+    pyseccomp looks libc and libseccomp up with ``find_library`` as it is imported, which
+    runs ``ldconfig -p`` twice, and ``ctypes.util`` itself imports ``subprocess`` and
+    ``tempfile``, which nothing else in ``glove exec`` needs. The sonames are fixed by the
+    libraries' ABI, so while pyseccomp is imported ``ctypes.util`` is a stand-in (or, if it
+    is loaded already, its ``find_library``) that names them; it is removed (restored)
+    right after. A soname that does not load fails the import, and the caller imports
+    pyseccomp again with the real lookup.
+    """
+    import ctypes
+
+    package: Any = ctypes
+    loaded: Any = sys.modules.get("ctypes.util")
+    if loaded is not None:
+        lookup = loaded.find_library
+        loaded.find_library = _SONAMES.get
+        try:
+            import pyseccomp
+        finally:
+            loaded.find_library = lookup
+        return
+    stand_in: Any = types.ModuleType("ctypes.util")
+    stand_in.find_library = _SONAMES.get
+    sys.modules["ctypes.util"] = stand_in
+    package.util = stand_in
+    try:
+        import pyseccomp  # noqa: F401 - kept in sys.modules for _pyseccomp
+    finally:
+        del sys.modules["ctypes.util"]
+        del package.util
 
 
 def _build(notify: bool, gate: bool) -> bytes:
