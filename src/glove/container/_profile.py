@@ -284,7 +284,8 @@ PACKED_PROFILES: Final = "packed.json"
 
 class _Packed(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     checksum: int
-    profiles: dict[str, Profile]
+    #: Each profile's JSON, decoded (and its binds checked) only when it is asked for.
+    profiles: dict[str, msgspec.Raw]
 
 
 def _profiles_folder() -> Path:
@@ -307,10 +308,12 @@ def _packed_profile(name: str) -> Profile | None:
     folder = _profiles_folder()
     try:
         packed = msgspec.json.decode((folder / PACKED_PROFILES).read_bytes(), type=_Packed)
-        current = _toml_checksum(folder)
+        raw = packed.profiles.get(name)
+        if raw is None or packed.checksum != _toml_checksum(folder):
+            return None
+        return msgspec.json.decode(raw, type=Profile)
     except (OSError, msgspec.DecodeError, SpecError):
         return None
-    return packed.profiles.get(name) if packed.checksum == current else None
 
 
 def pack_embedded_profiles() -> bytes:
@@ -318,7 +321,8 @@ def pack_embedded_profiles() -> bytes:
     (written to ``profiles/packed.json`` when a profile changes; a test checks it is)."""
     folder = _profiles_folder()
     profiles = {
-        name: decode_profile(*_read_profile(name, None)[:2]) for name in embedded_profiles()
+        name: msgspec.Raw(msgspec.json.encode(decode_profile(*_read_profile(name, None)[:2])))
+        for name in embedded_profiles()
     }
     packed = _Packed(_toml_checksum(folder), profiles)
     return msgspec.json.format(msgspec.json.encode(packed), indent=1) + b"\n"
