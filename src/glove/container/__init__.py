@@ -15,6 +15,10 @@ owns a sandbox from the event loop (no thread held: the daemon's sessions use it
 :func:`run_async` runs one with its output to host descriptors; :func:`launch` starts a
 sandbox and returns a :class:`SandboxProcess` for callers that drive it themselves.
 ``SandboxSpec.pass_fds`` passes extra descriptors (sockets) into the command.
+
+Each name is imported from its private module on first use (PEP 562, ``_LAZY``): importing
+the package costs nothing, and ``glove exec``, which takes the blocking ``run``, never loads
+the asyncio shell or the launcher client (decision 0053).
 """
 
 from __future__ import annotations
