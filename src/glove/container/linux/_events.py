@@ -19,8 +19,9 @@ import os
 import select
 import socket
 import stat
-from dataclasses import dataclass, field
 from typing import Final, Literal
+
+import msgspec
 
 from glove.container._monitor import (
     SINK_WRITE_BYTES,
@@ -70,8 +71,7 @@ def stdin_passes_directly(stdin: int) -> bool:
     return stat.S_ISFIFO(mode)
 
 
-@dataclass
-class Wiring:
+class Wiring(msgspec.Struct):
     """The command's standard streams, as created for one sandbox.
 
     Attributes:
@@ -85,8 +85,8 @@ class Wiring:
     """
 
     child: tuple[int, int, int]
-    child_ends: list[int] = field(default_factory=list)
-    outputs: dict[int, Stream] = field(default_factory=dict)
+    child_ends: list[int] = msgspec.field(default_factory=list)
+    outputs: dict[int, Stream] = msgspec.field(default_factory=dict)
     stdin_target: int | None = None
     close_target_at_eof: bool = False
     master: int | None = None
