@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from msgspec import Meta
 
-from glove.actors import ActorDead, Busy
+from glove.actors import ActorDead, Busy, race
 from glove.control import CallContext, MethodError, MethodRegistry
 from glove.plan import MAX_TERMINAL_CELLS, MIN_TERMINAL_CELLS
 from glove.session._escape import TerminalModes
@@ -184,16 +184,6 @@ class DetachResult(msgspec.Struct, frozen=True):
     offset: int
 
 
-async def _first(*waits: Coroutine[Any, Any, Any]) -> None:
-    """Wait until one of ``waits`` completes; cancel the rest."""
-    tasks = [asyncio.ensure_future(w) for w in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-
-
 async def read_chunk(
     source: TranscriptSource, ring: RingReader, offset: int, limit: int
 ) -> tuple[int, bytes]:
@@ -294,7 +284,7 @@ class TerminalMethods:
         drain = hub.drain(session_id)
         ended = hub.ended_event(session_id)
         if drain is not None and drain.transcript is None and ended is not None:
-            await _first(drain.started.wait(), ended.wait())
+            await race(drain.started.wait(), ended.wait())
         try:
             if drain is not None and drain.transcript is not None:
                 ring = await asyncio.to_thread(RingReader.open, directory, drain.capacity)
