@@ -42,10 +42,22 @@ from glove.actors import Actor
 from glove.container.linux import READ_CHUNK_BYTES, set_winsize
 from glove.session._drain import StreamDigest
 from glove.session._escape import ModeTracker, TerminalModes
+from glove.session._messages import Refused
 from glove.session._sandbox import SandboxActor, SendSignal
+from glove.session._terminals import (
+    RaiseSignal,
+    SetSize,
+    Subscribe,
+    Subscribed,
+    Unsubscribe,
+    WriteInput,
+)
 from glove.session._transcript import TranscriptWriter
 from glove.session.errors import InputBusy, NoTerminal
 
+#: Terminal requests queued for the drain (input, resize, signal, viewers); an asker waits
+#: for room until its deadline.
+DRAIN_MAILBOX: Final = 16
 #: How long written bytes may wait for their flush (group commit).
 FLUSH_INTERVAL_S: Final = 0.02
 #: Input queued for an agent that is not reading its terminal; more is refused (busy).
@@ -75,7 +87,7 @@ class PtyDrain(Actor):
         size: tuple[int, int],
         observers: Sequence[Observer] = (),
     ) -> None:
-        super().__init__("pty-drain", mailbox_size=1)
+        super().__init__("pty-drain", mailbox_size=DRAIN_MAILBOX)
         self.directory = directory
         self.capacity = capacity
         self.size = size
@@ -192,6 +204,35 @@ class PtyDrain(Actor):
                 self._room = None
                 if not room.done():
                     room.set_result(None)
+
+    # -- the terminal methods' requests (session/_terminals.py) ----------------------------------
+
+    async def handle(self, msg: object) -> object:  # noqa: PLR0911 - one reply per request
+        """One :data:`~glove.session._terminals.DrainRequest`; a refusal (the terminal is not
+        open, the agent is not reading) is the :class:`~glove.session._messages.Refused`
+        reply, never a crash of the drain.
+
+        Raises:
+            TypeError: not a drain request (a bug).
+        """
+        try:
+            if isinstance(msg, WriteInput):
+                return self.input(msg.data)
+            if isinstance(msg, SetSize):
+                self.resize(msg.rows, msg.cols)
+                return None
+            if isinstance(msg, RaiseSignal):
+                return self.send_signal(msg.signum)
+        except (NoTerminal, InputBusy) as exc:
+            return Refused(exc)
+        if isinstance(msg, Subscribe):
+            self.subscribe(msg.event)
+            rows, cols = self.size
+            return Subscribed(rows, cols, self.modes)
+        if isinstance(msg, Unsubscribe):
+            self.unsubscribe(msg.event)
+            return None
+        return await super().handle(msg)
 
     # -- viewers --------------------------------------------------------------------------------
 
