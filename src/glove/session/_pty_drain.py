@@ -103,8 +103,9 @@ class PtyDrain(Actor):
         self._input = bytearray()
         self._writing = False
         self._sandbox: SandboxActor | None = None
-        #: Set once the terminal's input side is open (the sandbox launched with a PTY).
-        self.terminal_open = asyncio.Event()
+        #: True once the terminal's input side opened (the sandbox launched with a PTY): a
+        #: flag of the drain's own, read by no other actor (they ask the drain).
+        self._opened = False
 
     def add_observer(self, observer: Observer) -> None:
         """Feed ``observer`` every later chunk too (before the ring; see the module doc)."""
@@ -283,7 +284,7 @@ class PtyDrain(Actor):
         self._pty = os.dup(master)
         self._sandbox = sandbox
         set_winsize(self._pty, self.size)
-        self.terminal_open.set()
+        self._opened = True
         self._notify()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(sandbox.result)
@@ -291,7 +292,7 @@ class PtyDrain(Actor):
 
     def _require_open(self) -> int:
         if self._pty < 0:
-            state = "closed" if self.terminal_open.is_set() else "not open yet"
+            state = "closed" if self._opened else "not open yet"
             raise NoTerminal(f"the session's terminal is {state}")
         return self._pty
 
