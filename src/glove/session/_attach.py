@@ -256,7 +256,11 @@ class TerminalMethods:
 
     @staticmethod
     async def _ask_drain(drain: PtyDrain, msg: Message, session_id: str) -> Any:
-        """Ask the drain; a drain that stopped meanwhile is a session that is not running."""
+        """Ask the drain; a drain that stopped meanwhile is a session that is not running.
+        One that has not started yet has no terminal yet (asked, it would answer only
+        then): refused at once, as its closed input side says it."""
+        if not drain.started.is_set():
+            raise MethodError("session_conflict", "the session's terminal is not open yet")
         try:
             return await ask_registry(drain, msg, wait=True)
         except ActorDead as exc:
