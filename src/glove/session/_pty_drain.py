@@ -276,7 +276,7 @@ class PtyDrain(Actor):
         self.spawn_task(self._follow(sandbox), name="follow")
 
     async def _follow(self, sandbox: SandboxActor) -> None:
-        await sandbox.launched.wait()
+        await sandbox.started.wait()
         box = sandbox.box
         master = box.master if box is not None else None
         if master is None:

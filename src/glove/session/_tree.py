@@ -148,7 +148,7 @@ async def close_once_launched(tree: Supervisor, guest_end: socket.socket) -> Non
     sees end of file when the helper exits."""
     sandbox = tree.child(SANDBOX_CHILD)
     assert isinstance(sandbox, SandboxActor)
-    await sandbox.launched.wait()
+    await sandbox.started.wait()
     guest_end.close()
 
 
