@@ -567,12 +567,12 @@ class SessionDriver(Actor):
             return False
         sandbox = tree.child(SANDBOX_CHILD)
         assert isinstance(sandbox, SandboxActor)
-        waiter = self.spawn_task(sandbox.launched.wait(), name="launched")
+        waiter = self.spawn_task(sandbox.started.wait(), name="launched")
         try:
             await asyncio.wait({waiter, running}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
-        return sandbox.launched.is_set()
+        return sandbox.started.is_set()
 
     async def _finish_evaluation(
         self, run: Progress, drain: PtyDrain, evaluator: EvaluatorActor

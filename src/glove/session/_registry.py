@@ -109,6 +109,7 @@ from glove.session._receipt_index import ReceiptIndex
 from glove.session._recovery import recovered_receipt
 from glove.session._sandbox import SandboxActor
 from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
+from glove.session._terminals import TerminalDesk
 from glove.session._tree import SANDBOX_CHILD
 from glove.session._viewers import TerminalHub
 from glove.session._views import SessionView, Watchers, WatchQueue, view_of
@@ -241,6 +242,12 @@ class SessionRegistry(_Actor):
             m.DrainOpened: self._on_drain_opened,
             m.Finish: self._on_finish,
             m.SessionExited: self._on_session_exited,
+            **TerminalDesk(
+                lambda: self.store.sessions if self.store is not None else None,
+                self.terminals,
+                lambda session_id: self.paths.sessions_data / session_id,
+                self.sandbox_of,
+            ).handlers(),
         }
 
     # -- start and stop ---------------------------------------------------------------------
