@@ -1,0 +1,36 @@
+"""A session's outcome, as its receipt and its ``terminal`` journal event state it."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+#: Every kind of session outcome (``glove.container``'s sandbox outcomes, plus the ones
+#: the session layer adds: ``cancelled``, ``internal_error``, ``daemon_lost``).
+OutcomeKind = Literal[
+    "exited",
+    "signaled",
+    "limit",
+    "setup_error",
+    "exec_error",
+    "usage_error",
+    "mediation_failed",
+    "cancelled",
+    "internal_error",
+    "daemon_lost",
+]
+
+
+class SessionOutcome(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """``{"kind", "exit_code", "signal", "limit", "mechanism", "error"}``, and
+    ``error_code`` (a refused projection's code) only when there is one: every other
+    member is present, null when it does not apply."""
+
+    kind: OutcomeKind
+    exit_code: int | None
+    signal: int | None
+    limit: str | None
+    mechanism: str | None
+    error: str | None
+    error_code: str | msgspec.UnsetType = msgspec.UNSET
