@@ -18,7 +18,7 @@ from glove.records._events import (
     decode_event,
     encode_event,
 )
-from glove.records._outcome import OutcomeKind, SessionOutcome
+from glove.records._outcome import OutcomeKind, ReceiptOutcome
 from glove.records._receipt import (
     AuditDigest,
     EvaluationEntry,
@@ -50,10 +50,10 @@ __all__ = [
     "PlanDigests",
     "Projection",
     "Receipt",
+    "ReceiptOutcome",
     "RecordInvalid",
     "RefinementEnvelope",
     "SessionEvent",
-    "SessionOutcome",
     "SessionReceipt",
     "State",
     "StateChanged",

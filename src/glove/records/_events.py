@@ -14,7 +14,7 @@ import msgspec
 
 from glove.evaluate import Outcome
 from glove.protocol import JsonObject
-from glove.records._outcome import SessionOutcome
+from glove.records._outcome import ReceiptOutcome
 from glove.records._receipt import Projection
 from glove.records.errors import RecordInvalid
 
@@ -57,7 +57,7 @@ class Terminal(_Event, frozen=True, kw_only=True, tag="terminal"):
     refinement plan's carries its verdict (``evaluation``)."""
 
     receipt_seq: int
-    outcome: SessionOutcome
+    outcome: ReceiptOutcome
     evaluation: Outcome | msgspec.UnsetType = msgspec.UNSET
 
 

@@ -22,15 +22,16 @@ OutcomeKind = Literal[
 ]
 
 
-class SessionOutcome(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+class ReceiptOutcome(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """``{"kind", "exit_code", "signal", "limit", "mechanism", "error"}``, and
     ``error_code`` (a refused projection's code) only when there is one: every other
-    member is present, null when it does not apply."""
+    member is present, null when it does not apply. Declared in sorted order, so the
+    control methods show it with its members in the order the journal keeps them."""
 
-    kind: OutcomeKind
-    exit_code: int | None
-    signal: int | None
-    limit: str | None
-    mechanism: str | None
     error: str | None
     error_code: str | msgspec.UnsetType = msgspec.UNSET
+    exit_code: int | None
+    kind: OutcomeKind
+    limit: str | None
+    mechanism: str | None
+    signal: int | None

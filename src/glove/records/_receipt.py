@@ -14,7 +14,7 @@ import msgspec
 
 from glove.evaluate import Evidence, Outcome, Termination
 from glove.plan import jcs_dumps
-from glove.records._outcome import SessionOutcome
+from glove.records._outcome import ReceiptOutcome
 from glove.records.errors import RecordInvalid
 
 
@@ -118,7 +118,7 @@ class _Envelope(_Member, frozen=True, kw_only=True, tag_field="receipt"):
     session_id: str
     plan: PlanDigests
     launch_binding: str | None
-    outcome: SessionOutcome
+    outcome: ReceiptOutcome
     limits: dict[str, LimitEntry]
     usage: Usage
     output: dict[str, OutputDigest]

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from glove.journal import Entry, PosixStorage, RecordKind, iter_entries, read_entry_at
+from glove.records import Receipt, decode_receipt
 
 #: The record kinds of terminal envelopes (resource receipts, refinement envelopes).
 ENVELOPE_KINDS: Final = frozenset({RecordKind.RECEIPT, RecordKind.REFINEMENT})
@@ -51,6 +52,17 @@ class ReceiptIndex:
         entry = read_entry_at(PosixStorage(), self.path, place[0], place[1], seq)
         body = json.loads(entry.payload)
         return body if isinstance(body, dict) else {}
+
+    def receipt(self, seq: int) -> Receipt | None:
+        """Receipt ``seq``, decoded strictly; None when it is not indexed (blocking).
+
+        Raises:
+            RecordInvalid: its payload is no receipt.
+        """
+        place = self._places.get(seq)
+        if place is None:
+            return None
+        return decode_receipt(read_entry_at(PosixStorage(), self.path, *place, seq).payload)
 
     def rows(self, receipts: Sequence[Any]) -> list[dict[str, Any]]:
         """``receipts.page``'s rows for a journal page's receipts (blocking)."""

@@ -85,9 +85,9 @@ from glove.plan import (
     ValidatedPlan,
     decode_plan,
     host_mechanisms,
-    jcs_dumps,
     validate_plan,
 )
+from glove.records import EvaluationEntry, Receipt, ReceiptOutcome, encode_receipt
 from glove.session import _messages as m
 from glove.session._driver import (
     CONTAINED_CHILD,
@@ -301,7 +301,7 @@ class SessionRegistry(_Actor):
             record.session_id,
             was,
             seq,
-            outcome.get("kind"),
+            outcome.kind,
         )
 
     def _open_library(self) -> Library | None:
@@ -675,8 +675,8 @@ class SessionRegistry(_Actor):
         payload = certain_receipt(
             record,
             outcome,
-            binding=record.details.get("launch_binding"),
-            launched_ns=record.details.get("launched_ns"),
+            binding=record.launch_binding,
+            launched_ns=record.launched_ns,
             evaluation=evaluation,
             projections=journaled_projections(record),
         )
@@ -694,7 +694,7 @@ class SessionRegistry(_Actor):
 
             await asyncio.to_thread(close)
 
-    async def _append_terminal(self, record: SessionRecord, payload: dict[str, Any]) -> int:
+    async def _append_terminal(self, record: SessionRecord, payload: Receipt) -> int:
         """Append the session's terminal envelope as its plan's kind; its sequence number.
 
         Raises:
@@ -703,14 +703,14 @@ class SessionRegistry(_Actor):
         """
         kind = envelope_record_kind(record.plan)
         check_envelope(record.plan, payload, kind)
-        return await self._log_ask(LogAppend(jcs_dumps(payload), kind))  # type: ignore[no-any-return]
+        return await self._log_ask(LogAppend(encode_receipt(payload), kind))  # type: ignore[no-any-return]
 
     async def _terminal(
         self,
         record: SessionRecord,
-        payload: dict[str, Any],
-        outcome: dict[str, Any],
-        evaluation: dict[str, Any] | None,
+        payload: Receipt,
+        outcome: ReceiptOutcome,
+        evaluation: EvaluationEntry | None,
     ) -> None:
         """The receipt first, then the terminal state: a receipt that cannot be made
         durable crashes the registry (fail closed; the restart's recovery gives the session
@@ -723,7 +723,7 @@ class SessionRegistry(_Actor):
         fault_point("receipt", session_id, harness_of(record))
         await self._log_ask(LogSeal())
         fault_point("checkpoint", session_id, harness_of(record))
-        shown = evaluation["outcome"] if evaluation is not None else None
+        shown = evaluation.outcome if evaluation is not None else None
         await self.store.terminal(session_id, seq, outcome, shown)
         self._live.pop(session_id, None)
         self.terminals.ended(session_id)
