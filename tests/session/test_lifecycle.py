@@ -18,9 +18,9 @@ async def test_a_session_runs_to_one_terminal_receipt(service: Running) -> None:
     assert (final.outcome.kind, final.outcome.exit_code) == ("exited", 3)
     assert final.receipt_seq is not None
     page = await service.registry.receipts_page(0, 100)
-    receipts = [r["receipt"] for r in page["receipts"] if r["seq"] == final.receipt_seq]
+    receipts = [r.receipt for r in page.receipts if r.seq == final.receipt_seq]
     assert len(receipts) == 1
-    assert [r["session_id"] for r in page["receipts"]].count(view.session_id) == 1
+    assert [r.session_id for r in page.receipts].count(view.session_id) == 1
     receipt = receipts[0]
     assert receipt["session_id"] == view.session_id
     assert receipt["plan"]["sha256"] == view.plan_sha256

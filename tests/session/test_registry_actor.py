@@ -124,10 +124,10 @@ async def test_a_driver_that_crashes_gives_its_session_an_internal_error_receipt
     names = [name for name, _node, _alive in _sessions(service).children()]
     assert f"session-{view.session_id}" not in names
     page = await service.registry.receipts_page(0, 100)
-    mine = [r for r in page["receipts"] if r["session_id"] == view.session_id]
+    mine = [r for r in page.receipts if r.session_id == view.session_id]
     assert len(mine) == 1
-    assert mine[0]["seq"] == final.receipt_seq
-    assert mine[0]["receipt"]["outcome"]["kind"] == "internal_error"
+    assert mine[0].seq == final.receipt_seq
+    assert mine[0].receipt["outcome"]["kind"] == "internal_error"
     # The daemon serves on: a new session runs to its own receipt.
     after = await service.registry.create(plan("hello"))
     done = await service.until_terminal(after.session_id)

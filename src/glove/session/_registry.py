@@ -105,13 +105,13 @@ from glove.session._exposures import ExposureRegistry
 from glove.session._faults import fault_point
 from glove.session._messages import ask_registry, deadline_in
 from glove.session._receipt import check_envelope, envelope_record_kind
-from glove.session._receipt_index import ReceiptIndex
+from glove.session._receipt_index import ReceiptIndex, ReceiptPage
 from glove.session._recovery import recovered_receipt
 from glove.session._sandbox import SandboxActor
 from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
 from glove.session._tree import SANDBOX_CHILD
 from glove.session._viewers import TerminalHub
-from glove.session._views import SessionView, Watchers, WatchQueue, view_of
+from glove.session._views import ExposureView, SessionView, Watchers, WatchQueue, view_of
 from glove.session.errors import (
     ExposureError,
     SessionConflict,
@@ -566,7 +566,7 @@ class SessionRegistry(_Actor):
                 rows = await asyncio.to_thread(self._index.rows, page.receipts)
             except Exception as exc:  # noqa: BLE001 - the asker's error, as before
                 return m.Refused(exc)
-            return {"receipts": rows, "next_cursor": page.next_cursor, "acked": page.acked}
+            return ReceiptPage(rows, page.next_cursor, page.acked)
 
         return Deferred(self.spawn_task(read(), name="receipts-page"))
 
@@ -601,25 +601,25 @@ class SessionRegistry(_Actor):
 
         return Deferred(self.spawn_task(check(), name=f"expose-{msg.alias}"))
 
-    async def _on_exposed(self, msg: m.Exposed) -> dict[str, Any]:
+    async def _on_exposed(self, msg: m.Exposed) -> ExposureView:
         exposure = self.exposures.commit(msg.candidate)
-        return {
-            "alias": exposure.alias,
-            "generation": exposure.generation,
-            "mode": exposure.mode,
-            "target": exposure.target,
-        }
+        return ExposureView(
+            alias=exposure.alias,
+            generation=exposure.generation,
+            mode=exposure.mode,
+            target=exposure.target,
+        )
 
-    async def _on_revoke(self, msg: m.Revoke) -> dict[str, Any]:
+    async def _on_revoke(self, msg: m.Revoke) -> ExposureView:
         exposure = self.exposures.revoke(msg.alias)
         current = self.exposures.get(msg.alias)
-        return {
-            "alias": exposure.alias,
-            "generation": exposure.generation,
-            "revoked": True,
-            "mode": current.mode if current is not None else "",
-            "target": current.target if current is not None else "",
-        }
+        return ExposureView(
+            alias=exposure.alias,
+            generation=exposure.generation,
+            mode=current.mode if current is not None else "",
+            target=current.target if current is not None else "",
+            revoked=True,
+        )
 
     async def _on_exposures(self, _msg: m.Exposures) -> list[Any]:
         return list(self.exposures.live())
@@ -797,7 +797,7 @@ class SessionRegistry(_Actor):
         """
         return await self._request(m.Cleanup(deadline=deadline_in(), session_id=session_id))  # type: ignore[no-any-return]
 
-    async def receipts_page(self, after: int, limit: int) -> dict[str, Any]:
+    async def receipts_page(self, after: int, limit: int) -> ReceiptPage:
         """A page of receipts after ``after``, each with its decoded payload.
 
         Raises:
@@ -823,7 +823,7 @@ class SessionRegistry(_Actor):
         msg = m.ReceiptsExport(deadline=deadline_in(), session_id=session_id)
         return await self._request(msg)  # type: ignore[no-any-return]
 
-    async def expose(self, alias: str, path: str, mode: str, target: str | None) -> dict[str, Any]:
+    async def expose(self, alias: str, path: str, mode: str, target: str | None) -> ExposureView:
         """Create (or re-create, a new generation) an exposure: every check (its contents
         walked off the registry), then the record.
 
@@ -833,7 +833,7 @@ class SessionRegistry(_Actor):
         msg = m.Expose(deadline=deadline_in(), alias=alias, path=path, mode=mode, target=target)
         return await self._request(msg)  # type: ignore[no-any-return]
 
-    async def revoke(self, alias: str) -> dict[str, Any]:
+    async def revoke(self, alias: str) -> ExposureView:
         """Revoke an exposure; the reply also names its mode and target.
 
         Raises:

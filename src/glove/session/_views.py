@@ -55,6 +55,17 @@ def view_of(record: SessionRecord) -> SessionView:
     )
 
 
+class ExposureView(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An exposure as the owner sees it."""
+
+    alias: str
+    generation: int
+    mode: str
+    target: str
+    path: str | None = None
+    revoked: bool = False
+
+
 WatchQueue = asyncio.Queue[SessionView | None]
 
 
