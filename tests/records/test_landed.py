@@ -3,8 +3,9 @@ back to the same bytes (they are hashed, and the receipts signed).
 
 ``tests/vectors/records/landed.json`` holds what the legacy state fixture lacks (a
 refinement envelope, receipts with projections or an ``error_code``, an ``internal_error``
-outcome, every session journal event), made by the dict writers of commit 4702f0a (its
-``generate.py``).
+outcome, every session journal event), made by the dict writers of commit 4702f0a, and
+receipts of the two older formats (no ``audit`` and ``counts``; an ``audit`` without
+``files``), made by the writers of their commits (its ``generate.py``).
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ def test_the_kinds_are_told_apart() -> None:
     internal = decode_receipt(RECEIPTS["internal_error"])
     assert internal.outcome.kind == "internal_error"
     assert internal.outcome.error_code is msgspec.UNSET  # absent, not null
+    first = decode_receipt(RECEIPTS["first_format"])  # the reader of the first format
+    assert first.audit is msgspec.UNSET
+    assert first.counts is msgspec.UNSET
+    audited = decode_receipt(RECEIPTS["audit_without_files"])
+    assert audited.audit is not None
+    assert audited.audit is not msgspec.UNSET
+    assert audited.audit.files is msgspec.UNSET
     refused = decode_receipt(RECEIPTS["setup_error_code"])
     assert refused.outcome.error_code == "projection_digest_mismatch"
     preparing = decode_event(EVENTS["preparing"])

@@ -57,12 +57,13 @@ class OutputDigest(_Member, frozen=True, kw_only=True):
 
 
 class AuditDigest(_Member, frozen=True, kw_only=True):
-    """The session's audit log, as the receipt commits to it."""
+    """The session's audit log, as the receipt commits to it (``files`` is absent in
+    receipts written before the log rotated: one file)."""
 
     records: int
     bytes: int
     sha256: str
-    files: int
+    files: int | msgspec.UnsetType = msgspec.UNSET
 
 
 class Times(_Member, frozen=True, kw_only=True):
@@ -122,9 +123,10 @@ class _Envelope(_Member, frozen=True, kw_only=True, tag_field="receipt"):
     limits: dict[str, LimitEntry]
     usage: Usage
     output: dict[str, OutputDigest]
-    audit: AuditDigest | None
-    counts: dict[str, int]
     times: Times
+    #: Absent in receipts of the first format (before the audit log and its counts).
+    audit: AuditDigest | msgspec.UnsetType | None = msgspec.UNSET
+    counts: dict[str, int] | msgspec.UnsetType = msgspec.UNSET
     transcript: TranscriptEntry | msgspec.UnsetType = msgspec.UNSET
     projections: list[Projection] | msgspec.UnsetType = msgspec.UNSET
 

@@ -209,13 +209,13 @@ def terminal_receipt(
         limits=limits,
         usage=usage,
         output=dict(output),
-        audit=audit,
-        counts=dict(counts or {}),
         times=Times(
             created_us=created_ns // 1000,
             launched_us=launched_ns // 1000 if launched_ns is not None else None,
             ended_us=ended_ns // 1000,
         ),
+        audit=audit,
+        counts=dict(counts or {}),
         transcript=msgspec.UNSET if transcript is None else transcript,
         projections=list(projections) if projections else msgspec.UNSET,
     )

@@ -1,7 +1,10 @@
 """Make ``landed.json``: the record kinds the legacy state fixture lacks, written by the
-dict writers of the landed version (commit 4702f0a, before ``glove.records``).
+dict writers of the landed version (commit 4702f0a, before ``glove.records``), and
+receipts of the two older formats, written by the receipt writers of commits cdfa071 (the
+first: no ``audit``, no ``counts``) and a5f53e3 (an ``audit`` without ``files``), read
+from git.
 
-Run once with that version importable, from the repository root::
+Run once with the landed version importable, from the repository root (a git checkout)::
 
     .venv/bin/python tests/vectors/records/generate.py tests/vectors/records/landed.json
 
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +179,48 @@ def receipts() -> dict[str, bytes]:
     }
 
 
+def _old_writer(commit: str) -> types.ModuleType:
+    """``glove.session._receipt`` as it was at ``commit`` (pure: it needs the container's
+    result type only)."""
+    source = subprocess.run(
+        ["git", "show", f"{commit}:src/glove/session/_receipt.py"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    module = types.ModuleType(f"receipt_{commit}")
+    exec(compile(source, module.__name__, "exec"), module.__dict__)
+    return module
+
+
+def older_receipts() -> dict[str, bytes]:
+    first, audited = _old_writer("cdfa071"), _old_writer("a5f53e3")
+    common: dict[str, Any] = {
+        "session_id": SID,
+        "plan_sha256": "sha256:" + "11" * 32,
+        "plan_blake3": "blake3:" + "22" * 32,
+        "launch_binding": "sha256:" + "33" * 32,
+        "output": {"stdout": {"bytes": 6, "sha256": "sha256:" + "44" * 32}},
+        "created_ns": 1796200000123456789,
+        "launched_ns": 1796200001123456789,
+        "ended_ns": 1796200009123456789,
+    }
+    return {
+        "first_format": jcs_dumps(
+            first.terminal_receipt(**common, result=_result(), outcome=first.outcome_of(_result()))
+        ),
+        "audit_without_files": jcs_dumps(
+            audited.terminal_receipt(
+                **common,
+                result=None,
+                outcome=audited.outcome_of(None, kind="daemon_lost", error="gloved stopped"),
+                audit={"records": 2, "bytes": 300, "sha256": "sha256:" + "55" * 32},
+                counts={"tool_calls_denied": 0, "egress_allowed": 0, "egress_denied": 1},
+            )
+        ),
+    }
+
+
 async def events() -> dict[str, bytes]:
     journal = _Journal()
     store = SessionStore(journal, b"k" * 32)  # type: ignore[arg-type]
@@ -200,7 +247,7 @@ async def events() -> dict[str, bytes]:
 
 def main(out: Path) -> None:
     vectors = {
-        "receipts": {k: v.hex() for k, v in receipts().items()},
+        "receipts": {k: v.hex() for k, v in {**receipts(), **older_receipts()}.items()},
         "events": {k: v.hex() for k, v in asyncio.run(events()).items()},
     }
     out.write_text(json.dumps(vectors, indent=1, sort_keys=True) + "\n")
