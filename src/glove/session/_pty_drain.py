@@ -36,10 +36,11 @@ import os
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from glove.actors import Actor
 from glove.container.linux import READ_CHUNK_BYTES, set_winsize
+from glove.records import TranscriptEntry
 from glove.session._drain import StreamDigest
 from glove.session._escape import ModeTracker, TerminalModes
 from glove.session._messages import Refused
@@ -255,7 +256,7 @@ class PtyDrain(Actor):
         """The terminal modes the agent has left set."""
         return self._tracker.modes
 
-    def summary(self) -> dict[str, Any] | None:
+    def summary(self) -> TranscriptEntry | None:
         """The receipt's ``transcript`` entry (None if the transcript was never created)."""
         return self.transcript.summary() if self.transcript is not None else None
 
