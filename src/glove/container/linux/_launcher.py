@@ -2,12 +2,14 @@
 
 gloved forks it first thing, before any thread exists (:func:`fork_launcher`), so every
 sandbox is cloned by a process with one thread: on the ``clone3`` path (no fork path, no
-GIL window, no reaper process), and no two launches ever run at once, so the cgroup code
-needs no thread locks. It speaks the typed codec of
+GIL window, no reaper process), one launch at a time. A launch's library projections come
+with it (their descriptors by SCM_RIGHTS), checked again here by the loader gloved passed
+to :func:`fork_launcher`. It speaks the typed codec of
 :mod:`glove.container.linux._launcher_codec` over one ``SOCK_SEQPACKET`` socketpair::
 
     gloved                                     launcher (single-threaded, no event loop)
-      Launch(id, spec) + stdio, passed fds --->  launch(): clone3, id maps, cgroups, go
+      Launch(id, spec, projections) + stdio, passed fds, projections' fds
+                                           --->  launch(): clone3, id maps, cgroups, go
       <--- Launched(id, pid, cgroups) + pidfd, status pipe, notify and terminal channels
       <--- Exited(id, wait status)             (its pidfd readable: reaped here)
       <--- Failed(id, kind, message)           (a launch refused: nothing ran)
