@@ -72,15 +72,17 @@ def base(request: pytest.FixtureRequest) -> Iterator[Path]:
             shutil.rmtree(made, ignore_errors=True)
 
 
-def _fork(task: Callable[[], str], go: int, hold: int) -> tuple[int, int]:
+def _fork(task: Callable[[], str], go: int, hold: int, parents: tuple[int, ...]) -> tuple[int, int]:
     """A child that waits for ``go`` to end (EOF), runs ``task``, writes its result to the
-    returned pipe, then waits for ``hold`` to end too before it exits."""
+    returned pipe, then waits for ``hold`` to end too before it exits. ``parents`` are the
+    write ends it closes (only the parent's copies may keep those pipes open)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 1
         try:
-            os.close(read_end)
+            for fd in (read_end, *parents):
+                os.close(fd)
             os.read(go, 1)
             os.write(write_end, task().encode())
             os.close(write_end)
@@ -97,7 +99,9 @@ def _race(tasks: list[Callable[[], str]], processes: list[Callable[[], str]]) ->
     every result (threads first). The children live until every result is in."""
     go_read, go_write = os.pipe()
     hold_read, hold_write = os.pipe()
-    children = [_fork(task, go_read, hold_read) for task in processes]  # before any thread
+    children = [  # forked before any thread
+        _fork(task, go_read, hold_read, (go_write, hold_write)) for task in processes
+    ]
     os.close(go_read)
     os.close(hold_read)
     barrier = threading.Barrier(len(tasks) + 1, timeout=WAIT_S)
@@ -144,6 +148,11 @@ def test_exactly_one_claim_of_a_name_wins_among_threads_and_processes(base: Path
         assert name.is_dir()
 
 
+def _groups(base: Path) -> set[str]:
+    """The groups (directories) in ``base``, not its cgroup interface files."""
+    return {entry.name for entry in base.iterdir() if entry.is_dir()}
+
+
 def _dead_pid() -> int:
     """A pid no process has now (a child's, reaped)."""
     while True:
@@ -187,15 +196,13 @@ def test_racing_sweeps_remove_each_stale_group_once_and_no_live_claim(base: Path
     )
     claimed = {r.split()[1] for r in results if r.startswith("claimed")}
     removed = sum(int(r.split()[1]) for r in results if r.startswith("swept"))
-    left = {entry.name for entry in base.iterdir()}
+    left = _groups(base)
     assert len(claimed) == LIVE_THREADS + LIVE_PROCESSES, results
     assert claimed <= left, claimed - left  # no live claim was swept
-    # ... then one more sweep, in a new process, once every sweep above ended.
+    # ... then one more sweep, in a new process: the claiming processes are gone by now
+    # (every sweep above ended while they lived), so their groups are stale too.
     removed += _sweep_in_a_new_process(base)
-    left = {entry.name for entry in base.iterdir()}
-    assert not {group.name for group in stale} & left  # every stale group went ...
-    assert removed == STALE, results  # ... each exactly once
-    # The claiming processes are gone now: their groups are stale, this test's are not.
     own = {name for name in claimed if name.startswith(f"sbx-{os.getpid()}-")}
-    assert _sweep_in_a_new_process(base) == len(claimed) - len(own)
-    assert {entry.name for entry in base.iterdir()} == own
+    assert len(own) == LIVE_THREADS
+    assert _groups(base) == own  # every stale group went ...
+    assert removed == STALE + LIVE_PROCESSES, results  # ... each exactly once
