@@ -46,7 +46,6 @@ from glove.session.errors import (
 if TYPE_CHECKING:
     from glove.session._attach import SIGNALS
     from glove.session._methods import SESSION_ERROR_CODES, SessionMethods
-    from glove.session._projections import load_projections
     from glove.session._registry import SessionRegistry
     from glove.session._service import LIFECYCLE_METHODS, SessionService, load_service
     from glove.session._views import SessionView
@@ -61,7 +60,6 @@ _LAZY = {
     "LIFECYCLE_METHODS": "glove.session._service",
     "SessionService": "glove.session._service",
     "load_service": "glove.session._service",
-    "load_projections": "glove.session._projections",
 }
 
 
@@ -113,7 +111,6 @@ __all__ = [
     "build_session",
     "close_once_launched",
     "egress_guest",
-    "load_projections",
     "load_service",
     "open_session",
     "relay_guest",
