@@ -295,7 +295,7 @@ def test_groups_of_a_killed_launcher_are_swept() -> None:
     sleeper = subprocess.Popen(["sleep", "300"])
     try:
         (busy / "cgroup.procs").write_text(str(sleeper.pid))
-        _cgroups._swept.discard(base)
+        _cgroups._swept.pop(str(base), None)
         assert _cgroups.sweep_stale_groups(base) >= 1
         assert not stale.exists()
         assert live.exists()

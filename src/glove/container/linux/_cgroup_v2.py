@@ -30,7 +30,6 @@ import contextlib
 import errno
 import os
 import select
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -289,48 +288,65 @@ def probe_v2() -> V2Probe:
     return _probe_delegated(Path(own_dir), uid, v1_bound)
 
 
-_claim_lock = threading.Lock()
+def claim_group(path: Path) -> bool:
+    """Claim the group ``path`` by making it: True when this call made it, False when it
+    exists already (another thread or process has it).
+
+    No lock: the kernel's ``mkdir`` is atomic, exactly one of any number of concurrent
+    claims of one name (threads or processes) makes it, every other sees EEXIST.
+
+    Raises:
+        OSError: the group could not be made (not EEXIST).
+    """
+    try:
+        path.mkdir(mode=0o755)
+    except FileExistsError:
+        return False
+    return True
 
 
 def claim_site(site: V2Site, controllers: frozenset[str], also: tuple[int, ...] = ()) -> None:
     """Make ``controllers`` usable in sandbox groups at ``site``: move this process (and the
     processes ``also`` names: gloved's launcher) into the site's leaf when it has one, then
-    enable them top-down (idempotent, thread-safe).
+    enable them top-down.
+
+    No lock: every step is idempotent (the leaf made unless it exists, a move into the
+    group a process is in, ``+controller`` of an enabled one), so concurrent claims from
+    threads or processes end in the same state as one.
 
     Raises:
         SandboxSetupError: the kernel refused the move or a controller.
     """
     if not controllers:
         return
-    with _claim_lock:
-        try:
-            if site.leaf is not None:
-                site.leaf.mkdir(mode=0o755, exist_ok=True)
-                for pid in (os.getpid(), *also):
-                    write_file(site.leaf / "cgroup.procs", str(pid))
-        except OSError as exc:
-            raise SandboxSetupError(
-                f"cannot move the launcher into {site.leaf}: {exc.strerror}"
-            ) from exc
-        failed: list[tuple[str, OSError]] = []
-        for group in site.enable_at:
-            enabled = _controllers(group / "cgroup.subtree_control")
-            # One controller per write: one the kernel refuses (cpu, while a real-time task
-            # is in the subtree) does not keep the others from being enabled.
-            for name in sorted(controllers - enabled):
-                if any(name == bad for bad, _ in failed):
-                    continue
-                try:
-                    write_file(group / "cgroup.subtree_control", f"+{name}")
-                except OSError as exc:
-                    failed.append((name, exc))
-        if failed:
-            first = failed[0][1]
-            hint = " (another process is in that cgroup)" if first.errno == errno.EBUSY else ""
-            refused = " ".join(f"+{n}" for n, _ in failed)
-            raise SandboxSetupError(
-                f"cannot enable cgroup v2 {refused} at {site.base}: {first.strerror}{hint}"
-            ) from first
+    try:
+        if site.leaf is not None:
+            claim_group(site.leaf)  # made here or by another claim: the same leaf
+            for pid in (os.getpid(), *also):
+                write_file(site.leaf / "cgroup.procs", str(pid))
+    except OSError as exc:
+        raise SandboxSetupError(
+            f"cannot move the launcher into {site.leaf}: {exc.strerror}"
+        ) from exc
+    failed: list[tuple[str, OSError]] = []
+    for group in site.enable_at:
+        enabled = _controllers(group / "cgroup.subtree_control")
+        # One controller per write: one the kernel refuses (cpu, while a real-time task
+        # is in the subtree) does not keep the others from being enabled.
+        for name in sorted(controllers - enabled):
+            if any(name == bad for bad, _ in failed):
+                continue
+            try:
+                write_file(group / "cgroup.subtree_control", f"+{name}")
+            except OSError as exc:
+                failed.append((name, exc))
+    if failed:
+        first = failed[0][1]
+        hint = " (another process is in that cgroup)" if first.errno == errno.EBUSY else ""
+        refused = " ".join(f"+{n}" for n, _ in failed)
+        raise SandboxSetupError(
+            f"cannot enable cgroup v2 {refused} at {site.base}: {first.strerror}{hint}"
+        ) from first
 
 
 class V2Group:
@@ -349,9 +365,10 @@ class V2Group:
         """
         self.path: Path | None = site.base / name
         try:
-            self.path.mkdir(mode=0o755)
+            if not claim_group(self.path):
+                raise FileExistsError(errno.EEXIST, "taken by another launch", str(self.path))
         except OSError as exc:
-            self.path = None
+            self.path = None  # never another's group to remove
             raise SandboxSetupError(f"cannot create cgroup {site.base / name}: {exc}") from exc
         try:
             for plan in plans.values():

@@ -16,8 +16,8 @@ the group the plan put that limit in.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
-import threading
 import time
 from pathlib import Path
 from typing import Final
@@ -42,6 +42,7 @@ from glove.container.linux._cgroup_v2 import (
     RMDIR_RETRY_S,
     V2Group,
     V2Probe,
+    claim_group,
     claim_site,
     probe_v2,
     rmdir_retrying,
@@ -136,8 +137,8 @@ def group_name() -> str:
     return f"sbx-{os.getpid()}-{os.urandom(6).hex()}"
 
 
-_swept: set[Path] = set()
-_sweep_lock = threading.Lock()
+#: The bases this process swept (or is sweeping), by path: its first claim of each sweeps.
+_swept: dict[str, object] = {}
 
 
 def sweep_stale_groups(base: Path) -> int:
@@ -147,11 +148,17 @@ def sweep_stale_groups(base: Path) -> int:
     init watches the launcher), so what is left is empty. A group's name carries its
     launcher's pid (``sbx-<pid>-<random>``); a live pid (even a reused one) keeps its group,
     and ``rmdir`` refuses a group that still holds a process. Done once per base and process.
+
+    No lock, safe against concurrent sweeps and claims (threads or processes): a group is
+    claimed by the ``mkdir`` of a live process whose pid its name carries, so a group whose
+    pid is dead when it is read here was never a live claim's (its maker died after making
+    it); of two sweeps removing one group, one ``rmdir`` wins and the other's fails
+    (ENOENT, not counted); a group that holds a process refuses ``rmdir`` (EBUSY). The
+    once-per-base check is one ``dict.setdefault`` of a string (atomic under the GIL).
     """
-    with _sweep_lock:
-        if base in _swept:
-            return 0
-        _swept.add(base)
+    mine = object()
+    if _swept.setdefault(str(base), mine) is not mine:
+        return 0
     removed = 0
     with contextlib.suppress(OSError):
         for entry in base.iterdir():
@@ -202,7 +209,8 @@ class CgroupSet:
                 path = made.get(hierarchy)
                 if path is None:
                     path = CGROUP_V1_ROOT / controller / GLOVE_GROUP / self.name
-                    path.mkdir(mode=0o755)
+                    if not claim_group(path):
+                        raise FileExistsError(errno.EEXIST, "taken by another launch", str(path))
                     made[hierarchy] = path
                 self.dirs[controller] = path
                 if controller == "memory":
