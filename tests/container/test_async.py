@@ -70,6 +70,19 @@ async def test_a_command_runs_and_its_output_arrives() -> None:
     assert bytes(sink.data["stderr"]) == b"err\n"
 
 
+async def test_an_ended_terminal_hands_out_no_closed_master() -> None:
+    """Once the sandbox released its terminal, ``master`` is None: the closed master's number
+    may already name another thread's file (a late viewer dup'ing it got EBADF, or that file)."""
+    import msgspec
+
+    box = AsyncSandbox(msgspec.structs.replace(_spec("/bin/true"), pty=True), on_output=Collect())
+    await box.start()
+    assert box.master is not None
+    await box.wait()
+    assert box.master is None
+    assert box.write_input(b"x") == 0
+
+
 async def test_an_empty_stdin_reads_end_of_file() -> None:
     """Without a host stdin the command reads EOF at once (gloved's pipes sessions)."""
     result, sink = await _run(_spec("/bin/sh", "-c", "cat; echo done"))

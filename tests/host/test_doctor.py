@@ -40,7 +40,8 @@ def test_doctor_agrees_with_independent_probes(who: str, unpriv: Unpriv) -> None
         "user_namespaces", "seccomp", "landlock", "unix_socket_gate", "cgroups",
         "legacy_tiocsti", "fuse",
         "pidfd_clone3", "limits", "sandbox_self_test", "macos_seatbelt",
-        "evaluator_scanner", "runtime_dir", "lingering", "delegation", "daemon_unit",
+        "evaluator_scanner", "interpreter_links", "runtime_dir", "lingering", "delegation",
+        "daemon_unit",
     }  # fmt: skip
     userns = _independent_userns(prefix)
     assert (checks["user_namespaces"]["status"] == "ok") is userns
@@ -162,3 +163,37 @@ def test_doctor_lingering_and_delegation_agree_with_logind_and_the_cgroup_tree()
         have = set((manager_cg / "cgroup.controllers").read_text().split())
         assert (delegation["status"] == "ok") is ({"cpu", "memory", "pids"} <= have)
     assert checks["daemon_unit"]["fix"] == "glove daemon install"
+
+
+def test_doctor_names_perfs_build_id_cache_as_the_second_name_of_an_interpreter(
+    tmp_path: Path,
+) -> None:
+    """An interpreter with a second name (perf's build-id cache links every binary it
+    profiled) makes glove run refuse its upstreams: doctor warns and names the link."""
+    from glove.host._doctor import check_interpreter_links
+
+    interpreter = tmp_path / "bin" / "python3.11"
+    interpreter.parent.mkdir()
+    interpreter.write_bytes(Path(sys.executable).resolve().read_bytes()[:4096])
+    assert check_interpreter_links([interpreter], caches=(str(tmp_path / ".debug"),)).status == "ok"
+
+    cached = tmp_path / ".debug" / "usr" / "bin" / "python3.11" / "0f3c" / "elf"
+    cached.parent.mkdir(parents=True)
+    os.link(interpreter, cached)
+    check = check_interpreter_links([interpreter], caches=(str(tmp_path / ".debug"),))
+    assert (check.name, check.status, check.required) == ("interpreter_links", "warn", False)
+    assert f"{interpreter} has 2 hard links" in check.detail
+    assert str(cached) in check.detail
+    assert "buildid-cache" in check.fix
+
+    cached.unlink()
+    os.link(interpreter, tmp_path / "elsewhere")
+    check = check_interpreter_links([interpreter], caches=(str(tmp_path / ".debug"),))
+    assert check.status == "warn"
+    assert "-samefile" in check.fix
+
+
+def test_doctor_finds_this_machines_interpreters_with_one_name_each() -> None:
+    """On this (clean) machine the real check runs over the real interpreters and is ok."""
+    _, checks = _doctor([sys.executable])
+    assert checks["interpreter_links"]["status"] == "ok", checks["interpreter_links"]

@@ -8,12 +8,14 @@ mitigates.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import errno
 import os
 import platform
 import stat
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final, Literal
@@ -477,6 +479,86 @@ def check_evaluator_scanner() -> Check:
     )
 
 
+#: Where perf keeps its build-id cache: it hard-links every binary it profiled into it.
+PERF_BUILDID_CACHES: Final = ("~/.debug",)
+
+
+def _interpreters() -> list[Path]:
+    """The Python interpreters glove's mediator and its upstreams may run on."""
+    found: list[Path] = []
+    for candidate in (sys.executable, "/usr/bin/python3"):
+        if candidate and Path(candidate).exists():
+            real = Path(candidate).resolve()
+            if real not in found:
+                found.append(real)
+    return found
+
+
+def _links_in(cache: Path, identity: tuple[int, int], limit: int = 100_000) -> list[Path]:
+    """The names under ``cache`` of the file ``identity`` (device, inode); bounded walk."""
+    names: list[Path] = []
+    seen = 0
+    for root, _dirs, files in os.walk(cache):
+        for name in files:
+            seen += 1
+            if seen > limit:
+                return names
+            path = Path(root, name)
+            with contextlib.suppress(OSError):
+                st = path.lstat()
+                if (st.st_dev, st.st_ino) == identity:
+                    names.append(path)
+    return names
+
+
+def check_interpreter_links(
+    interpreters: list[Path] | None = None, caches: tuple[str, ...] = PERF_BUILDID_CACHES
+) -> Check:
+    """Does an interpreter have extra hard links (``glove run`` then refuses its upstreams)?
+
+    The mediator protects the files it runs from the sandbox; a protected file with a second
+    name on a filesystem the sandbox sees cannot be hidden, so ``glove run`` refuses it. The
+    usual cause is perf's build-id cache, which hard-links every binary it profiled.
+    """
+    linked: list[str] = []
+    causes: list[str] = []
+    for path in interpreters if interpreters is not None else _interpreters():
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        if st.st_nlink < 2:
+            continue
+        linked.append(f"{path} has {st.st_nlink} hard links")
+        for cache in caches:
+            root = Path(cache).expanduser()
+            causes += [str(name) for name in _links_in(root, (st.st_dev, st.st_ino))]
+    if not linked:
+        return Check(
+            "interpreter_links",
+            "ok",
+            required=False,
+            summary="the Python interpreters have one name each",
+        )
+    detail = "; ".join(linked) + (
+        "; the other names are in perf's build-id cache: " + ", ".join(causes) if causes else ""
+    )
+    fix = (
+        "remove perf's build-id cache (rm -r ~/.debug, or perf buildid-cache --purge-all)"
+        if causes
+        else "find the other names (find / -xdev -samefile PATH) and remove them"
+    )
+    return Check(
+        "interpreter_links",
+        "warn",
+        required=False,
+        summary="an interpreter has extra hard links: glove run refuses upstreams it runs "
+        "when a bind shares its filesystem",
+        detail=detail,
+        fix=fix,
+    )
+
+
 def check_runtime_dir() -> Check:
     """Which runtime directory holds gloved.sock, and why? (``_doctor_service``)"""
     from glove.host._doctor_service import check_runtime_dir as check
@@ -518,6 +600,7 @@ CHECKS: Final[tuple[Callable[[], Check], ...]] = (
     check_sandbox_self_test,
     check_macos_seatbelt,
     check_evaluator_scanner,
+    check_interpreter_links,
     check_runtime_dir,
     check_lingering,
     check_delegation,

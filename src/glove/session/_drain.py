@@ -14,6 +14,7 @@ strike): output the receipt cannot account for ends the run.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from pathlib import Path
@@ -82,19 +83,20 @@ class OutputDrain(Actor):
             if name != "pty" or self._counts[name]
         }
 
-    async def sync(self) -> None:
-        """fdatasync every file that carried bytes (before the receipt names them)."""
-        for name, fd in self._fds.items():
-            if self._counts[name]:
-                await self.run_blocking(os.fdatasync, fd)
-
     async def on_stop(self) -> None:
-        """fdatasync the files that carried bytes and close them all."""
-        for name, fd in self._fds.items():
-            try:
+        """fdatasync the files that carried bytes and close them all.
+
+        The files leave ``_fds`` before the first sync: a write that arrives while a sync
+        is awaited finds no file (its bytes are neither written nor counted) instead of a
+        closed descriptor whose number another thread of gloved may have reused.
+        """
+        fds, self._fds = self._fds, {}
+        try:
+            for name, fd in fds.items():
                 if self._counts[name]:
                     await self.run_blocking(os.fdatasync, fd)
-            finally:
-                os.close(fd)
-        self._fds = {}
-        self.closed = True
+        finally:
+            for fd in fds.values():
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            self.closed = True

@@ -105,6 +105,7 @@ class Wiring:
                 os.close(fd)
         self.outputs = {}
         self.stdin_target = None
+        self.master = None  # closed with the outputs: its number may name another file now
 
 
 def wire_stdio(spec: SandboxSpec, stdin: int | None, winsize_from: int | None = None) -> Wiring:
