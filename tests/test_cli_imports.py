@@ -300,3 +300,53 @@ def test_what_the_fast_path_does_not_understand_goes_to_typer(
     done, modules = _run(argv, env)
     assert "typer" in {name.partition(".")[0] for name in modules}
     _assert_same(done, _via_typer(argv, env))
+
+
+#: Every glove module ``glove exec -- /bin/true`` may load: the CLI's own parser, the run's
+#: options and spec, the container's spec, profile and limits, and the blocking launch path
+#: (``_supervise``): never the asyncio shell, the launcher client or ``--dry-run``'s
+#: description.
+EXEC = LIGHT | {
+    "glove.usage", "glove.cli._exec",
+    "glove.run", "glove.run._egress", "glove.run._exec", "glove.run._options",
+    "glove.run._prepare", "glove.run._report", "glove.run._terminal",
+    "glove.container", "glove.container._backend", "glove.container._cgroupfs",
+    "glove.container._denials", "glove.container._description", "glove.container._filter",
+    "glove.container._limits", "glove.container._monitor", "glove.container._observe",
+    "glove.container._profile", "glove.container._protect", "glove.container._resolv",
+    "glove.container._result", "glove.container._socket_gate", "glove.container._spec",
+    "glove.container._status", "glove.container._use", "glove.container._verdict",
+    "glove.container.errors", "glove.container.linux",
+    "glove.container.linux._cgroup_v2", "glove.container.linux._cgroups",
+    "glove.container.linux._events", "glove.container.linux._jobs",
+    "glove.container.linux._launch", "glove.container.linux._mounts",
+    "glove.container.linux._pty", "glove.container.linux._reaper",
+    "glove.container.linux._retained", "glove.container.linux._seccomp",
+    "glove.container.linux._supervise", "glove.container.linux._syscalls",
+    "glove.container.linux._unix_gate",
+}  # fmt: skip
+#: What ``glove exec`` must never load: the stacks it has no use for, tomllib (the embedded
+#: profiles ship decoded), ``ctypes.util`` and its ``subprocess`` (libseccomp by soname).
+NOT_FOR_EXEC = (
+    "typer", "click", "rich", "pydantic", "asyncio", "tomllib", "ctypes.util", "subprocess",
+    "glove.session", "glove.mcp", "glove.daemon", "glove.control", "glove.journal",
+    "glove.host", "glove.actors", "glove.egress", "glove.policy", "glove.agents",
+    "glove.container._describe", "glove.container.linux._describe",
+    "glove.container.linux._async", "glove.container.linux._async_run",
+    "glove.container.linux._launcher_client", "glove.container.linux._launcher",
+)  # fmt: skip
+
+
+def test_exec_loads_only_its_launch_path(env: dict[str, str], tmp_path: Path) -> None:
+    """``glove exec -- /bin/true`` (default profile, output not a terminal) loads the
+    modules of its own path and, outside the standard library, msgspec (with the
+    typing_extensions it imports) and pyseccomp only:
+    no typer, no asyncio, no session, MCP, daemon, control or journal stack."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    done, modules = _run(["exec", "--workspace", str(workspace), "--", "/bin/true"], env)
+    assert done.returncode == 0, done.stderr
+    ours = {name for name in modules if name.partition(".")[0] == "glove"}
+    assert ours - EXEC == set()
+    assert _within(modules, NOT_FOR_EXEC) == set()
+    assert _third_party(modules) == {"msgspec", "pyseccomp", "typing_extensions"}  # msgspec's

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -95,3 +98,35 @@ def test_a_lazy_name_resolves_to_what_its_module_defines() -> None:
     from glove.container.linux._pty import get_winsize as direct
 
     assert get_winsize is direct
+
+
+def _lazy_table(package: str) -> dict[str, tuple[str, str]]:
+    """``{name: (module, attribute)}`` of a package's PEP 562 table (``_LAZY``), if any."""
+    table = getattr(importlib.import_module(package), "_LAZY", {})
+    return {
+        name: (entry, name) if isinstance(entry, str) else tuple(entry)
+        for name, entry in table.items()
+    }
+
+
+@pytest.mark.parametrize("package", [p for p in PACKAGES if _lazy_table(p)])
+def test_every_lazy_name_is_exported_and_resolves(package: str) -> None:
+    """Each name of a package's lazy table is in its ``__all__`` and, looked up in a fresh
+    interpreter, is the object its module defines: an entry naming the wrong module, or a
+    name dropped from the table, fails here."""
+    table = _lazy_table(package)
+    exported = set(importlib.import_module(package).__all__)
+    assert set(table) <= exported
+    code = (
+        "import importlib, json, sys\n"
+        f"package = importlib.import_module({package!r})\n"
+        f"table = {table!r}\n"
+        "wrong = [name for name, (module, attr) in table.items() if getattr(package, name)\n"
+        "         is not getattr(importlib.import_module(module), attr)]\n"
+        "print(json.dumps(wrong))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []

@@ -13,6 +13,11 @@ Each user's worker measures, interleaved round by round so drift hits every case
 ``cli``       ``python -m glove exec --workspace WS -- /bin/true`` (default profile)
 ``library``   ``glove.container.run(spec)`` in this process (default profile, its limits)
 ``library-nolimits``  the same spec without limits (isolation only, like bwrap)
+``cli-before``  with ``--before SRC``: the ``cli`` case run from another source tree (its
+              ``src`` first on ``PYTHONPATH``), interleaved with ``cli`` in the same rounds
+
+Each case also gets its CPU time (user + system of this process and its children, from
+``getrusage``), and the report gives the load average at the start and end of the run.
 
 It prints median and p90 per case and the ratios the issue sets as goals: library launch
 no slower than bubblewrap, and the CLI within bubblewrap plus the interpreter's own start.
@@ -23,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -37,7 +43,7 @@ HERE = Path(__file__).resolve()
 UNPRIV_USER = os.environ.get("GLOVE_UNPRIV_USER", "glovetest")
 UNPRIV_PYTHON = os.environ.get("GLOVE_UNPRIV_PYTHON", "/var/tmp/glove-unpriv/venv/bin/python")
 ENV = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
-CASES = ("true", "python", "bwrap", "cli", "library", "library-nolimits")
+CASES = ("true", "python", "bwrap", "cli", "cli-before", "library", "library-nolimits")
 
 
 def ensure_bwrap() -> str:
@@ -104,19 +110,29 @@ def library_runner(ws: str, limits: bool) -> Callable[[], None]:
     return once
 
 
-def command_runner(argv: list[str], cwd: str) -> Callable[[], None]:
+def command_runner(
+    argv: list[str], cwd: str, env: dict[str, str] | None = None
+) -> Callable[[], None]:
     """A callable that runs ``argv`` to completion and insists on exit 0."""
 
     def once() -> None:
-        p = subprocess.run(argv, cwd=cwd, env=ENV, capture_output=True, check=False)
+        p = subprocess.run(argv, cwd=cwd, env=env or ENV, capture_output=True, check=False)
         if p.returncode != 0:
             raise RuntimeError(f"{argv[:4]}... exited {p.returncode}: {p.stderr[-500:]!r}")
 
     return once
 
 
-def worker(runs: int, warmup: int) -> dict[str, Any]:
-    """Measure every case as the current user; return samples in milliseconds."""
+def cpu_seconds() -> float:
+    """User + system CPU time of this process and its reaped children so far."""
+    own, children = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def worker(runs: int, warmup: int, before: str | None = None) -> dict[str, Any]:
+    """Measure every case as the current user; return samples (wall and CPU) in ms."""
     ws = tempfile.mkdtemp(prefix="glove-bench-")
     py = sys.executable
     runners: dict[str, Callable[[], None]] = {
@@ -127,6 +143,12 @@ def worker(runs: int, warmup: int) -> dict[str, Any]:
             [py, "-P", "-m", "glove", "exec", "--workspace", ws, "--", "/bin/true"], ws
         ),
     }
+    if before is not None:
+        runners["cli-before"] = command_runner(
+            [py, "-P", "-m", "glove", "exec", "--workspace", ws, "--", "/bin/true"],
+            ws,
+            env={**ENV, "PYTHONPATH": str(Path(before) / "src")},
+        )
     errors: dict[str, str] = {}
     for name, limits in (("library", True), ("library-nolimits", False)):
         try:
@@ -134,9 +156,11 @@ def worker(runs: int, warmup: int) -> dict[str, Any]:
         except Exception as exc:
             errors[name] = f"{type(exc).__name__}: {exc}"
     samples: dict[str, list[float]] = {name: [] for name in runners}
+    cpu: dict[str, list[float]] = {name: [] for name in runners}
+    load = [os.getloadavg()]
     for i in range(warmup + runs):
         for name, once in runners.items():
-            t0 = time.perf_counter_ns()
+            c0, t0 = cpu_seconds(), time.perf_counter_ns()
             try:
                 once()
             except Exception as exc:
@@ -144,8 +168,10 @@ def worker(runs: int, warmup: int) -> dict[str, Any]:
                 continue
             if i >= warmup:
                 samples[name].append((time.perf_counter_ns() - t0) / 1e6)
+                cpu[name].append((cpu_seconds() - c0) * 1e3)
+    load.append(os.getloadavg())
     shutil.rmtree(ws, ignore_errors=True)
-    return {"uid": os.getuid(), "samples": samples, "errors": errors}
+    return {"uid": os.getuid(), "samples": samples, "cpu": cpu, "errors": errors, "load": load}
 
 
 def summarize(samples: list[float]) -> dict[str, float] | None:
@@ -159,7 +185,7 @@ def summarize(samples: list[float]) -> dict[str, float] | None:
     }
 
 
-def run_unpriv(runs: int, warmup: int) -> dict[str, Any]:
+def run_unpriv(runs: int, warmup: int, before: str | None = None) -> dict[str, Any]:
     """Run the worker as the unprivileged user and read its JSON report."""
     if not os.access(UNPRIV_PYTHON, os.X_OK):
         raise SystemExit(f"{UNPRIV_PYTHON} missing: run scripts/setup as root first")
@@ -173,6 +199,7 @@ def run_unpriv(runs: int, warmup: int) -> dict[str, Any]:
             [
                 *("runuser", "-u", UNPRIV_USER, "--", UNPRIV_PYTHON, str(script), "--worker"),
                 *("--runs", str(runs), "--warmup", str(warmup)),
+                *(("--before", before) if before is not None else ()),
             ],
             cwd=tmp,
             env={**ENV, "TMPDIR": tmp},
@@ -207,15 +234,23 @@ def report(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for user, res in results.items():
         stats = {name: summarize(s) for name, s in res["samples"].items()}
-        summary[user] = {"stats": stats, "errors": res["errors"]}
-        print(f"\n== {user} (uid {res['uid']}) ==")
-        print(f"{'case':<18} {'median ms':>10} {'p90 ms':>10} {'n':>5}")
+        cpu = {name: summarize(s) for name, s in res.get("cpu", {}).items()}
+        load = res.get("load", [])
+        summary[user] = {"stats": stats, "cpu": cpu, "errors": res["errors"], "load": load}
+        loads = " -> ".join("/".join(f"{x:.2f}" for x in avg) for avg in load)
+        print(f"\n== {user} (uid {res['uid']}) == load average {loads}")
+        print(f"{'case':<18} {'median ms':>10} {'p90 ms':>10} {'cpu ms':>10} {'n':>5}")
         for name in CASES:
             st = stats.get(name)
             if st is None:
-                print(f"{name:<18} {'n/a':>10} {'n/a':>10}   {res['errors'].get(name, '')[:60]}")
+                if name in res["samples"] or name in res["errors"]:
+                    print(
+                        f"{name:<18} {'n/a':>10} {'n/a':>10}   {res['errors'].get(name, '')[:60]}"
+                    )
                 continue
-            print(f"{name:<18} {st['median']:>10.2f} {st['p90']:>10.2f} {st['n']:>5}")
+            used = cpu.get(name)
+            used_ms = f"{used['median']:>10.2f}" if used else f"{'n/a':>10}"
+            print(f"{name:<18} {st['median']:>10.2f} {st['p90']:>10.2f} {used_ms} {st['n']:>5}")
         bw = stats.get("bwrap")
         py = stats.get("python")
         bw_m = bw["median"] if bw else None
@@ -226,6 +261,10 @@ def report(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "cli/bwrap": ratio(stats.get("cli"), bw_m),
             "cli/(bwrap+python)": ratio(stats.get("cli"), budget),
         }
+        if stats.get("cli-before"):
+            ratios["cli-before/(bwrap+python)"] = ratio(stats.get("cli-before"), budget)
+            before = stats["cli-before"]
+            ratios["cli/cli-before"] = ratio(stats.get("cli"), before["median"] if before else None)
         summary[user]["ratios"] = ratios
         for k, v in ratios.items():
             print(f"  {k:<24} {v}")
@@ -255,14 +294,24 @@ def main() -> None:
     ap.add_argument("--json", type=Path, help="also write the summary here")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--no-unpriv", action="store_true", help="measure root only")
+    ap.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also run the cli case from this source tree (a checkout or git worktree of "
+        "another commit), interleaved: the before/after of a change in one run",
+    )
     args = ap.parse_args()
     if args.worker:
-        json.dump(worker(args.runs, args.warmup), sys.stdout)
+        json.dump(worker(args.runs, args.warmup, args.before), sys.stdout)
         return
     ensure_bwrap()
-    results = {("root" if os.geteuid() == 0 else "user"): worker(args.runs, args.warmup)}
+    before = str(Path(args.before).resolve()) if args.before else None
+    if before is not None:  # byte-compiled once, so the unprivileged user needs no writes
+        subprocess.run([sys.executable, "-m", "compileall", "-q", f"{before}/src"], check=True)
+    user = "root" if os.geteuid() == 0 else "user"
+    results = {user: worker(args.runs, args.warmup, before)}
     if os.geteuid() == 0 and not args.no_unpriv:
-        results["unpriv"] = run_unpriv(args.runs, args.warmup)
+        results["unpriv"] = run_unpriv(args.runs, args.warmup, before)
     summary = report(results)
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))

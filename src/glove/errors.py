@@ -18,6 +18,7 @@ and still tell a sandbox refusal from a journal failure::
     ├── host.errors.HostError             (ServiceError: glove daemon install and control)
     ├── container.errors.SandboxError     (setup, limits, profiles)
     ├── journal.errors.JournalError       (codec, chain, recovery, writer, receipts)
+    ├── records.errors.RecordInvalid      (a journal event or receipt that does not decode)
     ├── policy.errors.PolicyError         (policy file and evaluation)
     ├── plan.errors.PlanError             (a refused plan: every problem with its JSON path;
     │                                      CanonicalError)

@@ -88,6 +88,18 @@ async def main():
         box.close()
         out.update(outcome=result.outcome, exit_code=result.exit_code, output="".join(chunks))
         out["launcher_running"] = client.running
+    elif case == "late":
+        # The loop is busy while the command runs and ends: the launch's reply and its exit
+        # wait in the channel together, and both are read before start() resumes.
+        box = AsyncSandbox(spec("/bin/sh", "-c", "echo late; exit 4"), on_output=on_output)
+        starting = asyncio.ensure_future(box.start())
+        await asyncio.sleep(0)  # the request is sent; start() waits for the reply
+        time.sleep(2.0)
+        await starting
+        result = await box.wait()
+        box.close()
+        out.update(outcome=result.outcome, exit_code=result.exit_code, error=result.error,
+                   output="".join(chunks))
     elif case == "refused":
         for name, bad in (("bind", spec("true", binds=(Bind("/nonexistent-x"),))),
                           ("datagram", None)):
@@ -150,6 +162,17 @@ def test_descriptors_pass_both_ways_and_the_exit_is_reported(glove_exec: GloveEx
     assert out["launcher_ppid"] == out["me"]
     assert (out["outcome"], out["exit_code"], out["output"]) == ("exited", 5, "out\n")
     assert out["launcher_running"] == 0
+
+
+def test_an_exit_read_before_the_launch_resumed_keeps_the_result_and_output(
+    glove_exec: GloveExec,
+) -> None:
+    """The launcher's exit record can arrive in the same wakeup as its launch reply (a
+    busy gloved): the result is still the command's, with its output (it was a
+    ``setup_error`` "[Errno 9] Bad file descriptor", the output lost)."""
+    out = _drive(glove_exec, "late")
+    assert (out["outcome"], out["exit_code"], out["error"]) == ("exited", 4, None)
+    assert out["output"] == "late\n"
 
 
 def test_a_refused_launch_is_a_typed_error_and_the_launcher_goes_on(

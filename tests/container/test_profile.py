@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from glove.container import (
     ProfileError,
     build_spec,
     decode_profile,
+    embedded_profiles,
     load_profile,
 )
 
@@ -156,3 +158,32 @@ def test_durations_take_units_in_profiles() -> None:
     profile = decode_profile(b'[limits]\nwall_time = "5s"\ncpu_time = "2m"\n', "t.toml")
     spec = build_spec(profile, ["true"], cwd="/", host_env={})
     assert (spec.limits.wall_time, spec.limits.cpu_time) == (5.0, 120.0)
+
+
+def test_the_packed_profiles_are_the_embedded_tomls_decoded() -> None:
+    """``profiles/packed.json`` is current (regenerate it after changing a profile:
+    ``python -c "from glove.container._profile import *; import pathlib;
+    pathlib.Path('src/glove/container/profiles/packed.json').write_bytes(
+    pack_embedded_profiles())"``) and each packed profile equals its TOML decoded."""
+    from glove.container import _profile
+
+    folder = Path(_profile.__file__).parent / "profiles"
+    assert (folder / _profile.PACKED_PROFILES).read_bytes() == _profile.pack_embedded_profiles()
+    for name in embedded_profiles():
+        data, origin, _ = _profile._read_profile(name, None)
+        assert _profile._packed_profile(name) == decode_profile(data, origin)
+
+
+def test_a_stale_packed_profile_is_not_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a TOML file differs from what was packed, its profile comes from the TOML."""
+    from glove.container import _profile
+
+    folder = tmp_path / "profiles"
+    shutil.copytree(Path(_profile.__file__).parent / "profiles", folder)
+    monkeypatch.setattr(_profile, "_profiles_folder", lambda: folder)
+    assert _profile._packed_profile("default") is not None
+    default = folder / "default.toml"
+    default.write_text(default.read_text().replace('hostname = "glove"', 'hostname = "edited"'))
+    assert _profile._packed_profile("default") is None

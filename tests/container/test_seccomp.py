@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import platform
+import subprocess
+import sys
 
 import pytest
 
@@ -107,3 +109,40 @@ def test_foreign_architecture_entry_is_killed_and_reported(glove_exec: GloveExec
     assert "survived" not in done.stdout
     assert done.rc == 128 + 31
     assert done.status["violation"] == "seccomp"
+
+
+#: In a fresh interpreter: load pyseccomp (by soname, or with ``find_library`` when argv[1] is
+#: ``broken``: a soname that does not exist), build both filters, say what was loaded.
+LOAD_BY_SONAME = """
+import ctypes, json, sys
+from glove.container.linux import _seccomp
+if sys.argv[1] == "broken":
+    _seccomp._SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.999"}
+plain, notify = _seccomp.seccomp_program(), _seccomp.seccomp_program(notify=True)
+loaded = {name: name in sys.modules for name in ("pyseccomp", "subprocess", "tempfile")}
+import ctypes.util
+loaded["lookup"] = ctypes.util.find_library("c")
+print(json.dumps({**loaded, "sizes": [len(plain), len(notify)]}))
+"""
+
+
+@pytest.mark.parametrize("sonames", ["working", "broken"])
+def test_libseccomp_loads_by_soname_and_falls_back_to_the_lookup(sonames: str) -> None:
+    """pyseccomp comes up with libc and libseccomp loaded by soname, without ``ldconfig``
+    (``ctypes.util`` and its ``subprocess`` stay unloaded, and the real ``find_library`` is
+    there afterwards); a soname that does not load falls back to pyseccomp's own lookup, and
+    the filters are the same either way."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_BY_SONAME, sonames],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["pyseccomp"]
+    assert report["lookup"] == "libc.so.6"  # the real ctypes.util, restored
+    assert report["subprocess"] is (sonames == "broken")
+    assert report["sizes"][0] > 0
+    assert report["sizes"][1] > 0

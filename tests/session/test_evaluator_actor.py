@@ -5,17 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from glove.actors import running
 from glove.container import Durations, LimitReport, SandboxResult
 from glove.evaluate import Fixture, StreamEvaluator, judge
 from glove.journal import RecordKind
+from glove.records import EvaluationEntry, OutcomeKind, Receipt, ReceiptOutcome
 from glove.session._evaluation import (
     EVALUATOR_MAILBOX,
     INFRA_KINDS,
     EvaluatorActor,
     Feed,
+    evaluation_entry,
+    infra_outcome,
     termination_of,
 )
 from glove.session._receipt import check_envelope, outcome_of, terminal_receipt
@@ -104,8 +108,8 @@ def _result(
     )
 
 
-def _outcome(kind: str, result: SandboxResult | None = None) -> dict[str, Any]:
-    return outcome_of(result, kind=kind)
+def _outcome(kind: str, result: SandboxResult | None = None) -> ReceiptOutcome:
+    return outcome_of(result, kind=msgspec.convert(kind, OutcomeKind))
 
 
 @pytest.mark.parametrize("kind", sorted(INFRA_KINDS))
@@ -140,7 +144,7 @@ def test_the_termination_is_what_the_supervisor_saw() -> None:
     assert termination_of(_outcome("exited"), None, complete=True).drained is False
 
 
-def _payload(evaluation: dict[str, Any] | None) -> dict[str, Any]:
+def _payload(evaluation: EvaluationEntry | None) -> Receipt:
     return terminal_receipt(
         session_id="s",
         plan_sha256="sha256:x",
@@ -156,6 +160,14 @@ def _payload(evaluation: dict[str, Any] | None) -> dict[str, Any]:
     )
 
 
+ENTRY = evaluation_entry(
+    fixture_digest="sha256:x",
+    fixture_size=1,
+    refusal=None,
+    termination=None,
+    evidence=None,
+    outcome=infra_outcome("fixture_missing"),
+)
 REFINEMENT_PLAN = {"terminal": "pty", "evaluation": {"kind": "refinement-eval-v1"}}
 RESOURCE_PLAN = {"terminal": "pty"}
 
@@ -163,18 +175,18 @@ RESOURCE_PLAN = {"terminal": "pty"}
 @pytest.mark.parametrize(
     ("plan", "evaluation", "kind", "fits"),
     [
-        (REFINEMENT_PLAN, {"outcome": {}}, RecordKind.REFINEMENT, True),
+        (REFINEMENT_PLAN, ENTRY, RecordKind.REFINEMENT, True),
         (RESOURCE_PLAN, None, RecordKind.RECEIPT, True),
         (REFINEMENT_PLAN, None, RecordKind.RECEIPT, False),  # a resource receipt, refined plan
         (REFINEMENT_PLAN, None, RecordKind.REFINEMENT, False),  # REFINEMENT kind, wrong domain
-        (REFINEMENT_PLAN, {"outcome": {}}, RecordKind.RECEIPT, False),
-        (RESOURCE_PLAN, {"outcome": {}}, RecordKind.REFINEMENT, False),  # the reverse
-        (RESOURCE_PLAN, {"outcome": {}}, RecordKind.RECEIPT, False),
+        (REFINEMENT_PLAN, ENTRY, RecordKind.RECEIPT, False),
+        (RESOURCE_PLAN, ENTRY, RecordKind.REFINEMENT, False),  # the reverse
+        (RESOURCE_PLAN, ENTRY, RecordKind.RECEIPT, False),
         (RESOURCE_PLAN, None, RecordKind.REFINEMENT, False),
     ],
 )  # fmt: skip
 def test_the_registry_refuses_an_envelope_of_the_wrong_kind(
-    plan: dict[str, Any], evaluation: dict[str, Any] | None, kind: RecordKind, fits: bool
+    plan: dict[str, Any], evaluation: EvaluationEntry | None, kind: RecordKind, fits: bool
 ) -> None:
     """A resource envelope for a refinement plan, a refinement envelope for a resource plan,
     or a record kind that is not its payload's domain: refused before any append."""

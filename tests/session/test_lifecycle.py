@@ -15,12 +15,12 @@ async def test_a_session_runs_to_one_terminal_receipt(service: Running) -> None:
     final = await service.until_terminal(view.session_id)
     assert final.state == "terminal"
     assert final.outcome is not None
-    assert (final.outcome["kind"], final.outcome["exit_code"]) == ("exited", 3)
+    assert (final.outcome.kind, final.outcome.exit_code) == ("exited", 3)
     assert final.receipt_seq is not None
     page = await service.registry.receipts_page(0, 100)
-    receipts = [r["receipt"] for r in page["receipts"] if r["seq"] == final.receipt_seq]
+    receipts = [r.receipt for r in page.receipts if r.seq == final.receipt_seq]
     assert len(receipts) == 1
-    assert [r["session_id"] for r in page["receipts"]].count(view.session_id) == 1
+    assert [r.session_id for r in page.receipts].count(view.session_id) == 1
     receipt = receipts[0]
     assert receipt["session_id"] == view.session_id
     assert receipt["plan"]["sha256"] == view.plan_sha256
@@ -41,7 +41,7 @@ async def test_stop_kills_the_sandbox_and_says_cancelled(service: Running) -> No
     await service.registry.stop_session(view.session_id)
     final = await service.until_terminal(view.session_id)
     assert final.outcome is not None
-    assert final.outcome["kind"] == "cancelled"
+    assert final.outcome.kind == "cancelled"
 
 
 async def test_the_receipt_journal_verifies(service: Running) -> None:

@@ -115,8 +115,8 @@ async def test_a_driver_that_crashes_gives_its_session_an_internal_error_receipt
     driver.tell(object())
     final = await service.until_terminal(view.session_id)
     assert final.outcome is not None
-    assert final.outcome["kind"] == "internal_error"
-    assert final.outcome["error"] == "TypeError in launch; gloved's log has the traceback"
+    assert final.outcome.kind == "internal_error"
+    assert final.outcome.error == "TypeError in launch; gloved's log has the traceback"
     assert final.receipt_seq is not None
     assert driver.state == "crashed"
     assert isinstance(driver.exit_reason, TypeError)
@@ -124,15 +124,15 @@ async def test_a_driver_that_crashes_gives_its_session_an_internal_error_receipt
     names = [name for name, _node, _alive in _sessions(service).children()]
     assert f"session-{view.session_id}" not in names
     page = await service.registry.receipts_page(0, 100)
-    mine = [r for r in page["receipts"] if r["session_id"] == view.session_id]
+    mine = [r for r in page.receipts if r.session_id == view.session_id]
     assert len(mine) == 1
-    assert mine[0]["seq"] == final.receipt_seq
-    assert mine[0]["receipt"]["outcome"]["kind"] == "internal_error"
+    assert mine[0].seq == final.receipt_seq
+    assert mine[0].receipt["outcome"]["kind"] == "internal_error"
     # The daemon serves on: a new session runs to its own receipt.
     after = await service.registry.create(plan("hello"))
     done = await service.until_terminal(after.session_id)
     assert done.outcome is not None
-    assert done.outcome["kind"] == "exited"
+    assert done.outcome.kind == "exited"
 
 
 async def test_a_driver_crash_before_launch_is_a_prepare_internal_error(
@@ -147,8 +147,8 @@ async def test_a_driver_crash_before_launch_is_a_prepare_internal_error(
     _driver(service, view.session_id).crash(RuntimeError("injected"))
     final = await service.until_terminal(view.session_id)
     assert final.outcome is not None
-    assert final.outcome["kind"] == "internal_error"
-    assert final.outcome["error"].startswith("RuntimeError in ")
+    assert final.outcome.kind == "internal_error"
+    assert final.outcome.error.startswith("RuntimeError in ")
 
 
 async def test_the_tree_shows_each_session_driver_first(service: Running) -> None:
@@ -166,4 +166,4 @@ async def test_the_tree_shows_each_session_driver_first(service: Running) -> Non
     await service.registry.stop_session(view.session_id)
     final = await service.until_terminal(view.session_id)
     assert final.outcome is not None
-    assert final.outcome["kind"] == "cancelled"
+    assert final.outcome.kind == "cancelled"

@@ -147,9 +147,9 @@ def test_a_closed_transcript_keeps_the_newest_capacity_bytes(tmp_path: Path) -> 
         assert (reader.start, reader.end) == (len(data) - CAPACITY, len(data))
         assert reader.ring.read(reader.start, CAPACITY) == data[-CAPACITY:]
         assert reader.summary() == summary
-        assert summary["digest"] == digest_of(data)
-        assert summary["evicted"] == len(data) - CAPACITY
-        assert summary["complete"] is True
+        assert summary.digest == digest_of(data)
+        assert summary.evicted == len(data) - CAPACITY
+        assert summary.complete is True
     finally:
         reader.close()
 
@@ -210,8 +210,8 @@ def test_after_a_crash_the_durable_transcript_reads_back_exactly(
             held = reader.ring.read(reader.start, reader.end - reader.start)
             assert held == data[reader.start : reader.end]
             summary = reader.summary()
-            assert summary["digest"] == digest_of(data[:durable])
-            assert summary["complete"] is False
+            assert summary.digest == digest_of(data[:durable])
+            assert summary.complete is False
         finally:
             reader.close()
 
@@ -226,12 +226,12 @@ def test_recovery_reports_torn_files_without_raising(tmp_path: Path) -> None:
     os.truncate(tmp_path / RING_FILE, 1000)
     entry = recovered_summary(tmp_path)
     assert entry is not None
-    assert entry["digest"] is None
-    assert "does not verify" in entry["error"]
+    assert entry.digest is None
+    assert "does not verify" in str(entry.error)
     (tmp_path / META_FILE).write_bytes(bytes(2 * META_SLOT_BYTES))
     entry = recovered_summary(tmp_path)
     assert entry is not None
-    assert "no valid meta record" in entry["error"]
+    assert "no valid meta record" in str(entry.error)
 
 
 def test_a_reader_refuses_a_missing_or_resized_ring(tmp_path: Path) -> None:

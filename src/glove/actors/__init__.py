@@ -17,6 +17,7 @@ from glove.actors._snapshot import (
     snapshot,
 )
 from glove.actors._supervisor import ChildSpec, ExitRecord, Restart, Strategy, Supervisor
+from glove.actors._tasks import Node, TaskOwner, race, settle, spawn_node, start_node
 from glove.actors.errors import (
     ActorDead,
     ActorError,
@@ -43,15 +44,21 @@ __all__ = [
     "ExitRecord",
     "LoopLag",
     "LoopLagMonitor",
+    "Node",
     "NodeSnapshot",
     "Restart",
     "Strategy",
     "Supervisor",
+    "TaskOwner",
     "TreeSnapshot",
     "current_deadline",
+    "race",
     "render_tree",
     "reset_deadline",
     "running",
     "set_deadline",
+    "settle",
     "snapshot",
+    "spawn_node",
+    "start_node",
 ]

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from glove.actors import TaskOwner, race
 from glove.container.linux import get_winsize
 from glove.control import AsyncClient, AsyncStream, RemoteError
 from glove.errors import GloveError
@@ -104,6 +105,7 @@ class TerminalClient:
         self._keys_ready = asyncio.Event()
         self._detach = asyncio.Event()
         self._saved: list[Any] | None = None
+        self._tasks = TaskOwner("attach")  # a fresh one per run; SIGWINCH's resizes too
 
     # -- the loop -------------------------------------------------------------------------------
 
@@ -127,7 +129,7 @@ class TerminalClient:
             first = await anext(stream)
             self._attached(first)
             loop = asyncio.get_running_loop()
-            tasks: list[asyncio.Task[Any]] = []
+            tasks = self._tasks = TaskOwner("attach")
             try:
                 self._enter_raw()
                 self.tracker = ModeTracker(msgspec_modes(first.get("modes") or {}))
@@ -139,19 +141,14 @@ class TerminalClient:
                 if self.stdin is not None:
                     with contextlib.suppress(OSError, ValueError, PermissionError):
                         loop.add_reader(self.stdin, self._on_stdin)
-                    tasks.append(loop.create_task(self._send_keys()))
-                events = loop.create_task(self._events(stream))
-                tasks.append(events)
-                detach = loop.create_task(self._detach.wait())
-                tasks.append(detach)
-                await asyncio.wait({events, detach}, return_when=asyncio.FIRST_COMPLETED)
+                    tasks.start(self._send_keys(), name="keys", report=False)
+                events = tasks.start(self._events(stream), name="events", report=False)
+                await race(events, self._detach.wait())
                 if events.done():
                     return events.result()
                 return await self._detach_now(events)
             finally:
-                for task in tasks:
-                    task.cancel()
-                await asyncio.gather(*tasks, return_exceptions=True)
+                await tasks.close()
                 if self.stdin is not None:
                     with contextlib.suppress(OSError, ValueError):
                         loop.remove_reader(self.stdin)
@@ -256,7 +253,8 @@ class TerminalClient:
                 del self._keys[: len(chunk)]
 
     def _on_winch(self) -> None:
-        asyncio.get_running_loop().create_task(self._send_size())
+        if not self._tasks.closed:
+            self._tasks.start(self._send_size(), name="size", report=False)
 
     async def _send_size(self) -> None:
         size = get_winsize(self.stdin) if self.stdin is not None else None

@@ -32,8 +32,9 @@ Every constant the shells share is here, in one place.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final, Literal
+
+import msgspec
 
 from glove.container._limits import LimitPlan
 from glove.container._observe import DenialTable, OomWatch, OutputCap
@@ -66,8 +67,7 @@ FLUSH_TIMEOUT_S: Final = 5.0
 Phase = Literal["running", "draining", "finished"]
 
 
-@dataclass(frozen=True, slots=True)
-class Kill:
+class Kill(msgspec.Struct, frozen=True):
     """SIGKILL the init of the sandbox's pid namespace (the whole tree).
 
     Attributes:
@@ -78,14 +78,12 @@ class Kill:
     reason: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class PollLimits:
+class PollLimits(msgspec.Struct, frozen=True):
     """Read the cgroup's and the task count's verdict now; report one with
     :meth:`Monitor.limit_reached`."""
 
 
-@dataclass(frozen=True, slots=True)
-class Finish:
+class Finish(msgspec.Struct, frozen=True):
     """The sandbox is over: drain what is left without waiting, then take the result."""
 
 
@@ -94,8 +92,7 @@ POLL: Final = PollLimits()
 FINISH: Final = Finish()
 
 
-@dataclass(frozen=True, slots=True)
-class GroupFacts:
+class GroupFacts(msgspec.Struct, frozen=True):
     """What the cgroups recorded of a sandbox, read once at the end (None: no cgroups)."""
 
     memory_oom_killed: bool

@@ -17,8 +17,9 @@ from __future__ import annotations
 import errno
 import signal
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Final, NamedTuple
+
+import msgspec
 
 from glove.container._limits import (
     MECH_RLIMIT_AS,
@@ -54,8 +55,7 @@ from glove.exits import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, EXIT_SETUP_FAILED
 DISK_HIT_SLACK_BYTES: Final = 64 * 1024
 
 
-@dataclass(slots=True)
-class Observed:
+class Observed(msgspec.Struct):
     """Everything a supervisor saw of one sandbox.
 
     Attributes:
@@ -77,11 +77,11 @@ class Observed:
         total_s: seconds from the start of the run to now.
     """
 
-    messages: list[StatusMessage] = field(default_factory=list)
+    messages: list[StatusMessage] = msgspec.field(default_factory=list)
     kill_reason: str | None = None
     cancelled: bool = False
-    denied: dict[str, int] = field(default_factory=dict)
-    expected: dict[str, int] = field(default_factory=dict)
+    denied: dict[str, int] = msgspec.field(default_factory=dict)
+    expected: dict[str, int] = msgspec.field(default_factory=dict)
     output_bytes: int = 0
     output_truncated: bool = False
     oom_seen: bool = False

@@ -28,6 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Generic, TypeVar
 
+from glove.actors import TaskOwner
 from glove.control._address import socket_address
 from glove.control._async_methods import AsyncMethods
 from glove.control._client_base import (
@@ -78,6 +79,7 @@ class AsyncClient(AsyncMethods):
         self._core = ClientCore.for_socket(socket_path, secret_path, client_name)
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
+        self._owner = TaskOwner(f"control-client/{socket_path.name}")
         self._task: asyncio.Task[None] | None = None
         self._calls: dict[int, asyncio.Future[Response]] = {}
         self._streams: dict[int, asyncio.Queue[Response | Event | _Failure]] = {}
@@ -125,9 +127,8 @@ class AsyncClient(AsyncMethods):
             sock.close()
             self._core.closed = True  # a refused hello leaves nothing open
             raise
-        self._task = asyncio.get_running_loop().create_task(
-            self._read_loop(), name=f"control-client/{self.socket_path.name}"
-        )
+        # report=False: aclose awaits the reader and lets its failure through.
+        self._task = self._owner.start(self._read_loop(), report=False)
         return self.server
 
     async def _hello(self, sock: socket.socket) -> Response:

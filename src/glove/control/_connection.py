@@ -39,7 +39,7 @@ from typing import Any, Final, NoReturn
 
 import msgspec
 
-from glove.actors import Busy, DeadlineExceeded, reset_deadline, set_deadline
+from glove.actors import Busy, DeadlineExceeded, TaskOwner, reset_deadline, set_deadline
 from glove.control._auth import PeerCredentials, secret_matches
 from glove.control._registry import HELLO, CallContext, MethodRegistry, MethodSpec
 from glove.control.errors import MethodError
@@ -133,6 +133,7 @@ class Connection:
         self._loop = asyncio.get_running_loop()
         self._accepted = self._loop.time()
         self._last_activity = self._accepted
+        self._calls = TaskOwner(f"control/conn-{self.conn_id}")  # owns every call's task
         self._inflight: dict[int, asyncio.Task[None]] = {}
         self._contexts: dict[int, CallContext] = {}
         self._kinds: dict[int, str] = {}
@@ -167,12 +168,9 @@ class Connection:
         # supervisor giving up on a slow stop) can interrupt what follows.
         for ctx in self._contexts.values():
             ctx.gone.set()
-        tasks = list(self._inflight.values())
-        for task in tasks:
-            task.cancel()
+        self._calls.cancel()
         self._writer.close()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._calls.join()
         with contextlib.suppress(OSError, TimeoutError):
             async with asyncio.timeout(self._limits.write_deadline_s):
                 await self._writer.wait_closed()
@@ -229,8 +227,7 @@ class Connection:
             ctx.gone.set()
             if self._kinds[request_id] == "stream":
                 self._inflight[request_id].cancel()
-        if self._inflight:
-            await asyncio.gather(*self._inflight.values(), return_exceptions=True)
+        await self._calls.join()
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -330,9 +327,7 @@ class Connection:
             client=self.client,
         )
         run = self._run_stream if spec.kind == "stream" else self._run_unary
-        task = self._loop.create_task(
-            run(spec, params, ctx), name=f"control/conn-{self.conn_id}/{request.id}"
-        )
+        task = self._calls.start(run(spec, params, ctx), name=str(request.id))
         self._inflight[request.id] = task
         self._contexts[request.id] = ctx
         self._kinds[request.id] = spec.kind

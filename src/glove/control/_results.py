@@ -10,9 +10,11 @@ they cannot drift apart.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
+
+from glove.protocol import JsonObject
 
 #: A session's states, in the order of its life.
 SessionState = Literal["created", "preparing", "composed", "running", "finalizing", "terminal"]
@@ -29,11 +31,14 @@ class SessionStatus(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     plan_sha256: str
     plan_blake3: str
     receipt_seq: int | None = None
-    outcome: dict[str, Any] | None = None
+    #: The receipt's outcome as JSON: read tolerantly (a newer gloved may add a kind or a
+    #: member; ``glove.records.ReceiptOutcome`` is the daemon's strict type).
+    outcome: JsonObject | None = None
     launch_binding: str | None = None
     cleaned: bool = False
     terminal: str = "pipes"
-    evaluation: dict[str, Any] | None = None
+    #: A refinement session's verdict as JSON, read tolerantly like ``outcome``.
+    evaluation: JsonObject | None = None
 
 
 class SessionPage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -50,7 +55,8 @@ class PlanVerdict(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     sha256: str | None = None
     blake3: str | None = None
     errors: list[dict[str, str]] | None = None
-    evaluation: dict[str, Any] | None = None
+    #: A refinement plan's evaluation as JSON, read tolerantly like ``outcome``.
+    evaluation: JsonObject | None = None
 
 
 class Exposure(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

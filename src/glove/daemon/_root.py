@@ -36,7 +36,15 @@ import signal
 from typing import TYPE_CHECKING, Final
 
 from glove._version import __version__
-from glove.actors import ChildFailed, ChildSpec, LoopLagMonitor, Supervisor, snapshot
+from glove.actors import (
+    ChildFailed,
+    ChildSpec,
+    LoopLagMonitor,
+    Supervisor,
+    race,
+    snapshot,
+    start_node,
+)
 from glove.control import (
     BuiltinMethods,
     CapabilitiesProvider,
@@ -190,15 +198,12 @@ async def serve(
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, _stop_signalled, root, notifier)
-        task = loop.create_task(root.run(), name="gloved")
-        started = loop.create_task(_all_started(root), name="gloved/started")
-        await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
-        came_up = started.done()
+        task = start_node(root, name="gloved")
+        _, started = await race(task, _all_started(root))
+        came_up = started.done() and not started.cancelled()
         if came_up:
             _log.info("gloved %s listening on %s", __version__, paths.socket)
             await _announce_ready(notifier, root)
-        else:
-            started.cancel()
         await asyncio.wait({task})
         if task.cancelled():
             _log.info("gloved stopped")

@@ -30,6 +30,7 @@ from typing import Final, Literal, Protocol
 
 import msgspec
 
+from glove.actors import settle
 from glove.audit.errors import AuditError, AuditUnavailable
 from glove.egress._addresses import IPAddress
 from glove.egress._pump import BufferPool
@@ -352,13 +353,7 @@ class EgressCore:
         fields = self._fields(ex, "egress")
         fields.update(addresses=ex.addresses, rule=ex.rule, decision="allow", reason=reason)
         ends, self._ends = self._ends, []
-        # gather, not a TaskGroup: CPython 3.11.2's TaskGroup leaves a stray cancellation
-        # on its parent when a child fails while the parent waits in __aexit__.
-        results = await asyncio.gather(
-            *(self._append_end(end) for end in ends),
-            self.record(ex, fields),
-            return_exceptions=True,
-        )
+        results = await settle(*(self._append_end(end) for end in ends), self.record(ex, fields))
         failure = results[-1] if isinstance(results[-1], AuditError) else None
         for result in results:
             if isinstance(result, BaseException) and result is not failure:
@@ -450,9 +445,8 @@ class EgressCore:
     async def flush_ends(self) -> None:
         """Append every queued end record (failures are counted, nothing is retried)."""
         ends, self._ends = self._ends, []
-        results = await asyncio.gather(  # concurrent: one group commit
-            *(self._append_end(end) for end in ends), return_exceptions=True
-        )
+        # concurrent: one group commit
+        results = await settle(*(self._append_end(end) for end in ends))
         for result in results:
             if isinstance(result, BaseException):
                 raise result

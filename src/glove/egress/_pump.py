@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from glove.actors import TaskOwner
+
 #: Bytes read per receive on the copy path, in each direction.
 CHUNK_BYTES: Final = 64 * 1024
 #: Buffers kept for reuse (a fresh buffer costs a zeroing per connection): 2 MiB at most.
@@ -246,16 +248,17 @@ async def relay(
     loop = asyncio.get_running_loop()
     buffers = pool if pool is not None else BufferPool()
     traffic.last = loop.time()
-    up = loop.create_task(
-        _direction(client, upstream, traffic, upward=True, idle=idle_timeout, gate=gate,
-                   pool=buffers)
-    )  # fmt: skip
-    down = loop.create_task(
-        _direction(upstream, client, traffic, upward=False, idle=idle_timeout, gate=None,
-                   pool=buffers)
-    )  # fmt: skip
     # Two tasks this coroutine owns and always reaps (not a TaskGroup: CPython 3.11.2's
     # leaves a stray cancellation on its parent when a child fails during __aexit__).
+    directions = TaskOwner("egress-exchange")
+    up = directions.start(
+        _direction(client, upstream, traffic, upward=True, idle=idle_timeout, gate=gate,
+                   pool=buffers), name="up", report=False,
+    )  # fmt: skip
+    down = directions.start(
+        _direction(upstream, client, traffic, upward=False, idle=idle_timeout, gate=None,
+                   pool=buffers), name="down", report=False,
+    )  # fmt: skip
     outcome: Outcome = "closed"
     try:
         running = {up, down}
@@ -268,9 +271,7 @@ async def relay(
             if gate is not None and down in done:
                 break  # the response is complete: the request side ends with it
     finally:
-        for task in (up, down):
-            task.cancel()
-        await asyncio.gather(up, down, return_exceptions=True)
+        await directions.close()
     return outcome
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from glove.actors import ActorDead, Busy
+from glove.actors import ActorDead, Busy, spawn_node
 from glove.journal._codec import RecordKind
 from glove.journal._limits import JournalKind, JournalLimits
 from glove.journal._receipts import MAX_RECEIPT_PAGE, Receipt, ReceiptPage
@@ -178,10 +178,7 @@ async def open_journal(
     writer = JournalWriter(
         path, key, kind=kind, limits=limits, storage=storage, clock=clock, name=name
     )
-    task = asyncio.get_running_loop().create_task(writer.run(), name=f"journal/{name}")
-    started = asyncio.ensure_future(writer.started.wait())
-    await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
-    started.cancel()
+    task = await spawn_node(writer, name=f"journal/{name}")
     if task.done():
         exc = task.exception() if not task.cancelled() else None
         if exc is not None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from glove._version import __version__
+from glove.actors import settle
 from glove.mcp._contracts import PendingAudit, Refusal
 from glove.mcp._features import page
 from glove.mcp._framing import encode_error, encode_notification, encode_request, encode_result
@@ -362,7 +363,7 @@ class AgentSession:
     async def finish(self) -> None:
         """Let the requests in flight finish their audit trail (the agent hung up)."""
         if self._calls:
-            await asyncio.gather(*self._calls.values(), return_exceptions=True)
+            await settle(*self._calls.values())
         for future in self._outgoing.values():
             if not future.done():
                 future.set_exception(Refusal(UPSTREAM_FAILED, "the agent hung up"))

@@ -43,7 +43,7 @@ from typing import Any, Final
 
 import msgspec
 
-from glove.actors import Actor
+from glove.actors import Actor, settle
 from glove.egress import UNIX_FAMILIES, ChannelReceiver, Kind, write_helper
 from glove.mcp._service import READ_LIMIT_BYTES, Mediation
 
@@ -179,7 +179,7 @@ class _Attacher:
     async def cancel(self) -> None:
         for task in list(self._pending):
             task.cancel()
-        await asyncio.gather(*self._pending, return_exceptions=True)
+        await settle(*self._pending)
 
 
 class AgentChannel(Actor):

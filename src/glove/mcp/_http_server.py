@@ -41,7 +41,7 @@ from typing import Any, Final
 
 import msgspec
 
-from glove.actors import Actor, ChildSpec
+from glove.actors import Actor, ChildSpec, race, settle, spawn_node
 from glove.errors import GloveError
 from glove.exits import EXIT_FAILED
 from glove.mcp._agent_session import AgentSession
@@ -133,7 +133,7 @@ class HttpFront(Actor):
             self._server.close()
         sessions = list(self.sessions.values())
         self.sessions.clear()
-        await asyncio.gather(*(self._end(s) for s in sessions), return_exceptions=True)
+        await settle(*(self._end(s) for s in sessions))
 
     async def handle(self, msg: object) -> object:
         """Takes no messages."""
@@ -307,17 +307,7 @@ class HttpFront(Actor):
 
     async def _hold(self, session: Session, stream: Stream, writer: asyncio.StreamWriter) -> bool:
         """Keep the response open until the stream ends, the client goes, or the session ends."""
-        waits = {
-            asyncio.ensure_future(stream.ended.wait()),
-            asyncio.ensure_future(stream.detached.wait()),
-        }
-        try:
-            await asyncio.wait(
-                {*waits, session.mediation.failed}, return_when=asyncio.FIRST_COMPLETED
-            )
-        finally:
-            for wait in waits:
-                wait.cancel()
+        await race(stream.ended.wait(), stream.detached.wait(), session.mediation.failed)
         if stream.ended.is_set():
             return True
         if session.mediation.failed.done() and stream.writer is writer:
@@ -410,10 +400,7 @@ class HttpFront(Actor):
         session.agent = agent
         mediation.sessions.append(agent)
         mediation.supervisor.start_child(ChildSpec(actor.name, lambda: actor, restart="temporary"))
-        await asyncio.wait(
-            {asyncio.ensure_future(actor.started.wait()), mediation.failed},
-            return_when=asyncio.FIRST_COMPLETED,
-        )
+        await race(actor.started.wait(), mediation.failed)
         self.sessions[session_id] = session
         await self._answer_json(session, message, writer)
         return True
@@ -542,11 +529,8 @@ async def serve_http(
     import signal
 
     front = HttpFront(config, options)
-    task = asyncio.get_running_loop().create_task(front.run(), name="mcp-http")
-    started = asyncio.ensure_future(front.started.wait())
-    await asyncio.wait({started, task}, return_when=asyncio.FIRST_COMPLETED)
+    task = await spawn_node(front)
     if task.done():
-        started.cancel()
         task.result()  # raises the bind failure
         return EXIT_FAILED
     assert front.port is not None
@@ -558,9 +542,7 @@ async def serve_http(
     for signum in signals:
         loop.add_signal_handler(signum, interrupt.set)
     try:
-        waiter = asyncio.ensure_future(interrupt.wait())
-        await asyncio.wait({waiter, task}, return_when=asyncio.FIRST_COMPLETED)
-        waiter.cancel()
+        await race(interrupt.wait(), task)
     finally:
         for signum in signals:
             loop.remove_signal_handler(signum)

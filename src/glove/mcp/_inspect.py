@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from glove.actors import ChildSpec, Supervisor
+from glove.actors import ChildSpec, Supervisor, race, start_node
 from glove.mcp._config import McpConfig
 from glove.mcp._kernel import ToolRegistry
 from glove.mcp._service import (
@@ -50,15 +50,13 @@ async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, dict[str, Any
         for uid, upstream in config.upstreams.items()
     ]
     supervisor = Supervisor("mcp-tools", specs, strategy="one_for_all", intensity=0)
-    task = asyncio.get_running_loop().create_task(supervisor.run(), name="mcp-tools")
+    task = start_node(supervisor)
     limit = max(u.startup_timeout_s for u in config.upstreams.values()) + STARTUP_MARGIN_S
     try:
         await supervisor.started.wait()
         nodes = [node for _, node, _ in supervisor.children()]
-        waiting = asyncio.ensure_future(wait_started(nodes, limit))
-        await asyncio.wait({waiting, task}, return_when=asyncio.FIRST_COMPLETED)
-        if not waiting.done() or waiting.exception() is not None:
-            waiting.cancel()
+        _, waiting = await race(task, wait_started(nodes, limit))
+        if not waiting.done() or waiting.cancelled() or waiting.exception() is not None:
             raise startup_failure(supervisor)
         registry = ToolRegistry()
         for uid in config.upstreams:

@@ -39,6 +39,8 @@ from glove.actors import (
     ChildSpec,
     DeadlineExceeded,
     Supervisor,
+    race,
+    start_node,
 )
 from glove.exits import EXIT_FAILED, EXIT_OK
 from glove.mcp._agent_session import AgentSession
@@ -180,14 +182,8 @@ class Mediation:
         Returns the session's failure, if it failed; the session is stopped either way.
         """
         assert self.endpoint is not None
-        waits = {asyncio.ensure_future(self.endpoint.closed.wait())}
-        if interrupt is not None:
-            waits.add(asyncio.ensure_future(interrupt.wait()))
-        try:
-            await asyncio.wait({*waits, self.failed}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for waiter in waits:
-                waiter.cancel()
+        extra = () if interrupt is None else (interrupt.wait(),)
+        await race(self.endpoint.closed.wait(), self.failed, *extra)
         return await self.stop()
 
     async def stop(self) -> BaseException | None:
@@ -527,7 +523,7 @@ async def start_mediation(
         run_id=run_id,
         prestarted=prestarted,
     )
-    task = asyncio.get_running_loop().create_task(mediation.supervisor.run(), name="mcp-supervisor")
+    task = start_node(mediation.supervisor, name="mcp-supervisor")
     mediation._task = task
     try:
         await asyncio.wait({mediation.ready, task}, return_when=asyncio.FIRST_COMPLETED)

@@ -41,7 +41,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from glove.actors import Actor, Deferred
+from glove.actors import Actor, Deferred, TaskOwner, settle
 from glove.mcp._config import UpstreamConfig
 from glove.mcp._contracts import arguments_digest
 from glove.mcp._framing import (
@@ -294,6 +294,7 @@ class UpstreamActor(Actor):
         self._lines = DropCounter()
         self._messages = DropCounter()
         #: Audit records being written (shielded from the reader; awaited in on_stop).
+        self._writing = TaskOwner(f"mcp-{upstream_id}/audit")
         self._writes: set[asyncio.Future[None]] = set()
         self._on_tools_changed = on_tools_changed
         self._events = events
@@ -369,7 +370,7 @@ class UpstreamActor(Actor):
 
     async def _audit_the_end(self) -> None:
         if self._writes:
-            await asyncio.gather(*self._writes, return_exceptions=True)
+            await settle(*self._writes)
         for kind, counter in ((OUTPUT_KIND, self._lines), (MESSAGE_KIND, self._messages)):
             count = counter.final()
             if count is not None:
@@ -747,7 +748,8 @@ class UpstreamActor(Actor):
             return None
         # Not a spawn_task: teardown would cancel it and abandon the record half-way. The
         # caller awaits a shield of it; on_stop awaits whatever is still being written.
-        write = asyncio.ensure_future(self._events.record(self.upstream_id, record))
+        # report=False: _written reads how it ended.
+        write = self._writing.start(self._events.record(self.upstream_id, record), report=False)
         self._writes.add(write)
         write.add_done_callback(self._written)
         return asyncio.shield(write)

@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from glove.protocol._frames import HEADER_BYTES, FrameDecoder, encode_frame
-    from glove.protocol._json import MAX_JSON_DEPTH, dumps_compact, dumps_pretty, loads_strict
+    from glove.protocol._json import (
+        MAX_JSON_DEPTH,
+        JsonObject,
+        dumps_compact,
+        dumps_pretty,
+        loads_strict,
+    )
     from glove.protocol._limits import (
         CONTROL_HELLO_DEADLINE_S,
         CONTROL_IDLE_DEADLINE_S,
@@ -117,6 +123,7 @@ _LAZY: dict[str, str] = {
     "FrameDecoder": "glove.protocol._frames",
     "encode_frame": "glove.protocol._frames",
     "MAX_JSON_DEPTH": "glove.protocol._json",
+    "JsonObject": "glove.protocol._json",
     "dumps_compact": "glove.protocol._json",
     "dumps_pretty": "glove.protocol._json",
     "loads_strict": "glove.protocol._json",
@@ -167,6 +174,7 @@ __all__ = [
     "HelloParams",
     "HelloResult",
     "InvalidParams",
+    "JsonObject",
     "MalformedFrame",
     "NoParams",
     "ProtocolError",

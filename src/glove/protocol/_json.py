@@ -15,7 +15,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
+
+#: A JSON object whose members are free-form: what Glove does not type (a persisted plan
+#: inside a journal event, an MCP message at the JSON-RPC boundary). Every place that
+#: keeps one is listed in docs/architecture.md ("Where JSON stays untyped").
+JsonObject: TypeAlias = dict[str, Any]
 
 MAX_JSON_DEPTH: Final = 64
 """Deepest nesting of arrays and objects accepted."""

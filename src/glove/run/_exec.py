@@ -17,7 +17,6 @@ from glove.container import (
     SandboxError,
     SandboxResult,
     SandboxSpec,
-    describe,
     plan_limits,
     probe_host_limits,
     run,
@@ -74,6 +73,8 @@ def dry_run(
         else:
             sys.stdout.write(profile if profile.endswith("\n") else profile + "\n")
         return 0
+    from glove.container import describe  # the --dry-run path only
+
     try:
         description = describe(spec)
         if network:

@@ -19,22 +19,39 @@ last event is where a later attach resumes (``"from": offset``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from msgspec import Meta
 
-from glove.actors import ActorDead, Busy
+from glove.actors import ActorDead, ActorError, Busy, race
 from glove.control import CallContext, MethodError, MethodRegistry
 from glove.plan import MAX_TERMINAL_CELLS, MIN_TERMINAL_CELLS
 from glove.session._escape import TerminalModes
+from glove.session._messages import Message, ask_registry, deadline_in
 from glove.session._methods import SessionId
 from glove.session._pty_drain import PtyDrain
 from glove.session._registry import SessionRegistry
 from glove.session._sandbox import SendSignal
-from glove.session._store import SessionRecord
+from glove.session._terminals import (
+    Detached,
+    Opened,
+    RaiseSignal,
+    Route,
+    SetSize,
+    Subscribe,
+    Subscribed,
+    TerminalOpen,
+    TerminalRoute,
+    Unsubscribe,
+    ViewerAdd,
+    ViewerDetach,
+    ViewerRemove,
+    WriteInput,
+)
 from glove.session._transcript import RingReader, TranscriptReader, TranscriptSource
 from glove.session._viewers import Viewer
 from glove.session.errors import InputBusy, NoTerminal, TranscriptCorrupt
@@ -184,16 +201,6 @@ class DetachResult(msgspec.Struct, frozen=True):
     offset: int
 
 
-async def _first(*waits: Coroutine[Any, Any, Any]) -> None:
-    """Wait until one of ``waits`` completes; cancel the rest."""
-    tasks = [asyncio.ensure_future(w) for w in waits]
-    try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-
-
 async def read_chunk(
     source: TranscriptSource, ring: RingReader, offset: int, limit: int
 ) -> tuple[int, bytes]:
@@ -239,7 +246,7 @@ class TerminalMethods:
         for name, params, handler in unary:
             methods.unary(name, params, handler, deadline_s=TERMINAL_DEADLINE_S, gated=True)
 
-    # -- lookups ------------------------------------------------------------------------------
+    # -- asking the registry, then the drain --------------------------------------------------
 
     def _live(self) -> SessionRegistry:
         registry = self._registry()
@@ -247,54 +254,26 @@ class TerminalMethods:
             raise MethodError("session_conflict", "the session registry is not running")
         return registry
 
-    def _record(self, registry: SessionRegistry, session_id: str) -> SessionRecord:
-        assert registry.store is not None
-        record = registry.store.sessions.get(session_id)
-        if record is None:
-            raise MethodError("session_not_found", f"no session {session_id!r}")
-        return record
+    @staticmethod
+    async def _ask_drain(drain: PtyDrain, msg: Message, session_id: str) -> Any:
+        """Ask the drain; a drain that stopped meanwhile is a session that is not running.
+        One that has not started yet has no terminal yet (asked, it would answer only
+        then): refused at once, as its closed input side says it."""
+        if not drain.started.is_set():
+            raise MethodError("session_conflict", "the session's terminal is not open yet")
+        try:
+            return await ask_registry(drain, msg, wait=True)
+        except ActorDead as exc:
+            raise MethodError("session_conflict", f"session {session_id} is not running") from exc
 
-    def _pty_record(self, registry: SessionRegistry, session_id: str) -> SessionRecord:
-        record = self._record(registry, session_id)
-        terminal = record.plan.get("terminal")
-        if terminal != "pty":
-            raise MethodError(
-                "no_terminal",
-                f"session {session_id} has no terminal: its plan says {terminal!r}; its output: "
-                f"`glove session output {session_id}` (--stderr for its stderr)",
-            )
-        return record
-
-    def _running_drain(self, registry: SessionRegistry, session_id: str) -> PtyDrain:
-        self._pty_record(registry, session_id)
-        drain = registry.terminals.drain(session_id)
-        if drain is None:
-            raise MethodError("session_conflict", f"session {session_id} is not running")
-        return drain
-
-    def _check_writer(self, registry: SessionRegistry, session_id: str, viewer: int | None) -> None:
-        if viewer is None:
-            return
-        found = registry.terminals.viewer(session_id, viewer)
-        if found is None or not found.writer:
-            writer = registry.terminals.writer_of(session_id)
-            raise MethodError(
-                "not_writer",
-                f"viewer {viewer} is not session {session_id}'s writer"
-                + (f" (viewer {writer} is)" if writer is not None else ""),
-                {"writer": writer},
-            )
-
+    @staticmethod
     async def _open_source(
-        self, registry: SessionRegistry, session_id: str
+        opened: Opened, session_id: str
     ) -> tuple[TranscriptSource, RingReader, PtyDrain | None]:
         """The live transcript (waiting for it to exist), or the one on disk."""
-        directory = registry.paths.sessions_data / session_id
-        hub = registry.terminals
-        drain = hub.drain(session_id)
-        ended = hub.ended_event(session_id)
+        directory, drain, ended = opened.directory, opened.drain, opened.ended
         if drain is not None and drain.transcript is None and ended is not None:
-            await _first(drain.started.wait(), ended.wait())
+            await race(drain.started.wait(), ended.wait())
         try:
             if drain is not None and drain.transcript is not None:
                 ring = await asyncio.to_thread(RingReader.open, directory, drain.capacity)
@@ -328,29 +307,39 @@ class TerminalMethods:
         """Replay the transcript from an offset, then follow it live (see the module)."""
         registry = self._live()
         session_id = params.session_id
-        self._pty_record(registry, session_id)
+        opened: Opened = await ask_registry(
+            registry, TerminalOpen(deadline=deadline_in(), session_id=session_id)
+        )
         if params.from_ is not None and params.tail is not None:
             raise MethodError(
                 "invalid_params", "give from or tail, not both", {"path": "$.params.tail"}
             )
-        source, ring, drain = await self._open_source(registry, session_id)
-        hub = registry.terminals
+        source, ring, drain = await self._open_source(opened, session_id)
         try:
             offset = self._first_offset(params, source)
             live = drain is not None and not source.closed
-            try:
-                viewer = hub.new_viewer(
-                    session_id, client=call.client, writer=live and params.mode == "write"
-                )
-            except ValueError as exc:
-                raise MethodError("busy", str(exc)) from exc
+            viewer: Viewer = await ask_registry(
+                registry,
+                ViewerAdd(
+                    deadline=deadline_in(),
+                    session_id=session_id,
+                    client=call.client,
+                    writer=live and params.mode == "write",
+                ),
+            )
         except BaseException:
             ring.close()
             raise
-        if drain is not None:
-            drain.subscribe(viewer.wake)
         try:
-            rows, cols = drain.size if drain is not None else (0, 0)
+            terminal = Subscribed(0, 0, TerminalModes())
+            if drain is not None:
+                try:
+                    terminal = await ask_registry(
+                        drain, Subscribe(deadline=deadline_in(), event=viewer.wake), wait=True
+                    )
+                except ActorDead:  # it stopped meanwhile: the terminal as it was left
+                    rows, cols = drain.size
+                    terminal = Subscribed(rows, cols, drain.modes)
             yield Attached(
                 viewer=viewer.viewer_id,
                 writer=viewer.writer,
@@ -358,27 +347,28 @@ class TerminalMethods:
                 start=source.start,
                 end=source.end,
                 evicted=source.start,
-                rows=rows,
-                cols=cols,
-                modes=drain.modes if drain is not None else TerminalModes(),
+                rows=terminal.rows,
+                cols=terminal.cols,
+                modes=terminal.modes,
                 live=live,
             )
-            async for event in self._follow(params, source, ring, viewer, offset, registry):
+            async for event in self._follow(params, source, ring, viewer, offset):
                 yield event
         finally:
-            if drain is not None:
-                drain.unsubscribe(viewer.wake)
-            hub.remove(viewer)
+            with contextlib.suppress(ActorError):
+                if drain is not None:
+                    drain.tell(Unsubscribe(deadline=deadline_in(), event=viewer.wake))
+            with contextlib.suppress(ActorError):
+                registry.tell(ViewerRemove(deadline=deadline_in(), viewer=viewer))
             ring.close()
 
-    async def _follow(  # noqa: PLR0917 - the stream's whole state, private
-        self,
+    @staticmethod
+    async def _follow(
         params: AttachParams,
         source: TranscriptSource,
         ring: RingReader,
         viewer: Viewer,
         offset: int,
-        registry: SessionRegistry,
     ) -> AsyncIterator[AttachEvent]:
         while True:
             viewer.offset = offset
@@ -387,7 +377,7 @@ class TerminalMethods:
                 return
             if viewer.role_changed:
                 viewer.role_changed = False
-                yield Role(viewer.writer, registry.terminals.writer_of(params.session_id))
+                yield Role(viewer.writer, viewer.writer_now())
                 continue
             start = source.start
             if offset < start:
@@ -416,6 +406,10 @@ class TerminalMethods:
 
     # -- unary ----------------------------------------------------------------------------------
 
+    @staticmethod
+    async def _route(registry: SessionRegistry, msg: TerminalRoute) -> Route:
+        return await ask_registry(registry, msg)  # type: ignore[no-any-return]
+
     async def input(self, params: InputParams, _call: CallContext) -> InputResult:
         """Type into the session's terminal (the writer's viewer id, or none: a script)."""
         if (params.data is None) == (params.raw is None):
@@ -431,11 +425,16 @@ class TerminalMethods:
                 f"input is {len(payload)} bytes encoded; at most {MAX_INPUT_BYTES}",
                 {"path": "$.params.data"},
             )
-        registry = self._live()
-        drain = self._running_drain(registry, params.session_id)
-        self._check_writer(registry, params.session_id, params.viewer)
+        session_id = params.session_id
+        route = await self._route(
+            self._live(),
+            TerminalRoute(deadline=deadline_in(), session_id=session_id, viewer=params.viewer),
+        )
+        assert route.drain is not None
         try:
-            queued = drain.input(payload)
+            queued = await self._ask_drain(
+                route.drain, WriteInput(deadline=deadline_in(), data=payload), session_id
+            )
         except InputBusy as exc:
             raise MethodError("busy", str(exc)) from exc
         except NoTerminal as exc:
@@ -444,11 +443,18 @@ class TerminalMethods:
 
     async def resize(self, params: ResizeParams, _call: CallContext) -> ResizeResult:
         """Resize the session's terminal (SIGWINCH reaches the agent when it changed)."""
-        registry = self._live()
-        drain = self._running_drain(registry, params.session_id)
-        self._check_writer(registry, params.session_id, params.viewer)
+        session_id = params.session_id
+        route = await self._route(
+            self._live(),
+            TerminalRoute(deadline=deadline_in(), session_id=session_id, viewer=params.viewer),
+        )
+        assert route.drain is not None
         try:
-            drain.resize(params.rows, params.cols)
+            await self._ask_drain(
+                route.drain,
+                SetSize(deadline=deadline_in(), rows=params.rows, cols=params.cols),
+                session_id,
+            )
         except NoTerminal as exc:
             raise MethodError("session_conflict", str(exc)) from exc
         return ResizeResult(params.rows, params.cols)
@@ -456,20 +462,25 @@ class TerminalMethods:
     async def signal(self, params: SignalParams, _call: CallContext) -> SignalResult:
         """Signal the agent: INT, QUIT, TSTP go to a terminal's foreground process group,
         the others (and every signal of a pipes session) to the command."""
-        registry = self._live()
-        record = self._record(registry, params.session_id)
+        session_id = params.session_id
+        route = await self._route(
+            self._live(),
+            TerminalRoute(deadline=deadline_in(), session_id=session_id, any_terminal=True),
+        )
         signum = SIGNALS[params.signal]
-        if record.plan.get("terminal") == "pty":
-            drain = self._running_drain(registry, params.session_id)
+        if route.drain is not None:
             try:
-                return SignalResult(params.signal, drain.send_signal(signum))
+                to = await self._ask_drain(
+                    route.drain, RaiseSignal(deadline=deadline_in(), signum=signum), session_id
+                )
             except NoTerminal as exc:
                 raise MethodError("session_conflict", str(exc)) from exc
+            return SignalResult(params.signal, to)
         if signum == signal.SIGTSTP:
             raise MethodError("no_terminal", "TSTP needs a terminal; this session has pipes")
-        sandbox = registry.sandbox_of(params.session_id)
+        sandbox = route.sandbox
         if sandbox is None or sandbox.box is None:
-            raise MethodError("session_conflict", f"session {params.session_id} is not running")
+            raise MethodError("session_conflict", f"session {session_id} is not running")
         try:
             sandbox.tell(SendSignal(signum))
         except (ActorDead, Busy) as exc:
@@ -478,14 +489,8 @@ class TerminalMethods:
 
     async def detach(self, params: DetachParams, _call: CallContext) -> DetachResult:
         """End a viewer's attach stream (it says ``end``, ``detached``, with its offset)."""
-        registry = self._live()
-        self._record(registry, params.session_id)
-        viewer = registry.terminals.viewer(params.session_id, params.viewer)
-        if viewer is None:
-            raise MethodError(
-                "session_conflict",
-                f"no viewer {params.viewer} is attached to session {params.session_id}",
-            )
-        viewer.detached = True
-        viewer.wake.set()
-        return DetachResult(viewer.viewer_id, viewer.offset)
+        msg = ViewerDetach(
+            deadline=deadline_in(), session_id=params.session_id, viewer=params.viewer
+        )
+        detached: Detached = await ask_registry(self._live(), msg)
+        return DetachResult(detached.viewer, detached.offset)

@@ -19,6 +19,7 @@ import msgspec
 from glove.container import Bind, Limits, SandboxSpec, build_spec, load_profile
 from glove.container import Overrides as SpecOverrides
 from glove.plan import jcs_dumps
+from glove.records import Projection
 from glove.session._exposures import Exposure
 
 
@@ -60,7 +61,7 @@ def launch_binding(
     plan_sha256: str,
     plan_blake3: str,
     exposures: list[Exposure],
-    projections: list[dict[str, Any]] | None = None,
+    projections: list[Projection] | None = None,
 ) -> str:
     """The digest of everything the launch uses (``sha256:<hex>``); ``projections`` (each
     projection's receipt entry) are in it only when there are some."""
@@ -81,5 +82,5 @@ def launch_binding(
         },
     }
     if projections:
-        binding["projections"] = [dict(p) for p in projections]
+        binding["projections"] = [msgspec.to_builtins(p) for p in projections]
     return "sha256:" + hashlib.sha256(jcs_dumps(binding)).hexdigest()

@@ -50,6 +50,15 @@ from glove.errors import GloveError
 from glove.evaluate import Fixture
 from glove.library import Library
 from glove.plan import ValidatedPlan
+from glove.records import (
+    EvaluationEntry,
+    OutputDigest,
+    Projection,
+    Receipt,
+    ReceiptOutcome,
+    State,
+    StateDetails,
+)
 from glove.session._build import SandboxLaunch, build_session
 from glove.session._compose import compose_spec, launch_binding
 from glove.session._drain import OutputDrain
@@ -64,7 +73,7 @@ from glove.session._evaluation import (
     verdict_of,
 )
 from glove.session._faults import fault_point
-from glove.session._mediated import SessionTools, audit_digest, digest_builtins, session_tools
+from glove.session._mediated import SessionTools, audit_digest, receipt_audit, session_tools
 from glove.session._messages import DrainOpened, Finish, Moved, Resolve, ask_registry, deadline_in
 from glove.session._projections import SessionProjection, prepare_projections, refusal_code
 from glove.session._pty_drain import PtyDrain
@@ -87,7 +96,7 @@ CONTAINED_CHILD: Final = "contained"
 STEP_DEADLINE_S: Final = 60.0
 
 
-def internal_outcome(exc: BaseException, stage: str) -> dict[str, Any]:
+def internal_outcome(exc: BaseException, stage: str) -> ReceiptOutcome:
     """The ``internal_error`` outcome of a session whose ``stage`` raised ``exc`` (a bug):
     the exception's type name only, never its message or traceback (gloved's log has them)."""
     return outcome_of(
@@ -97,7 +106,7 @@ def internal_outcome(exc: BaseException, stage: str) -> dict[str, Any]:
     )
 
 
-def log_internal(session_id: str, stage: str, exc: BaseException) -> dict[str, Any]:
+def log_internal(session_id: str, stage: str, exc: BaseException) -> ReceiptOutcome:
     """Log ``exc`` with its traceback (gloved's log only); the ``internal_error`` outcome."""
     _log.error(
         "session %s: internal error in %s; the session ends with internal_error",
@@ -108,7 +117,7 @@ def log_internal(session_id: str, stage: str, exc: BaseException) -> dict[str, A
     return internal_outcome(exc, stage)
 
 
-def lost_evaluation(record: SessionRecord, code: str) -> dict[str, Any] | None:
+def lost_evaluation(record: SessionRecord, code: str) -> EvaluationEntry | None:
     """The ``infra_error`` evaluation of a refinement session that was never judged
     (the daemon was lost, or finalizing failed); None for a resource plan."""
     member = record.plan.get("evaluation")
@@ -125,24 +134,21 @@ def lost_evaluation(record: SessionRecord, code: str) -> dict[str, Any] | None:
     )
 
 
-def journaled_projections(record: SessionRecord) -> list[dict[str, Any]] | None:
+def journaled_projections(record: SessionRecord) -> list[Projection] | None:
     """What the durable ``composed`` step says was to be mounted (None before it: then
     nothing of the session was mounted or launched)."""
-    listed = record.details.get("projections")
-    if not isinstance(listed, list):
-        return None
-    return [dict(item) for item in listed if isinstance(item, dict)]
+    return record.projections
 
 
 def certain_receipt(
     record: SessionRecord,
-    outcome: dict[str, Any],
+    outcome: ReceiptOutcome,
     *,
     binding: str | None,
     launched_ns: int | None,
-    evaluation: dict[str, Any] | None,
-    projections: list[dict[str, Any]] | None,
-) -> dict[str, Any]:
+    evaluation: EvaluationEntry | None,
+    projections: list[Projection] | None,
+) -> Receipt:
     """A receipt that commits only to what is certain (no output or audit digests): a
     session whose finalize failed, or whose driver crashed."""
     return terminal_receipt(
@@ -273,7 +279,7 @@ class SessionDriver(Actor):
         return await ask_registry(self._ctx.registry, msg, wait=True)
 
     async def _move(
-        self, state: str, details: dict[str, Any] | None = None, *, durable: bool = True
+        self, state: State, details: StateDetails | None = None, *, durable: bool = True
     ) -> None:
         """Have the registry persist a transition (a refused write crashes the registry)."""
         await self._ask(
@@ -292,7 +298,7 @@ class SessionDriver(Actor):
         """Drive the session from ``created`` to its receipt; then stop (and the tree)."""
         record, run = self._record, self.progress
         session_id = record.session_id
-        evaluation: dict[str, Any] | None = None
+        evaluation: EvaluationEntry | None = None
         try:
             outcome = await self._drive(run)
             if run.projections:  # the launch closed them; a failure before it did not
@@ -334,7 +340,7 @@ class SessionDriver(Actor):
         )
         self.stop()
 
-    async def _drive(self, run: Progress) -> dict[str, Any]:
+    async def _drive(self, run: Progress) -> ReceiptOutcome:
         """Prepare and run the session; its outcome, whatever happened on the way.
 
         Raises:
@@ -370,9 +376,11 @@ class SessionDriver(Actor):
         except Exception as exc:  # noqa: BLE001 - one session's bug is its receipt, not gloved's crash
             return log_internal(record.session_id, run.stage, exc)
 
-    async def _step(self, state: str, details: dict[str, Any] | None = None, **kw: Any) -> None:
+    async def _step(
+        self, state: State, details: StateDetails | None = None, *, durable: bool = True
+    ) -> None:
         try:
-            await self._move(state, details, **kw)
+            await self._move(state, details, durable=durable)
         except Exception as exc:
             raise _Fatal(exc) from exc
 
@@ -467,9 +475,10 @@ class SessionDriver(Actor):
             if tools is not None:
                 spec = tools.apply(spec, proxy=validated.egress is not None)
             binding = launch_binding(spec, record.sha256, record.blake3, exposures, mounted)
-            composed: dict[str, Any] = {"launch_binding": binding}
-            if mounted:  # durable before the launch: a recovered receipt still lists them
-                composed["projections"] = mounted
+            # The projections are durable before the launch: a recovered receipt lists them.
+            composed = StateDetails(
+                launch_binding=binding, projections=mounted if mounted else msgspec.UNSET
+            )
             await self._step("composed", composed)
         except BaseException:
             if tools is not None:  # nobody else holds them yet: release them here
@@ -543,7 +552,7 @@ class SessionDriver(Actor):
         try:
             if await self._launched(tree, running):
                 launched_ns = time.time_ns()
-                await self._step("running", {"launched_ns": launched_ns})
+                await self._step("running", StateDetails(launched_ns=launched_ns))
             session = await running
         except Exception:
             # The tree must not outlive this lifecycle: stop it, wait for its teardown.
@@ -567,12 +576,12 @@ class SessionDriver(Actor):
             return False
         sandbox = tree.child(SANDBOX_CHILD)
         assert isinstance(sandbox, SandboxActor)
-        waiter = self.spawn_task(sandbox.launched.wait(), name="launched")
+        waiter = self.spawn_task(sandbox.started.wait(), name="launched")
         try:
             await asyncio.wait({waiter, running}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             waiter.cancel()
-        return sandbox.launched.is_set()
+        return sandbox.started.is_set()
 
     async def _finish_evaluation(
         self, run: Progress, drain: PtyDrain, evaluator: EvaluatorActor
@@ -601,7 +610,7 @@ class SessionDriver(Actor):
             )
             run.evaluator_error = "evaluator_failed"
 
-    def _evaluation(self, run: Progress, outcome: dict[str, Any]) -> dict[str, Any] | None:
+    def _evaluation(self, run: Progress, outcome: ReceiptOutcome) -> EvaluationEntry | None:
         """A refinement plan's ``evaluation`` entry, judged now that the session ended and
         its resources were accounted (None for a resource plan)."""
         evaluation = self._validated.evaluation
@@ -610,7 +619,7 @@ class SessionDriver(Actor):
         finished = run.finished
         evidence = finished.evidence if finished is not None else None
         if run.refusal is not None or run.fixture is None:
-            code = run.refusal or str(outcome.get("kind") or "fixture_missing")
+            code = run.refusal or outcome.kind
             return evaluation_entry(
                 fixture_digest=evaluation.fixture.digest,
                 fixture_size=evaluation.fixture.size,
@@ -621,7 +630,7 @@ class SessionDriver(Actor):
             )
         infra_error = run.evaluator_error
         failed = run.failed_child
-        if infra_error is None and failed is not None and outcome.get("kind") not in INFRA_KINDS:
+        if infra_error is None and failed is not None and outcome.kind not in INFRA_KINDS:
             # A part of Glove under the run failed (the drain, the evaluator, a tool).
             infra_error = failed.replace("-", "_")[:56] + "_failed"
         termination = termination_of(
@@ -640,18 +649,21 @@ class SessionDriver(Actor):
         )
 
     async def _receipt(
-        self, run: Progress, outcome: dict[str, Any], evaluation: dict[str, Any] | None
-    ) -> dict[str, Any]:
+        self, run: Progress, outcome: ReceiptOutcome, evaluation: EvaluationEntry | None
+    ) -> Receipt:
         """The terminal receipt's payload: the outcome, output and audit digests, counts
         (and, for a refinement plan, its evaluation: a refinement envelope)."""
         record = self._record
-        output: dict[str, dict[str, Any]] = {}
+        output: dict[str, OutputDigest] = {}
         if run.drain is not None:
-            output = {name: msgspec.to_builtins(d) for name, d in run.drain.digests().items()}
+            output = {
+                name: OutputDigest(bytes=d.bytes, sha256=d.sha256)
+                for name, d in run.drain.digests().items()
+            }
         audit = None
         counts: dict[str, int] = {}
         if run.tools is not None:
-            audit = digest_builtins(await self.run_blocking(audit_digest, run.tools.audit_path))
+            audit = receipt_audit(await self.run_blocking(audit_digest, run.tools.audit_path))
             counts = run.tools.counts()
         transcript = run.drain.summary() if isinstance(run.drain, PtyDrain) else None
         return terminal_receipt(

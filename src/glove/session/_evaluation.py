@@ -34,7 +34,7 @@ import collections
 import os
 from collections.abc import Awaitable
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
@@ -53,6 +53,7 @@ from glove.evaluate import (
 from glove.evaluate.errors import FixtureError
 from glove.library import Library, LibraryError, read_verified
 from glove.plan import CONTAINER_LIMIT_NAMES, EVALUATION_KIND
+from glove.records import EvaluationEntry, FixtureRef, ReceiptOutcome
 from glove.session.errors import FixtureRefused
 
 #: The evaluator's mailbox, in chunks (each at most the drain's read size).
@@ -250,7 +251,7 @@ class EvaluatorActor(Actor):
 
 
 def termination_of(
-    outcome: dict[str, Any],
+    outcome: ReceiptOutcome,
     result: SandboxResult | None,
     *,
     complete: bool,
@@ -261,7 +262,7 @@ def termination_of(
     ``complete`` says the evaluator's evidence covers the whole stream; ``infra_error``
     names a failure of Glove's own part (the evaluator's) that the outcome does not show.
     """
-    kind = str(outcome.get("kind"))
+    kind = outcome.kind
     code = infra_error or (kind if kind in INFRA_KINDS else None)
     limits_hit: tuple[str, ...] = ()
     exit_code = None
@@ -316,13 +317,13 @@ def evaluation_entry(
     termination: Termination | None,
     evidence: Evidence | None,
     outcome: Outcome,
-) -> dict[str, Any]:
+) -> EvaluationEntry:
     """The envelope's ``evaluation`` member: what was judged, from what, and the outcome."""
-    return {
-        "kind": EVALUATION_KIND,
-        "fixture": {"digest": fixture_digest, "size": fixture_size},
-        "refusal": refusal,
-        "termination": msgspec.to_builtins(termination) if termination is not None else None,
-        "evidence": msgspec.to_builtins(evidence) if evidence is not None else None,
-        "outcome": msgspec.to_builtins(outcome),
-    }
+    return EvaluationEntry(
+        kind=EVALUATION_KIND,
+        fixture=FixtureRef(digest=fixture_digest, size=fixture_size),
+        refusal=refusal,
+        termination=termination,
+        evidence=evidence,
+        outcome=outcome,
+    )

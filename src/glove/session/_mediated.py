@@ -17,11 +17,12 @@ import asyncio
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import msgspec
 
 from glove.container import Bind, Protected, SandboxSpec
+from glove.records import AuditDigest as ReceiptAudit
 from glove.session._build import SessionDescription, SessionParts, open_session
 
 if TYPE_CHECKING:
@@ -167,6 +168,10 @@ def audit_digest(path: Path) -> AuditDigest | None:
     )
 
 
-def digest_builtins(digest: AuditDigest | None) -> dict[str, Any] | None:
+def receipt_audit(digest: AuditDigest | None) -> ReceiptAudit | None:
     """The receipt's ``audit`` value."""
-    return None if digest is None else msgspec.to_builtins(digest)
+    if digest is None:
+        return None
+    return ReceiptAudit(
+        records=digest.records, bytes=digest.bytes, sha256=digest.sha256, files=digest.files
+    )

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgspec
 
 from glove.actors import current_deadline
+from glove.records import EvaluationEntry, Receipt, ReceiptOutcome, State, StateDetails
 
 if TYPE_CHECKING:
     from glove.actors import Actor
@@ -157,8 +158,8 @@ class Moved(Message, frozen=True):
     """The driver reached ``state``: persist it (``durable=False``: shown once durable)."""
 
     session_id: str
-    state: str
-    details: dict[str, Any] | None = None
+    state: State
+    details: StateDetails | None = None
     durable: bool = True
 
 
@@ -174,9 +175,9 @@ class Finish(Message, frozen=True):
     registry appends and seals the receipt, then makes the session terminal."""
 
     session_id: str
-    payload: dict[str, Any]
-    outcome: dict[str, Any]
-    evaluation: dict[str, Any] | None
+    payload: Receipt
+    outcome: ReceiptOutcome
+    evaluation: EvaluationEntry | None
 
 
 # -- told by the registry's watch on a session tree ---------------------------------------------

@@ -22,9 +22,11 @@ from msgspec import Meta
 
 from glove.control import CallContext, MethodError, MethodRegistry
 from glove.journal.errors import JournalError, ReceiptAckError, ReceiptError
-from glove.plan import IDENTIFIER_PATTERN, PlanError
+from glove.plan import IDENTIFIER_PATTERN, PlanError, PlanEvaluation
+from glove.protocol import JsonObject
+from glove.session._receipt_index import ReceiptPage
 from glove.session._registry import MAX_LIST_PAGE, SessionRegistry
-from glove.session._views import SessionView
+from glove.session._views import ExposureView, SessionView
 from glove.session.errors import (
     ExposureError,
     SessionConflict,
@@ -57,7 +59,8 @@ SessionId = Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[0-9A-Za
 #: An exposure alias: exactly the identifiers a plan may name (``glove.plan``).
 Alias = Annotated[str, Meta(pattern=f"^{IDENTIFIER_PATTERN}$")]
 State = Literal["created", "preparing", "composed", "running", "finalizing", "terminal"]
-PlanParam = Annotated[str, Meta(max_length=MAX_PLAN_TEXT_CHARS)] | dict[str, Any]
+#: A plan as text or as a JSON object: free-form here, decoded strictly from its bytes.
+PlanParam = Annotated[str, Meta(max_length=MAX_PLAN_TEXT_CHARS)] | JsonObject
 
 
 class PlanParams(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -126,7 +129,7 @@ class PlanVerdict(msgspec.Struct, frozen=True, omit_defaults=True):
     sha256: str | None = None
     blake3: str | None = None
     errors: list[dict[str, str]] | None = None
-    evaluation: dict[str, Any] | None = None
+    evaluation: PlanEvaluation | None = None
 
 
 class SessionPage(msgspec.Struct, frozen=True):
@@ -134,14 +137,6 @@ class SessionPage(msgspec.Struct, frozen=True):
 
     sessions: list[SessionView]
     next: str | None
-
-
-class ReceiptPage(msgspec.Struct, frozen=True):
-    """``receipts.page``: receipts in order, each with its decoded payload."""
-
-    receipts: list[dict[str, Any]]
-    next_cursor: int
-    acked: int
 
 
 class Acked(msgspec.Struct, frozen=True):
@@ -157,24 +152,13 @@ class Bundle(msgspec.Struct, frozen=True):
     bundle: str
 
 
-class ExposureView(msgspec.Struct, frozen=True, omit_defaults=True):
-    """An exposure as the owner sees it."""
-
-    alias: str
-    generation: int
-    mode: str
-    target: str
-    path: str | None = None
-    revoked: bool = False
-
-
 class ExposureList(msgspec.Struct, frozen=True):
     """``exposure.list``."""
 
     exposures: list[ExposureView]
 
 
-def plan_bytes(plan: str | dict[str, Any]) -> bytes:
+def plan_bytes(plan: str | JsonObject) -> bytes:
     """The plan's bytes as the plan decoder judges them."""
     if isinstance(plan, str):
         return plan.encode("utf-8", "surrogatepass")
@@ -237,12 +221,11 @@ class SessionMethods:
         except PlanError as exc:
             errors = [{"path": p.path, "message": p.message} for p in exc.problems]
             return PlanVerdict(valid=False, errors=errors)
-        evaluation = validated.evaluation
         return PlanVerdict(
             valid=True,
             sha256=validated.digests.sha256,
             blake3=validated.digests.blake3,
-            evaluation=msgspec.to_builtins(evaluation) if evaluation is not None else None,
+            evaluation=validated.evaluation,
         )
 
     async def create(self, params: PlanParams, _call: CallContext) -> SessionView:
@@ -308,7 +291,7 @@ class SessionMethods:
             page = await self._live().receipts_page(params.after, params.limit)
         except JournalError as exc:
             raise MethodError("receipt_unavailable", str(exc)) from exc
-        return ReceiptPage(page["receipts"], page["next_cursor"], page["acked"])
+        return page
 
     async def receipts_ack(self, params: AckParams, _call: CallContext) -> Acked:
         """Acknowledge the next receipt (exactly the next: acks are in order)."""
@@ -335,21 +318,14 @@ class SessionMethods:
             made = await self._live().expose(params.alias, params.path, params.mode, params.target)
         except ExposureError as exc:
             raise MethodError("exposure_error", str(exc)) from exc
-        return ExposureView(**made, path=params.path)
+        return msgspec.structs.replace(made, path=params.path)
 
     async def revoke(self, params: RevokeParams, _call: CallContext) -> ExposureView:
         """Revoke an exposure: sessions created with it fail at prepare."""
         try:
-            gone = await self._live().revoke(params.alias)
+            return await self._live().revoke(params.alias)
         except ExposureError as exc:
             raise MethodError("exposure_error", str(exc)) from exc
-        return ExposureView(
-            alias=gone["alias"],
-            generation=gone["generation"],
-            mode=gone["mode"],
-            target=gone["target"],
-            revoked=True,
-        )
 
     async def exposures(self, _params: NoParams, _call: CallContext) -> ExposureList:
         """Every live exposure, with its current generation."""

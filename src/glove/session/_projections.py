@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any, Final
+from typing import Final
 
 from glove.library import (
     FREEZE_DETACHED_TMPFS,
@@ -40,6 +40,7 @@ from glove.library import (
     read_verified,
 )
 from glove.plan import ResolvedProjection
+from glove.records import Projection
 from glove.session.errors import ProjectionRefused
 
 #: How the init's one-line setup report carries a projection's refusal code.
@@ -142,16 +143,16 @@ class SessionProjection:
         if opened is not None:
             opened.close()
 
-    def receipt(self) -> dict[str, Any]:
+    def receipt(self) -> Projection:
         """What the launch binding and the receipt commit to for this projection."""
-        return {
-            "alias": self.resolved.alias,
-            "target": self.resolved.target,
-            "digest": self.resolved.digest,
-            "size": self.resolved.size,
-            "mount_flags": list(MOUNT_FLAGS),
-            "freeze_method": self.method,
-        }
+        return Projection(
+            alias=self.resolved.alias,
+            target=self.resolved.target,
+            digest=self.resolved.digest,
+            size=self.resolved.size,
+            mount_flags=list(MOUNT_FLAGS),
+            freeze_method=self.method,
+        )
 
 
 def _freeze_together(batch: list[SessionProjection], directory: str | None) -> None:

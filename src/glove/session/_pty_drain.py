@@ -36,16 +36,29 @@ import os
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from glove.actors import Actor
 from glove.container.linux import READ_CHUNK_BYTES, set_winsize
+from glove.records import TranscriptEntry
 from glove.session._drain import StreamDigest
 from glove.session._escape import ModeTracker, TerminalModes
+from glove.session._messages import Refused
 from glove.session._sandbox import SandboxActor, SendSignal
+from glove.session._terminals import (
+    RaiseSignal,
+    SetSize,
+    Subscribe,
+    Subscribed,
+    Unsubscribe,
+    WriteInput,
+)
 from glove.session._transcript import TranscriptWriter
 from glove.session.errors import InputBusy, NoTerminal
 
+#: Terminal requests queued for the drain (input, resize, signal, viewers); an asker waits
+#: for room until its deadline.
+DRAIN_MAILBOX: Final = 16
 #: How long written bytes may wait for their flush (group commit).
 FLUSH_INTERVAL_S: Final = 0.02
 #: Input queued for an agent that is not reading its terminal; more is refused (busy).
@@ -75,7 +88,7 @@ class PtyDrain(Actor):
         size: tuple[int, int],
         observers: Sequence[Observer] = (),
     ) -> None:
-        super().__init__("pty-drain", mailbox_size=1)
+        super().__init__("pty-drain", mailbox_size=DRAIN_MAILBOX)
         self.directory = directory
         self.capacity = capacity
         self.size = size
@@ -91,8 +104,9 @@ class PtyDrain(Actor):
         self._input = bytearray()
         self._writing = False
         self._sandbox: SandboxActor | None = None
-        #: Set once the terminal's input side is open (the sandbox launched with a PTY).
-        self.terminal_open = asyncio.Event()
+        #: True once the terminal's input side opened (the sandbox launched with a PTY): a
+        #: flag of the drain's own, read by no other actor (they ask the drain).
+        self._opened = False
 
     def add_observer(self, observer: Observer) -> None:
         """Feed ``observer`` every later chunk too (before the ring; see the module doc)."""
@@ -193,6 +207,35 @@ class PtyDrain(Actor):
                 if not room.done():
                     room.set_result(None)
 
+    # -- the terminal methods' requests (session/_terminals.py) ----------------------------------
+
+    async def handle(self, msg: object) -> object:  # noqa: PLR0911 - one reply per request
+        """One :data:`~glove.session._terminals.DrainRequest`; a refusal (the terminal is not
+        open, the agent is not reading) is the :class:`~glove.session._messages.Refused`
+        reply, never a crash of the drain.
+
+        Raises:
+            TypeError: not a drain request (a bug).
+        """
+        try:
+            if isinstance(msg, WriteInput):
+                return self.input(msg.data)
+            if isinstance(msg, SetSize):
+                self.resize(msg.rows, msg.cols)
+                return None
+            if isinstance(msg, RaiseSignal):
+                return self.send_signal(msg.signum)
+        except (NoTerminal, InputBusy) as exc:
+            return Refused(exc)
+        if isinstance(msg, Subscribe):
+            self.subscribe(msg.event)
+            rows, cols = self.size
+            return Subscribed(rows, cols, self.modes)
+        if isinstance(msg, Unsubscribe):
+            self.unsubscribe(msg.event)
+            return None
+        return await super().handle(msg)
+
     # -- viewers --------------------------------------------------------------------------------
 
     def subscribe(self, event: asyncio.Event) -> None:
@@ -213,7 +256,7 @@ class PtyDrain(Actor):
         """The terminal modes the agent has left set."""
         return self._tracker.modes
 
-    def summary(self) -> dict[str, Any] | None:
+    def summary(self) -> TranscriptEntry | None:
         """The receipt's ``transcript`` entry (None if the transcript was never created)."""
         return self.transcript.summary() if self.transcript is not None else None
 
@@ -234,7 +277,7 @@ class PtyDrain(Actor):
         self.spawn_task(self._follow(sandbox), name="follow")
 
     async def _follow(self, sandbox: SandboxActor) -> None:
-        await sandbox.launched.wait()
+        await sandbox.started.wait()
         box = sandbox.box
         master = box.master if box is not None else None
         if master is None:
@@ -242,7 +285,7 @@ class PtyDrain(Actor):
         self._pty = os.dup(master)
         self._sandbox = sandbox
         set_winsize(self._pty, self.size)
-        self.terminal_open.set()
+        self._opened = True
         self._notify()
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(sandbox.result)
@@ -250,7 +293,7 @@ class PtyDrain(Actor):
 
     def _require_open(self) -> int:
         if self._pty < 0:
-            state = "closed" if self.terminal_open.is_set() else "not open yet"
+            state = "closed" if self._opened else "not open yet"
             raise NoTerminal(f"the session's terminal is {state}")
         return self._pty
 

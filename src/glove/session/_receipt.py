@@ -49,30 +49,50 @@ refuses the wrong kind for a plan, either way, before anything is appended.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
+
+import msgspec
 
 from glove.container import SandboxResult
-from glove.journal import REFINEMENT_ENVELOPE, RESOURCE_ENVELOPE, RecordKind, envelope_kind
+from glove.journal import REFINEMENT_ENVELOPE, RESOURCE_ENVELOPE, RecordKind
+from glove.protocol import JsonObject
+from glove.records import (
+    AuditDigest,
+    EvaluationEntry,
+    LimitEntry,
+    OutcomeKind,
+    OutputDigest,
+    PlanDigests,
+    Projection,
+    Receipt,
+    ReceiptOutcome,
+    RefinementEnvelope,
+    SessionReceipt,
+    Times,
+    TranscriptEntry,
+    Usage,
+)
 from glove.session.errors import EnvelopeMismatch
 
 RECEIPT_FORMAT: Final = RESOURCE_ENVELOPE
 REFINEMENT_FORMAT: Final = REFINEMENT_ENVELOPE
 
 
-def is_refinement_plan(plan: dict[str, Any]) -> bool:
+def is_refinement_plan(plan: JsonObject) -> bool:
     """Whether a persisted plan (its canonical JSON, decoded) carries an evaluation."""
     return plan.get("evaluation") is not None
 
 
-def envelope_record_kind(plan: dict[str, Any]) -> RecordKind:
+def envelope_record_kind(plan: JsonObject) -> RecordKind:
     """The record kind a plan's terminal envelope must be appended as."""
     return RecordKind.REFINEMENT if is_refinement_plan(plan) else RecordKind.RECEIPT
 
 
-def check_envelope(plan: dict[str, Any], payload: dict[str, Any], kind: RecordKind) -> None:
-    """Refuse a terminal envelope whose kind or domain does not fit its plan: a resource
-    receipt for a refinement plan, a refinement envelope for a resource plan, or a record
-    kind that is not the payload's domain.
+def check_envelope(plan: JsonObject, payload: Receipt, kind: RecordKind) -> None:
+    """Refuse a terminal envelope that does not fit its plan: a resource receipt for a
+    refinement plan, a refinement envelope for a resource plan, or a record kind that is
+    not the payload's (its type is its domain, and only a refinement envelope carries an
+    evaluation).
 
     Raises:
         EnvelopeMismatch: any of those (a bug; nothing is appended).
@@ -83,13 +103,15 @@ def check_envelope(plan: dict[str, Any], payload: dict[str, Any], kind: RecordKi
             f"a {'refinement' if want == RecordKind.REFINEMENT else 'resource'} plan's "
             f"terminal envelope is a {want.name} record, not {kind.name}"
         )
-    if envelope_kind(payload) != kind:
+    carried = (
+        RecordKind.REFINEMENT if isinstance(payload, RefinementEnvelope) else RecordKind.RECEIPT
+    )
+    if carried != kind:
         domain = REFINEMENT_ENVELOPE if kind == RecordKind.REFINEMENT else RESOURCE_ENVELOPE
         raise EnvelopeMismatch(
-            f"a {kind.name} record carries the {domain} envelope, not {payload.get('receipt')!r}"
+            f"a {kind.name} record carries the {domain} envelope, not "
+            f"{type(payload).__struct_config__.tag!r}"
         )
-    if (kind == RecordKind.REFINEMENT) != isinstance(payload.get("evaluation"), dict):
-        raise EnvelopeMismatch("only a refinement envelope carries an evaluation, and it must")
 
 
 def _micro(seconds: float) -> int:
@@ -99,39 +121,36 @@ def _micro(seconds: float) -> int:
 def outcome_of(
     result: SandboxResult | None,
     *,
-    kind: str | None = None,
+    kind: OutcomeKind | None = None,
     error: str | None = None,
     error_code: str | None = None,
-) -> dict[str, Any]:
+) -> ReceiptOutcome:
     """The receipt's ``outcome`` from a sandbox result (or from ``kind`` without one);
     ``error_code`` (a refused projection's code) is added only when given."""
+    code: str | msgspec.UnsetType = msgspec.UNSET if error_code is None else error_code
     if result is None:
-        outcome: dict[str, Any] = {
-            "kind": kind or "setup_error",
-            "exit_code": None,
-            "signal": None,
-            "limit": None,
-            "mechanism": None,
-            "error": error,
-        }
-        if error_code is not None:
-            outcome["error_code"] = error_code
-        return outcome
+        return ReceiptOutcome(
+            kind=kind or "setup_error",
+            exit_code=None,
+            signal=None,
+            limit=None,
+            mechanism=None,
+            error=error,
+            error_code=code,
+        )
     limit = next((name for name, r in result.limits.items() if r.hit), None)
-    outcome_kind = kind or result.outcome
+    outcome_kind: OutcomeKind = kind or result.outcome
     if outcome_kind == "signaled" and result.error == "cancelled by the caller":
         outcome_kind = "cancelled"
-    shown: dict[str, Any] = {
-        "kind": outcome_kind,
-        "exit_code": result.exit_code,
-        "signal": result.signal,
-        "limit": limit,
-        "mechanism": result.limits[limit].mechanism if limit is not None else None,
-        "error": error or result.error,
-    }
-    if error_code is not None:
-        shown["error_code"] = error_code
-    return shown
+    return ReceiptOutcome(
+        kind=outcome_kind,
+        exit_code=result.exit_code,
+        signal=result.signal,
+        limit=limit,
+        mechanism=result.limits[limit].mechanism if limit is not None else None,
+        error=error or result.error,
+        error_code=code,
+    )
 
 
 def terminal_receipt(
@@ -141,18 +160,18 @@ def terminal_receipt(
     plan_blake3: str,
     launch_binding: str | None,
     result: SandboxResult | None,
-    outcome: dict[str, Any],
-    output: dict[str, dict[str, Any]],
+    outcome: ReceiptOutcome,
+    output: dict[str, OutputDigest],
     created_ns: int,
     launched_ns: int | None,
     ended_ns: int,
-    audit: dict[str, Any] | None = None,
+    audit: AuditDigest | None = None,
     counts: dict[str, int] | None = None,
-    transcript: dict[str, Any] | None = None,
-    evaluation: dict[str, Any] | None = None,
-    projections: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    """The receipt as a JSON value (encode it with :func:`glove.plan.jcs_dumps`).
+    transcript: TranscriptEntry | None = None,
+    evaluation: EvaluationEntry | None = None,
+    projections: list[Projection] | None = None,
+) -> Receipt:
+    """The receipt (encode it with :func:`glove.records.encode_receipt`).
 
     ``audit`` is the digest of the session's audit log (its MCP decisions and egress
     records; null without tools or network), ``counts`` what was refused, and a PTY
@@ -160,50 +179,46 @@ def terminal_receipt(
     was mounted (``projections``). With ``evaluation`` it is a refinement envelope (module
     docstring).
     """
-    limits: dict[str, Any] = {}
-    usage: dict[str, Any] = {
-        "cpu_user_us": 0,
-        "cpu_system_us": 0,
-        "peak_rss_bytes": 0,
-        "disk_bytes": None,
-        "output_bytes": 0,
-        "wall_us": 0,
-    }
+    limits: dict[str, LimitEntry] = {}
+    usage = Usage(
+        cpu_user_us=0,
+        cpu_system_us=0,
+        peak_rss_bytes=0,
+        disk_bytes=None,
+        output_bytes=0,
+        wall_us=0,
+    )
     if result is not None:
         limits = {
-            name: {"value": r.value, "mechanism": r.mechanism, "hit": r.hit}
+            name: LimitEntry(value=r.value, mechanism=r.mechanism, hit=r.hit)
             for name, r in result.limits.items()
         }
-        usage = {
-            "cpu_user_us": _micro(result.usage.cpu_user_s),
-            "cpu_system_us": _micro(result.usage.cpu_system_s),
-            "peak_rss_bytes": result.usage.peak_rss_bytes,
-            "disk_bytes": result.usage.disk_bytes,
-            "output_bytes": result.output.bytes,
-            "wall_us": _micro(result.durations.total_s),
-        }
-    receipt: dict[str, Any] = {
-        "receipt": RECEIPT_FORMAT,
-        "session_id": session_id,
-        "plan": {"sha256": plan_sha256, "blake3": plan_blake3},
-        "launch_binding": launch_binding,
-        "outcome": outcome,
-        "limits": limits,
-        "usage": usage,
-        "output": output,
-        "audit": audit,
-        "counts": dict(counts or {}),
-        "times": {
-            "created_us": created_ns // 1000,
-            "launched_us": launched_ns // 1000 if launched_ns is not None else None,
-            "ended_us": ended_ns // 1000,
-        },
-    }
-    if transcript is not None:
-        receipt["transcript"] = transcript
-    if evaluation is not None:
-        receipt["receipt"] = REFINEMENT_FORMAT
-        receipt["evaluation"] = evaluation
-    if projections:
-        receipt["projections"] = [dict(p) for p in projections]
-    return receipt
+        usage = Usage(
+            cpu_user_us=_micro(result.usage.cpu_user_s),
+            cpu_system_us=_micro(result.usage.cpu_system_s),
+            peak_rss_bytes=result.usage.peak_rss_bytes,
+            disk_bytes=result.usage.disk_bytes,
+            output_bytes=result.output.bytes,
+            wall_us=_micro(result.durations.total_s),
+        )
+    receipt = SessionReceipt(
+        session_id=session_id,
+        plan=PlanDigests(sha256=plan_sha256, blake3=plan_blake3),
+        launch_binding=launch_binding,
+        outcome=outcome,
+        limits=limits,
+        usage=usage,
+        output=dict(output),
+        times=Times(
+            created_us=created_ns // 1000,
+            launched_us=launched_ns // 1000 if launched_ns is not None else None,
+            ended_us=ended_ns // 1000,
+        ),
+        audit=audit,
+        counts=dict(counts or {}),
+        transcript=msgspec.UNSET if transcript is None else transcript,
+        projections=list(projections) if projections else msgspec.UNSET,
+    )
+    if evaluation is None:
+        return receipt
+    return RefinementEnvelope(**msgspec.structs.asdict(receipt), evaluation=evaluation)

@@ -10,9 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
+
+import msgspec
 
 from glove.journal import Entry, PosixStorage, RecordKind, iter_entries, read_entry_at
+from glove.journal import Receipt as JournalReceipt
+from glove.protocol import JsonObject
+from glove.records import Receipt, decode_receipt
 
 #: The record kinds of terminal envelopes (resource receipts, refinement envelopes).
 ENVELOPE_KINDS: Final = frozenset({RecordKind.RECEIPT, RecordKind.REFINEMENT})
@@ -22,6 +27,26 @@ KIND_NAMES: Final = {
     int(RecordKind.RECEIPT): "receipt",
     int(RecordKind.REFINEMENT): "refinement",
 }
+
+
+class ReceiptRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of ``receipts.page``: where the receipt sits in the journal and its payload
+    as decoded JSON (what was signed, handed on as it is: the client verifies it)."""
+
+    seq: int
+    session_id: str | None
+    checkpoint: str
+    t_ns: int
+    receipt: JsonObject
+    kind: str
+
+
+class ReceiptPage(msgspec.Struct, frozen=True):
+    """``receipts.page``: receipts in order, each with its decoded payload."""
+
+    receipts: list[ReceiptRow]
+    next_cursor: int
+    acked: int
 
 
 class ReceiptIndex:
@@ -43,7 +68,7 @@ class ReceiptIndex:
             if entry.kind in ENVELOPE_KINDS:
                 self._places[entry.seq] = entry.place
 
-    def body(self, seq: int) -> dict[str, Any]:
+    def body(self, seq: int) -> JsonObject:
         """The decoded payload of receipt ``seq``; empty when it is not indexed (blocking)."""
         place = self._places.get(seq)
         if place is None:
@@ -52,19 +77,31 @@ class ReceiptIndex:
         body = json.loads(entry.payload)
         return body if isinstance(body, dict) else {}
 
-    def rows(self, receipts: Sequence[Any]) -> list[dict[str, Any]]:
+    def receipt(self, seq: int) -> Receipt | None:
+        """Receipt ``seq``, decoded strictly; None when it is not indexed (blocking).
+
+        Raises:
+            RecordInvalid: its payload is no receipt.
+        """
+        place = self._places.get(seq)
+        if place is None:
+            return None
+        return decode_receipt(read_entry_at(PosixStorage(), self.path, *place, seq).payload)
+
+    def rows(self, receipts: Sequence[JournalReceipt]) -> list[ReceiptRow]:
         """``receipts.page``'s rows for a journal page's receipts (blocking)."""
-        out: list[dict[str, Any]] = []
+        out: list[ReceiptRow] = []
         for receipt in receipts:
             body = self.body(receipt.seq)
+            session_id = body.get("session_id")
             out.append(
-                {
-                    "seq": receipt.seq,
-                    "session_id": body.get("session_id"),
-                    "checkpoint": receipt.checkpoint,
-                    "t_ns": receipt.t_ns,
-                    "receipt": body,
-                    "kind": KIND_NAMES.get(receipt.kind, str(receipt.kind)),
-                }
+                ReceiptRow(
+                    seq=receipt.seq,
+                    session_id=session_id if isinstance(session_id, str) else None,
+                    checkpoint=receipt.checkpoint,
+                    t_ns=receipt.t_ns,
+                    receipt=body,
+                    kind=KIND_NAMES.get(receipt.kind, str(receipt.kind)),
+                )
             )
         return out

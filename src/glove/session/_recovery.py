@@ -13,10 +13,11 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
+from glove.evaluate import Outcome
+from glove.records import Receipt, ReceiptOutcome, RecordInvalid, RefinementEnvelope
 from glove.session._driver import journaled_projections, lost_evaluation
-from glove.session._mediated import AUDIT_NAME, audit_digest, digest_builtins
+from glove.session._mediated import AUDIT_NAME, audit_digest, receipt_audit
 from glove.session._receipt import is_refinement_plan, terminal_receipt
 from glove.session._receipt_index import ReceiptIndex
 from glove.session._store import SessionRecord
@@ -26,7 +27,7 @@ from glove.session.errors import RecoveryRefused
 _log = logging.getLogger(__name__)
 
 #: Appends a session's terminal envelope; returns its sequence number.
-AppendTerminal = Callable[[SessionRecord, dict[str, Any]], Awaitable[int]]
+AppendTerminal = Callable[[SessionRecord, Receipt], Awaitable[int]]
 
 
 async def recovered_receipt(
@@ -36,7 +37,7 @@ async def recovered_receipt(
     index: ReceiptIndex,
     sessions_data: Path,
     append: AppendTerminal,
-) -> tuple[int, dict[str, Any], dict[str, Any] | None]:
+) -> tuple[int, ReceiptOutcome, Outcome | None]:
     """The receipt of a session found alive at start: ``(seq, outcome, evaluation)``;
     ``seq`` is its receipt's if the transparency log holds one already.
 
@@ -45,31 +46,27 @@ async def recovered_receipt(
         JournalError: the ``daemon_lost`` receipt could not be made durable.
     """
     if seq is not None:
-        body = await asyncio.to_thread(index.body, seq)
-        outcome = body.get("outcome")
-        if not isinstance(outcome, dict):
+        try:
+            found = await asyncio.to_thread(index.receipt, seq)
+        except RecordInvalid as exc:
+            raise RecoveryRefused(
+                f"receipt {seq} of session {record.session_id} does not decode: {exc}"
+            ) from exc
+        if found is None:
             raise RecoveryRefused(
                 f"receipt {seq} of session {record.session_id} has no outcome: the "
                 "receipt journal and the session journal disagree"
             )
-        entry = body.get("evaluation")
         if not is_refinement_plan(record.plan):
-            return seq, outcome, None
-        if not isinstance(entry, dict) or not isinstance(entry.get("outcome"), dict):
+            return seq, found.outcome, None
+        if not isinstance(found, RefinementEnvelope):
             raise RecoveryRefused(
                 f"receipt {seq} of refinement session {record.session_id} is no "
                 "refinement envelope: the two journals disagree"
             )
-        return seq, outcome, entry["outcome"]
+        return seq, found.outcome, found.evaluation.outcome
     was = record.state
-    outcome = {
-        "kind": "daemon_lost",
-        "exit_code": None,
-        "signal": None,
-        "limit": None,
-        "mechanism": None,
-        "error": f"gloved stopped while the session was {was}; its sandbox ended with it",
-    }
+    error = f"gloved stopped while the session was {was}; its sandbox ended with it"
     # What was durable before the crash: the transcript, the audit log's records.
     directory = sessions_data / record.session_id
     transcript = None
@@ -77,7 +74,7 @@ async def recovered_receipt(
     try:
         if record.plan.get("terminal") == "pty":
             transcript = await asyncio.to_thread(recovered_summary, directory)
-        audit = digest_builtins(await asyncio.to_thread(audit_digest, directory / AUDIT_NAME))
+        audit = receipt_audit(await asyncio.to_thread(audit_digest, directory / AUDIT_NAME))
     except Exception as exc:  # noqa: BLE001 - one session's leftovers never stop gloved starting
         # Its receipt says daemon_lost without these digests (an unreadable file): one
         # session's data must not keep the daemon from starting, again and again.
@@ -88,19 +85,27 @@ async def recovered_receipt(
             type(exc).__name__,
             exc_info=exc,
         )
-        outcome["error"] += f"; its output could not be digested ({type(exc).__name__})"
+        error += f"; its output could not be digested ({type(exc).__name__})"
         transcript = audit = None
+    outcome = ReceiptOutcome(
+        kind="daemon_lost",
+        exit_code=None,
+        signal=None,
+        limit=None,
+        mechanism=None,
+        error=error,
+    )
     entry = lost_evaluation(record, "daemon_lost")
     payload = terminal_receipt(
         session_id=record.session_id,
         plan_sha256=record.sha256,
         plan_blake3=record.blake3,
-        launch_binding=record.details.get("launch_binding"),
+        launch_binding=record.launch_binding,
         result=None,
         outcome=outcome,
         output={},
         created_ns=record.created_ns,
-        launched_ns=record.details.get("launched_ns"),
+        launched_ns=record.launched_ns,
         ended_ns=time.time_ns(),
         audit=audit,
         transcript=transcript,
@@ -108,4 +113,4 @@ async def recovered_receipt(
         projections=journaled_projections(record),
     )
     seq = await append(record, payload)
-    return seq, outcome, entry["outcome"] if entry is not None else None
+    return seq, outcome, entry.outcome if entry is not None else None

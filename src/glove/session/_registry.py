@@ -85,9 +85,9 @@ from glove.plan import (
     ValidatedPlan,
     decode_plan,
     host_mechanisms,
-    jcs_dumps,
     validate_plan,
 )
+from glove.records import EvaluationEntry, Receipt, ReceiptOutcome, encode_receipt
 from glove.session import _messages as m
 from glove.session._driver import (
     CONTAINED_CHILD,
@@ -105,13 +105,14 @@ from glove.session._exposures import ExposureRegistry
 from glove.session._faults import fault_point
 from glove.session._messages import ask_registry, deadline_in
 from glove.session._receipt import check_envelope, envelope_record_kind
-from glove.session._receipt_index import ReceiptIndex
+from glove.session._receipt_index import ReceiptIndex, ReceiptPage
 from glove.session._recovery import recovered_receipt
 from glove.session._sandbox import SandboxActor
 from glove.session._store import LIVE_STATES, SessionRecord, SessionStore
+from glove.session._terminals import TerminalDesk
 from glove.session._tree import SANDBOX_CHILD
 from glove.session._viewers import TerminalHub
-from glove.session._views import SessionView, Watchers, WatchQueue, view_of
+from glove.session._views import ExposureView, SessionView, Watchers, WatchQueue, view_of
 from glove.session.errors import (
     ExposureError,
     SessionConflict,
@@ -241,6 +242,12 @@ class SessionRegistry(_Actor):
             m.DrainOpened: self._on_drain_opened,
             m.Finish: self._on_finish,
             m.SessionExited: self._on_session_exited,
+            **TerminalDesk(
+                lambda: self.store.sessions if self.store is not None else None,
+                self.terminals,
+                lambda session_id: self.paths.sessions_data / session_id,
+                self.sandbox_of,
+            ).handlers(),
         }
 
     # -- start and stop ---------------------------------------------------------------------
@@ -301,7 +308,7 @@ class SessionRegistry(_Actor):
             record.session_id,
             was,
             seq,
-            outcome.get("kind"),
+            outcome.kind,
         )
 
     def _open_library(self) -> Library | None:
@@ -566,7 +573,7 @@ class SessionRegistry(_Actor):
                 rows = await asyncio.to_thread(self._index.rows, page.receipts)
             except Exception as exc:  # noqa: BLE001 - the asker's error, as before
                 return m.Refused(exc)
-            return {"receipts": rows, "next_cursor": page.next_cursor, "acked": page.acked}
+            return ReceiptPage(rows, page.next_cursor, page.acked)
 
         return Deferred(self.spawn_task(read(), name="receipts-page"))
 
@@ -601,25 +608,25 @@ class SessionRegistry(_Actor):
 
         return Deferred(self.spawn_task(check(), name=f"expose-{msg.alias}"))
 
-    async def _on_exposed(self, msg: m.Exposed) -> dict[str, Any]:
+    async def _on_exposed(self, msg: m.Exposed) -> ExposureView:
         exposure = self.exposures.commit(msg.candidate)
-        return {
-            "alias": exposure.alias,
-            "generation": exposure.generation,
-            "mode": exposure.mode,
-            "target": exposure.target,
-        }
+        return ExposureView(
+            alias=exposure.alias,
+            generation=exposure.generation,
+            mode=exposure.mode,
+            target=exposure.target,
+        )
 
-    async def _on_revoke(self, msg: m.Revoke) -> dict[str, Any]:
+    async def _on_revoke(self, msg: m.Revoke) -> ExposureView:
         exposure = self.exposures.revoke(msg.alias)
         current = self.exposures.get(msg.alias)
-        return {
-            "alias": exposure.alias,
-            "generation": exposure.generation,
-            "revoked": True,
-            "mode": current.mode if current is not None else "",
-            "target": current.target if current is not None else "",
-        }
+        return ExposureView(
+            alias=exposure.alias,
+            generation=exposure.generation,
+            mode=current.mode if current is not None else "",
+            target=current.target if current is not None else "",
+            revoked=True,
+        )
 
     async def _on_exposures(self, _msg: m.Exposures) -> list[Any]:
         return list(self.exposures.live())
@@ -675,8 +682,8 @@ class SessionRegistry(_Actor):
         payload = certain_receipt(
             record,
             outcome,
-            binding=record.details.get("launch_binding"),
-            launched_ns=record.details.get("launched_ns"),
+            binding=record.launch_binding,
+            launched_ns=record.launched_ns,
             evaluation=evaluation,
             projections=journaled_projections(record),
         )
@@ -694,7 +701,7 @@ class SessionRegistry(_Actor):
 
             await asyncio.to_thread(close)
 
-    async def _append_terminal(self, record: SessionRecord, payload: dict[str, Any]) -> int:
+    async def _append_terminal(self, record: SessionRecord, payload: Receipt) -> int:
         """Append the session's terminal envelope as its plan's kind; its sequence number.
 
         Raises:
@@ -703,14 +710,14 @@ class SessionRegistry(_Actor):
         """
         kind = envelope_record_kind(record.plan)
         check_envelope(record.plan, payload, kind)
-        return await self._log_ask(LogAppend(jcs_dumps(payload), kind))  # type: ignore[no-any-return]
+        return await self._log_ask(LogAppend(encode_receipt(payload), kind))  # type: ignore[no-any-return]
 
     async def _terminal(
         self,
         record: SessionRecord,
-        payload: dict[str, Any],
-        outcome: dict[str, Any],
-        evaluation: dict[str, Any] | None,
+        payload: Receipt,
+        outcome: ReceiptOutcome,
+        evaluation: EvaluationEntry | None,
     ) -> None:
         """The receipt first, then the terminal state: a receipt that cannot be made
         durable crashes the registry (fail closed; the restart's recovery gives the session
@@ -723,7 +730,7 @@ class SessionRegistry(_Actor):
         fault_point("receipt", session_id, harness_of(record))
         await self._log_ask(LogSeal())
         fault_point("checkpoint", session_id, harness_of(record))
-        shown = evaluation["outcome"] if evaluation is not None else None
+        shown = evaluation.outcome if evaluation is not None else None
         await self.store.terminal(session_id, seq, outcome, shown)
         self._live.pop(session_id, None)
         self.terminals.ended(session_id)
@@ -797,7 +804,7 @@ class SessionRegistry(_Actor):
         """
         return await self._request(m.Cleanup(deadline=deadline_in(), session_id=session_id))  # type: ignore[no-any-return]
 
-    async def receipts_page(self, after: int, limit: int) -> dict[str, Any]:
+    async def receipts_page(self, after: int, limit: int) -> ReceiptPage:
         """A page of receipts after ``after``, each with its decoded payload.
 
         Raises:
@@ -823,7 +830,7 @@ class SessionRegistry(_Actor):
         msg = m.ReceiptsExport(deadline=deadline_in(), session_id=session_id)
         return await self._request(msg)  # type: ignore[no-any-return]
 
-    async def expose(self, alias: str, path: str, mode: str, target: str | None) -> dict[str, Any]:
+    async def expose(self, alias: str, path: str, mode: str, target: str | None) -> ExposureView:
         """Create (or re-create, a new generation) an exposure: every check (its contents
         walked off the registry), then the record.
 
@@ -833,7 +840,7 @@ class SessionRegistry(_Actor):
         msg = m.Expose(deadline=deadline_in(), alias=alias, path=path, mode=mode, target=target)
         return await self._request(msg)  # type: ignore[no-any-return]
 
-    async def revoke(self, alias: str) -> dict[str, Any]:
+    async def revoke(self, alias: str) -> ExposureView:
         """Revoke an exposure; the reply also names its mode and target.
 
         Raises:

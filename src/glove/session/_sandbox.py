@@ -65,8 +65,13 @@ class SandboxActor(Actor):
         self._box: AsyncSandbox | None = None
         #: Resolved with the sandbox's result once it has ended and drained.
         self.result: asyncio.Future[SandboxResult] = asyncio.get_running_loop().create_future()
-        #: Set once the command runs (or the launch failed).
-        self.launched = asyncio.Event()
+
+    @property
+    def launched(self) -> asyncio.Event:
+        """Set once the command runs: the actor runtime's own ``started`` (set as
+        :meth:`on_start` returns, in the same step), so a sibling waits on its start, as a
+        supervisor does, never on an event of the sandbox's own."""
+        return self.started
 
     @property
     def box(self) -> AsyncSandbox | None:
@@ -91,7 +96,6 @@ class SandboxActor(Actor):
         )
         self._box = box
         await box.start(self.executor)
-        self.launched.set()
         self.spawn_task(self._await_result(box), name="result")
 
     async def _await_result(self, box: AsyncSandbox) -> None:

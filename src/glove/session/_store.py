@@ -25,17 +25,33 @@ the receipt journal before it, is what recovery makes the session terminal from.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final
 
+import msgspec
+
+from glove.evaluate import Outcome
 from glove.journal import Journal, PosixStorage, RecordKind
+from glove.protocol import JsonObject
+from glove.records import (
+    Cleaned,
+    Created,
+    Projection,
+    ReceiptOutcome,
+    RecordInvalid,
+    SessionEvent,
+    State,
+    StateChanged,
+    StateDetails,
+    Terminal,
+    decode_event,
+    encode_event,
+)
 from glove.session.errors import RecoveryRefused
 
-State = Literal["created", "preparing", "composed", "running", "finalizing", "terminal"]
 TERMINAL: Final = "terminal"
 #: States a session can be in while the daemon dies (recovery gives each a receipt).
 LIVE_STATES: Final = frozenset({"created", "preparing", "composed", "running", "finalizing"})
@@ -47,26 +63,51 @@ class SessionRecord:
 
     session_id: str
     created_ns: int
-    plan: dict[str, Any]
+    plan: JsonObject
     sha256: str
     blake3: str
     exposures: dict[str, int]
-    state: str = "created"
+    state: State = "created"
     state_ns: int = 0
     receipt_seq: int | None = None
-    outcome: dict[str, Any] | None = None
-    evaluation: dict[str, Any] | None = None
+    outcome: ReceiptOutcome | None = None
+    evaluation: Outcome | None = None
     cleaned: bool = False
-    details: dict[str, Any] = field(default_factory=dict)
+    #: What the state changes added (each member as its latest change set it).
+    details: StateDetails = field(default_factory=StateDetails)
 
     @property
     def terminal(self) -> bool:
         """Whether the session has its terminal receipt."""
         return self.state == TERMINAL
 
+    @property
+    def launch_binding(self) -> str | None:
+        """The launch binding (``composed`` on), or None."""
+        value = self.details.launch_binding
+        return None if isinstance(value, msgspec.UnsetType) else value
 
-def _encode(record: dict[str, Any]) -> bytes:
-    return json.dumps(record, sort_keys=True, separators=(",", ":")).encode()
+    @property
+    def launched_ns(self) -> int | None:
+        """When the sandbox was launched (``running`` on), or None."""
+        value = self.details.launched_ns
+        return None if isinstance(value, msgspec.UnsetType) else value
+
+    @property
+    def projections(self) -> list[Projection] | None:
+        """What the durable ``composed`` step said was to be mounted (None before it)."""
+        value = self.details.projections
+        return None if isinstance(value, msgspec.UnsetType) else value
+
+
+def _merged(details: StateDetails, added: StateDetails) -> StateDetails:
+    """``details`` with each member ``added`` sets."""
+    changes = {
+        name: value
+        for name in added.__struct_fields__
+        if not isinstance(value := getattr(added, name), msgspec.UnsetType)
+    }
+    return msgspec.structs.replace(details, **changes) if changes else details
 
 
 class SessionStore:
@@ -117,47 +158,46 @@ class SessionStore:
 
     def _apply(self, payload: bytes) -> None:
         try:
-            event = json.loads(payload)
-            kind, session_id, at = event["t"], event["id"], int(event["at"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise RecoveryRefused(
-                f"the session journal holds a record that is no event: {exc}"
-            ) from exc
-        if kind == "created":
-            self.sessions[session_id] = SessionRecord(
-                session_id,
-                at,
-                event["plan"],
-                event["sha256"],
-                event["blake3"],
-                dict(event.get("exposures", {})),
+            event = decode_event(payload)
+        except RecordInvalid as exc:
+            raise RecoveryRefused(str(exc)) from exc
+        if isinstance(event, Created):
+            self.sessions[event.id] = SessionRecord(
+                event.id,
+                event.at,
+                event.plan,
+                event.sha256,
+                event.blake3,
+                {} if isinstance(event.exposures, msgspec.UnsetType) else dict(event.exposures),
                 "created",
-                at,
+                event.at,
             )
             return
-        record = self.sessions.get(session_id)
+        record = self.sessions.get(event.id)
         if record is None:
-            raise RecoveryRefused(
-                f"the session journal has a {kind} event for unknown {session_id}"
+            kind = type(event).__struct_config__.tag
+            raise RecoveryRefused(f"the session journal has a {kind} event for unknown {event.id}")
+        if isinstance(event, StateChanged):
+            record.state, record.state_ns = event.state, event.at
+            if not isinstance(event.details, msgspec.UnsetType):
+                record.details = _merged(record.details, event.details)
+        elif isinstance(event, Terminal):
+            record.state, record.state_ns = TERMINAL, event.at
+            record.receipt_seq = event.receipt_seq
+            record.outcome = event.outcome
+            record.evaluation = (
+                None if isinstance(event.evaluation, msgspec.UnsetType) else event.evaluation
             )
-        if kind == "state":
-            record.state, record.state_ns = str(event["state"]), at
-            record.details.update(event.get("details") or {})
-        elif kind == "terminal":
-            record.state, record.state_ns = TERMINAL, at
-            record.receipt_seq = event.get("receipt_seq")
-            record.outcome = event.get("outcome")
-            record.evaluation = event.get("evaluation")
-        elif kind == "cleaned":
+        else:
             record.cleaned = True
 
     async def _append(
-        self, event: dict[str, Any], *, durable: bool = True, show: bool = True
+        self, event: SessionEvent, *, durable: bool = True, show: bool = True
     ) -> None:
         """Write ``event``; with ``durable`` wait for its fdatasync (which makes every record
         before it durable too: those are shown first, in order). ``show`` applies an event
         written without one at once (the terminal record); otherwise it waits for a commit."""
-        payload = _encode(event)
+        payload = encode_event(event)
         receipt = await self.journal.append(payload, kind=RecordKind.DATA, durable=durable)
         self._written = max(self._written, receipt.seq)
         if durable:
@@ -176,7 +216,7 @@ class SessionStore:
             return
         self._unshown = [item for item in self._unshown if item[0] >= seq]
         for _seq, payload in ready:
-            record = self.sessions.get(json.loads(payload)["id"])
+            record = self.sessions.get(decode_event(payload).id)
             if record is None or record.terminal:
                 continue
             self._apply(payload)
@@ -197,30 +237,29 @@ class SessionStore:
     async def created(
         self,
         session_id: str,
-        plan: dict[str, Any],
+        plan: JsonObject,
         sha256: str,
         blake3: str,
         exposures: dict[str, int],
     ) -> SessionRecord:
         """Persist a new session (its plan and digests) before it is acknowledged."""
         await self._append(
-            {
-                "t": "created",
-                "id": session_id,
-                "at": time.time_ns(),
-                "plan": plan,
-                "sha256": sha256,
-                "blake3": blake3,
-                "exposures": exposures,
-            }
+            Created(
+                id=session_id,
+                at=time.time_ns(),
+                plan=plan,
+                sha256=sha256,
+                blake3=blake3,
+                exposures=exposures,
+            )
         )
         return self.sessions[session_id]
 
     async def transition(
         self,
         session_id: str,
-        state: str,
-        details: dict[str, Any] | None = None,
+        state: State,
+        details: StateDetails | None = None,
         *,
         durable: bool = True,
     ) -> None:
@@ -229,22 +268,20 @@ class SessionStore:
         ``durable=False``: written without an fdatasync of its own, shown once a later
         commit made it durable (only for a state recovery treats as the one before it).
         """
-        event: dict[str, Any] = {
-            "t": "state",
-            "id": session_id,
-            "at": time.time_ns(),
-            "state": state,
-        }
-        if details:
-            event["details"] = details
+        event = StateChanged(
+            id=session_id,
+            at=time.time_ns(),
+            state=state,
+            details=msgspec.UNSET if details is None or details == StateDetails() else details,
+        )
         await self._append(event, durable=durable, show=durable)
 
     async def terminal(
         self,
         session_id: str,
         receipt_seq: int,
-        outcome: dict[str, Any],
-        evaluation: dict[str, Any] | None = None,
+        outcome: ReceiptOutcome,
+        evaluation: Outcome | None = None,
     ) -> None:
         """Record that the session's terminal receipt (or, for a refinement plan, its
         envelope, whose ``evaluation`` outcome is kept too) is in the receipt journal.
@@ -255,20 +292,18 @@ class SessionStore:
         makes this record durable. A refinement plan's record is synced before it is shown:
         the verdict it carries is not rebuilt by recovery.
         """
-        event: dict[str, Any] = {
-            "t": "terminal",
-            "id": session_id,
-            "at": time.time_ns(),
-            "receipt_seq": receipt_seq,
-            "outcome": outcome,
-        }
-        if evaluation is not None:
-            event["evaluation"] = evaluation
+        event = Terminal(
+            id=session_id,
+            at=time.time_ns(),
+            receipt_seq=receipt_seq,
+            outcome=outcome,
+            evaluation=msgspec.UNSET if evaluation is None else evaluation,
+        )
         await self._append(event, durable=evaluation is not None)
 
     async def cleaned(self, session_id: str) -> None:
         """Persist that the session's data was removed."""
-        await self._append({"t": "cleaned", "id": session_id, "at": time.time_ns()})
+        await self._append(Cleaned(id=session_id, at=time.time_ns()))
 
 
 def session_dir(root: Path, session_id: str) -> Path:

@@ -17,8 +17,9 @@ import errno
 import os
 import stat
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
+from glove.records import TranscriptEntry
 from glove.session._transcript_format import (
     META_FILE,
     META_FILE_BYTES,
@@ -266,16 +267,16 @@ class TranscriptWriter:
         """The digest of every byte so far."""
         return self._chain.digest()
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> TranscriptEntry:
         """The receipt's ``transcript`` entry (a clean end: every byte accounted for)."""
-        return {
-            "format": TRANSCRIPT_FORMAT,
-            "bytes": self.end,
-            "digest": self.digest(),
-            "evicted": self.evicted,
-            "ring_bytes": self.capacity,
-            "complete": True,
-        }
+        return TranscriptEntry(
+            format=TRANSCRIPT_FORMAT,
+            bytes=self.end,
+            digest=self.digest(),
+            evicted=self.evicted,
+            ring_bytes=self.capacity,
+            complete=True,
+        )
 
     def close_files(self) -> None:
         """Close both files (idempotent)."""
@@ -340,27 +341,27 @@ class TranscriptReader:
         tail = self.ring.read(tail_start, self.end - tail_start)
         return final_digest(self.meta.chain, tail, self.end)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> TranscriptEntry:
         """The receipt's ``transcript`` entry for what is durable (after a crash).
 
         Raises:
             TranscriptCorrupt: the tail cannot be read back.
         """
-        return {
-            "format": TRANSCRIPT_FORMAT,
-            "bytes": self.end,
-            "digest": self.digest(),
-            "evicted": self.start,
-            "ring_bytes": self.meta.capacity,
-            "complete": self.meta.closed,
-        }
+        return TranscriptEntry(
+            format=TRANSCRIPT_FORMAT,
+            bytes=self.end,
+            digest=self.digest(),
+            evicted=self.start,
+            ring_bytes=self.meta.capacity,
+            complete=self.meta.closed,
+        )
 
     def close(self) -> None:
         """Close the ring (idempotent)."""
         self.ring.close()
 
 
-def recovered_summary(directory: Path) -> dict[str, Any] | None:
+def recovered_summary(directory: Path) -> TranscriptEntry | None:
     """The ``transcript`` entry of a session a crashed gloved left, or None without one
     (blocking). A transcript that does not verify is reported as such, never raised: one
     session's torn files must not stop the daemon recovering the others."""
@@ -378,13 +379,13 @@ def recovered_summary(directory: Path) -> dict[str, Any] | None:
         reader.close()
 
 
-def _unreadable(reason: str) -> dict[str, Any]:
-    return {
-        "format": TRANSCRIPT_FORMAT,
-        "bytes": None,
-        "digest": None,
-        "evicted": None,
-        "ring_bytes": None,
-        "complete": False,
-        "error": f"the transcript does not verify: {reason}"[:1024],
-    }
+def _unreadable(reason: str) -> TranscriptEntry:
+    return TranscriptEntry(
+        format=TRANSCRIPT_FORMAT,
+        bytes=None,
+        digest=None,
+        evicted=None,
+        ring_bytes=None,
+        complete=False,
+        error=f"the transcript does not verify: {reason}"[:1024],
+    )

@@ -24,7 +24,7 @@ import socket
 from collections.abc import Awaitable, Callable
 from typing import NamedTuple
 
-from glove.actors import Actor, ChildFailed, ChildSpec, Supervisor
+from glove.actors import Actor, ChildFailed, ChildSpec, Supervisor, race, start_node
 from glove.container import SandboxResult, setup_failure
 from glove.errors import GloveError
 from glove.exits import EXIT_HOST_PART_FAILED
@@ -76,7 +76,7 @@ def _sandbox_of(tree: Supervisor) -> SandboxActor | None:
     return None
 
 
-async def run_session(  # noqa: PLR0912 - one branch per way a session ends
+async def run_session(
     tree: Supervisor,
     *,
     on_started: Callable[[Supervisor], None] | None = None,
@@ -99,27 +99,20 @@ async def run_session(  # noqa: PLR0912 - one branch per way a session ends
         assert running is not None
         task = running
     else:
-        task = asyncio.get_running_loop().create_task(tree.run(), name=tree.name)
-    waits: set[asyncio.Future[object]] = set()
+        task = start_node(tree)
     sandbox: SandboxActor | None = None
     try:
-        started = asyncio.ensure_future(tree.started.wait())
-        waits = {started, task}  # type: ignore[arg-type]
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-        started.cancel()
+        await race(task, tree.started.wait())
         sandbox = _sandbox_of(tree)
         if sandbox is None:
             # A child before the sandbox died while starting: the tree is failing; the
             # sandbox never existed, so there is no command result to wait for.
-            waits = {task}  # type: ignore[arg-type]
+            await asyncio.wait({task})
         else:
             if on_started is not None:
                 on_started(tree)
-            # shield: a fresh waiter, so cancelling it below never cancels the result itself.
-            waits = {asyncio.shield(sandbox.result), task}  # type: ignore[arg-type]
-            if stop is not None:
-                waits.add(asyncio.ensure_future(stop.wait()))
-        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            # race never cancels a future it is given: the result stays the sandbox's.
+            await race(task, sandbox.result, *(() if stop is None else (stop.wait(),)))
         if (
             before_stop is not None
             and sandbox is not None
@@ -128,9 +121,6 @@ async def run_session(  # noqa: PLR0912 - one branch per way a session ends
         ):
             await before_stop()
     finally:
-        for waiter in waits:
-            if waiter is not task:
-                waiter.cancel()
         if not task.done():
             tree.stop()
         with contextlib.suppress(asyncio.CancelledError):
@@ -158,7 +148,7 @@ async def close_once_launched(tree: Supervisor, guest_end: socket.socket) -> Non
     sees end of file when the helper exits."""
     sandbox = tree.child(SANDBOX_CHILD)
     assert isinstance(sandbox, SandboxActor)
-    await sandbox.launched.wait()
+    await sandbox.started.wait()
     guest_end.close()
 
 

@@ -38,6 +38,13 @@ class Viewer:
     #: Its role changed since its stream last said so.
     role_changed: bool = False
     wake: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The viewers of its session (which of them writes now), shared with the registry's
+    #: hub: the stream reads it, as it reads the ring (docs/decisions/0050).
+    peers: SessionViewers | None = None
+
+    def writer_now(self) -> int | None:
+        """The viewer id of its session's writer now, if it has one."""
+        return self.peers.writer if self.peers is not None else None
 
 
 class SessionViewers:
@@ -112,7 +119,7 @@ class TerminalHub:
         viewers = self._viewers.setdefault(session_id, SessionViewers())
         if len(viewers) >= MAX_VIEWERS_PER_SESSION:
             raise ValueError(f"session {session_id} has {len(viewers)} viewers already")
-        viewer = Viewer(next(self._ids), session_id, client, writer)
+        viewer = Viewer(next(self._ids), session_id, client, writer, peers=viewers)
         viewers.add(viewer)
         return viewer
 

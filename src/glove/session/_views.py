@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
+from glove.evaluate import Outcome
+from glove.records import ReceiptOutcome
 from glove.session._store import SessionRecord
 
 #: Events a watcher may fall behind before its stream ends.
@@ -26,12 +28,12 @@ class SessionView(msgspec.Struct, frozen=True):
     plan_sha256: str
     plan_blake3: str
     receipt_seq: int | None = None
-    outcome: dict[str, Any] | None = None
+    outcome: ReceiptOutcome | None = None
     launch_binding: str | None = None
     cleaned: bool = False
     #: The plan's terminal: ``pipes`` (``glove session output``) or ``pty`` (``session log``).
     terminal: str = "pipes"
-    evaluation: dict[str, Any] | None = None
+    evaluation: Outcome | None = None
 
 
 def view_of(record: SessionRecord) -> SessionView:
@@ -46,11 +48,22 @@ def view_of(record: SessionRecord) -> SessionView:
         plan_blake3=record.blake3,
         receipt_seq=record.receipt_seq,
         outcome=record.outcome,
-        launch_binding=record.details.get("launch_binding"),
+        launch_binding=record.launch_binding,
         cleaned=record.cleaned,
         terminal=str(record.plan.get("terminal", "pipes")),
         evaluation=record.evaluation,
     )
+
+
+class ExposureView(msgspec.Struct, frozen=True, omit_defaults=True):
+    """An exposure as the owner sees it."""
+
+    alias: str
+    generation: int
+    mode: str
+    target: str
+    path: str | None = None
+    revoked: bool = False
 
 
 WatchQueue = asyncio.Queue[SessionView | None]

@@ -21,7 +21,7 @@ import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from glove.actors import Actor, ChildSpec, Supervisor
+from glove.actors import Actor, ChildSpec, Supervisor, TaskOwner
 from glove.session._tree import all_started, close_once_launched
 
 if TYPE_CHECKING:
@@ -76,12 +76,11 @@ class SessionWiring:
         self.before: list[ChildSpec] = []
         self.proxy: EgressProxy | None = None
         self.parts: EgressParts | None = None
-        self.waiters: list[asyncio.Task[None]] = []
+        self.waiters = TaskOwner("session-wiring")
         self.guest_end: socket.socket | None = None
         self._host_end: socket.socket | None = None
         self._guest: GuestParts
         self._mcp = mediation is not None
-        loop = asyncio.get_running_loop()
         if mediation is not None:
             self.before.append(ChildSpec("mcp", lambda: mediation.supervisor))
         self.ready: asyncio.Future[None] | None = mediation.ready if mediation is not None else None
@@ -90,12 +89,11 @@ class SessionWiring:
             actors: list[Actor] = [
                 node for node in (self._channel, self._audit, self.proxy) if node is not None
             ]
-            ready = loop.create_task(
+            self.ready = self.waiters.start(
                 _all_ready(mediation.ready if mediation is not None else None, *actors),
-                name="session-ready",
+                name="ready",
+                report=False,  # awaited by the tree's readiness barrier, which reads it
             )
-            self.waiters.append(ready)
-            self.ready = ready
             return
         assert mediation is not None
         assert private is not None
@@ -162,15 +160,12 @@ class SessionWiring:
         """Once the sandbox holds the guest end, close ours (the proxy then sees the helper's
         end of file); offline the relay's channel stays as it always was."""
         if self.parts is not None and self.guest_end is not None:
-            self.waiters.append(
-                asyncio.get_running_loop().create_task(close_once_launched(tree, self.guest_end))
-            )
+            self.waiters.start(close_once_launched(tree, self.guest_end), name="close-guest-end")
 
     def close(self) -> None:
         """Cancel the waiters and close the guest end (and the host end if never owned:
         a channel that never started never closes it)."""
-        for waiter in self.waiters:
-            waiter.cancel()
+        self.waiters.cancel()
         if self.guest_end is not None:
             self.guest_end.close()
         if self._host_end is not None:

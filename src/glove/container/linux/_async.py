@@ -279,11 +279,6 @@ class AsyncSandbox:
         assert process is not None
         assert wiring is not None
         assert monitor is not None
-        if isinstance(process, RemoteSandboxProcess):
-            pidfd = process.pidfd
-            process.when_reaped(lambda: self._on_exit(pidfd))  # the launcher reaps it
-        else:
-            self._add_reader(process.pidfd, self._on_exit)
         os.set_blocking(process.status_fd, False)
         self._add_reader(process.status_fd, self._on_status)
         if process.notify_channel >= 0:
@@ -300,7 +295,20 @@ class AsyncSandbox:
             except (ValueError, OSError, PermissionError):
                 self._stdin_eof = True  # not pollable (a regular file): nothing to pump
                 self._maybe_close_stdin()
+        # The exit last, once the status pipe and the outputs are watched. The launcher
+        # reaps its sandboxes: its exit record may have been read (in the same wakeup as
+        # the launch's reply, on a busy loop) before this launch's caller resumed. Called
+        # at once, the exit finished the result before the outputs were added, losing
+        # them, and released the descriptors this method still used (EBADF).
+        if isinstance(process, RemoteSandboxProcess):
+            pidfd = process.pidfd
+            process.when_reaped(lambda: self._on_exit_soon(pidfd))
+        else:
+            self._add_reader(process.pidfd, self._on_exit)
         self._reschedule()
+
+    def _on_exit_soon(self, pidfd: int) -> None:
+        self._loop.call_soon(self._on_exit, pidfd)
 
     def _add_reader(self, fd: int, callback: Callable[[int], None]) -> None:
         self._loop.add_reader(fd, callback, fd)

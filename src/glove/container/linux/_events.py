@@ -16,10 +16,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import select
 import socket
 import stat
-from dataclasses import dataclass, field
 from typing import Final, Literal
+
+import msgspec
 
 from glove.container._monitor import (
     SINK_WRITE_BYTES,
@@ -69,8 +71,7 @@ def stdin_passes_directly(stdin: int) -> bool:
     return stat.S_ISFIFO(mode)
 
 
-@dataclass
-class Wiring:
+class Wiring(msgspec.Struct):
     """The command's standard streams, as created for one sandbox.
 
     Attributes:
@@ -84,8 +85,8 @@ class Wiring:
     """
 
     child: tuple[int, int, int]
-    child_ends: list[int] = field(default_factory=list)
-    outputs: dict[int, Stream] = field(default_factory=dict)
+    child_ends: list[int] = msgspec.field(default_factory=list)
+    outputs: dict[int, Stream] = msgspec.field(default_factory=dict)
     stdin_target: int | None = None
     close_target_at_eof: bool = False
     master: int | None = None
@@ -219,6 +220,16 @@ def receive_listener(channel: int) -> int | None:
     return fds[0] if fds else None
 
 
+def _hung_up(fd: int) -> bool:
+    """``fd`` reports POLLHUP and nothing to read: a seccomp listener whose filter has no
+    users left (the command and all it started have exited). It stays "ready" for good, so
+    a shell that kept watching it would wake for it again and again until the run ends."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    revents = sum(events for _, events in poller.poll(0))
+    return bool(revents & select.POLLHUP) and not revents & select.POLLIN
+
+
 class ListenerGone(Exception):
     """The filter has no users left: stop watching its listener."""
 
@@ -235,13 +246,16 @@ def answer_denial(
     readable: nobody reading the notify fd would stall the sandbox.
 
     Raises:
-        ListenerGone: no process uses the filter any more.
+        ListenerGone: no process uses the filter any more (the listener hung up): the
+            caller stops watching it at once.
     """
     try:
         notification = sc.receive_notification(listener)
     except OSError as exc:
         raise ListenerGone(str(exc)) from exc
     if notification is None:
+        if _hung_up(listener):
+            raise ListenerGone("the filter has no users left")
         return None
     ident, pid, number, args = notification
     if gate is not None and number == sc.syscall_number("connect"):

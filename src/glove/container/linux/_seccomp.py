@@ -15,9 +15,12 @@ performs it for the caller (``_unix_gate``, decision 0034).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import platform
+import sys
+import types
 from typing import Any, Final
 
 from glove.container.errors import UnsupportedPlatform
@@ -119,6 +122,9 @@ _MODE_SYSCALLS: Final = (
     ("mknod", 1, None), ("mknodat", 2, None), ("open", 2, 1), ("openat", 3, 2),
 )  # fmt: skip
 
+#: The sonames pyseccomp's ``find_library`` lookups resolve to on glibc Linux.
+_SONAMES: Final = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
+
 _cached_programs: dict[tuple[bool, bool], bytes] = {}
 _syscall_names: dict[int, str] = {}
 
@@ -165,11 +171,58 @@ def _deny_unix_datagrams(seccomp: Any, filt: Any, deny: int) -> None:
         )
 
 
-def _build(notify: bool, gate: bool) -> bytes:
+def _pyseccomp() -> Any:
+    """Import pyseccomp, with libc and libseccomp loaded by their sonames if it can be.
+
+    Raises:
+        UnsupportedPlatform: pyseccomp or libseccomp cannot be loaded.
+    """
+    if "pyseccomp" not in sys.modules:
+        with contextlib.suppress(ImportError, OSError):
+            _import_by_soname()  # else pyseccomp's own lookup, below
     try:
-        import pyseccomp as seccomp
+        import pyseccomp
     except (ImportError, OSError) as exc:
         raise UnsupportedPlatform(f"pyseccomp / libseccomp is not usable: {exc}") from exc
+    return pyseccomp
+
+
+def _import_by_soname() -> None:
+    """Import pyseccomp with ``ctypes.util.find_library`` answering from :data:`_SONAMES`.
+
+    pyseccomp looks libc and libseccomp up with ``find_library`` as it is imported, which
+    runs ``ldconfig -p`` twice, and ``ctypes.util`` itself imports ``subprocess`` and
+    ``tempfile``, which nothing else in ``glove exec`` needs. The sonames are fixed by the
+    libraries' ABI, so while pyseccomp is imported ``ctypes.util`` is a stand-in (or, if it
+    is loaded already, its ``find_library``) that names them; it is removed (restored)
+    right after. A soname that does not load fails the import, and the caller imports
+    pyseccomp again with the real lookup.
+    """
+    import ctypes
+
+    package: Any = ctypes
+    loaded: Any = sys.modules.get("ctypes.util")
+    if loaded is not None:
+        lookup = loaded.find_library
+        loaded.find_library = _SONAMES.get
+        try:
+            import pyseccomp
+        finally:
+            loaded.find_library = lookup
+        return
+    stand_in: Any = types.ModuleType("ctypes.util")
+    stand_in.find_library = _SONAMES.get
+    sys.modules["ctypes.util"] = stand_in
+    package.util = stand_in
+    try:
+        import pyseccomp  # noqa: F401 - kept in sys.modules for _pyseccomp
+    finally:
+        del sys.modules["ctypes.util"]
+        del package.util
+
+
+def _build(notify: bool, gate: bool) -> bytes:
+    seccomp = _pyseccomp()
     # notify: every denial goes to the launcher, which answers EPERM and records the call.
     deny = seccomp.NOTIFY if notify else seccomp.ERRNO(errno.EPERM)
     filt = seccomp.SyscallFilter(seccomp.ALLOW)
@@ -250,11 +303,10 @@ def syscall_name(number: int) -> str:
     name = _syscall_names.get(number)
     if name is None:
         try:
-            import pyseccomp as seccomp
-
+            seccomp = _pyseccomp()
             resolved = seccomp.resolve_syscall(seccomp.system_arch(), number)
             name = resolved.decode() if isinstance(resolved, bytes) else str(resolved)
-        except (ImportError, OSError, ValueError, RuntimeError):
+        except (UnsupportedPlatform, OSError, ValueError, RuntimeError):
             name = str(number)
         _syscall_names[number] = name
     return name
