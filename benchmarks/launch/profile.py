@@ -41,11 +41,13 @@ PARENT_STEPS = (
     "open_sources",
     "check_protected",
     "open_sandbox_cgroups",
+    "open_v1_tasks",
     "clone3",
     "_write_id_maps",
     "place",
 )
 CHILD_STEPS = (
+    "join_own_groups",
     "build_rootfs",
     "forbid_nested_user_namespaces",
     "harden_proc",
@@ -96,6 +98,7 @@ def instrument(timers: Timers) -> None:
     for name in (*PARENT_STEPS[:6], "_write_id_maps"):
         timers.wrap(_launch, name)
     timers.wrap(sc, "clone3")
+    timers.wrap(_cgroups.SandboxCgroups, "open_v1_tasks")
     timers.wrap(_cgroups.SandboxCgroups, "place")
     for name in CHILD_STEPS:
         timers.wrap(sc if name == "drop_all_capabilities" else _launch, name)

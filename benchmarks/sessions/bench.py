@@ -17,6 +17,9 @@ socket with the async client, interleaving the bubblewrap peer so drift hits bot
                       concurrency
 ``status p99``        with ``--held`` sandboxes running at once (``hold``), the latency of
                       ``session.status`` calls made while they run
+``CPU per session``   gloved's and its launcher process's CPU time (``/proc/PID/stat``) over
+                      the one-at-a-time sessions, per session (clock ticks: about 10 ms
+                      each, so a mean over many sessions)
 
 It prints p50/p99 per case and the ratios the issue sets as goals: create->terminal within
 2x of a bubblewrap launch, and status p99 under 50 ms with 100 sandboxes held.
@@ -72,6 +75,23 @@ def plan(harness: str) -> str:
             "terminal": "pipes",
         }
     )
+
+
+def cpu_ms(pid: int) -> float:
+    """User plus system CPU time of process ``pid`` so far, in milliseconds (0 if gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def children(pid: int) -> list[int]:
+    """The pids of ``pid``'s children (gloved's: its launcher process)."""
+    try:
+        return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -166,8 +186,12 @@ async def measure(args: argparse.Namespace, home: Home) -> dict[str, Any]:
         to_running: list[float] = []
         to_terminal: list[float] = []
         bw: list[float] = []
+        launchers = children(home.proc.pid)
+        cpu = {"gloved": 0.0, "launcher": 0.0}
         for i in range(args.warmup + args.sessions):
+            before = cpu_ms(home.proc.pid), sum(map(cpu_ms, launchers))
             r, t, kind = await one_session(clients[0], "true")
+            after = cpu_ms(home.proc.pid), sum(map(cpu_ms, launchers))
             b = await one_bwrap(bwrap, ws)
             if kind != "exited":
                 raise RuntimeError(f"a session ended {kind}")
@@ -175,6 +199,9 @@ async def measure(args: argparse.Namespace, home: Home) -> dict[str, Any]:
                 to_running.append(r)
                 to_terminal.append(t)
                 bw.append(b)
+                cpu["gloved"] += (after[0] - before[0]) / args.sessions
+                cpu["launcher"] += (after[1] - before[1]) / args.sessions
+        out["cpu_ms_per_session"] = cpu
         out["latency_ms"] = {
             name: {"p50": pct(s, 0.5), "p99": pct(s, 0.99), "mean": statistics.fmean(s)}
             for name, s in (
@@ -260,6 +287,8 @@ def main() -> None:
     print(f"{'case':<18} {'p50 ms':>8} {'p99 ms':>8}")
     for name, row in lat.items():
         print(f"{name:<18} {row['p50']:>8.2f} {row['p99']:>8.2f}")
+    cpu = result["cpu_ms_per_session"]
+    print(f"CPU per session: gloved {cpu['gloved']:.1f} ms, its launcher {cpu['launcher']:.1f} ms")
     ratio50 = lat["create->terminal"]["p50"] / lat["bwrap"]["p50"]
     ratio99 = lat["create->terminal"]["p99"] / lat["bwrap"]["p99"]
     print(f"create->terminal / bwrap: p50 {ratio50:.2f}x, p99 {ratio99:.2f}x (goal: <= 2x)")

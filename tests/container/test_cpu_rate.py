@@ -53,6 +53,11 @@ SPIN = (
     "for kid in kids: os.waitpid(kid, 0)\n"
     f"print(time.monotonic() - end + {SPIN_S})\n"
 )
+#: Joins the v1 groups whose ``tasks`` descriptors $TASKS names, as the sandbox's init does
+#: (``join_own_groups``: a thread's own move), before SPIN forks its spinners.
+JOIN = (
+    "import os\nfor fd in map(int, os.environ['TASKS'].split()): os.write(fd, b'0'); os.close(fd)\n"
+)
 
 needs_v1_cfs = pytest.mark.skipif(not V1_CFS, reason="no v1 cpu controller with CFS here")
 root_only = pytest.mark.skipif(os.getuid() != 0, reason="makes cgroups (root only)")
@@ -74,9 +79,16 @@ def test_cfs_group_holds_a_whole_tree_to_its_rate() -> None:
         assert (group / "cpu.cfs_quota_us").read_text().strip() == "25000"
         assert (group / "cpu.cfs_period_us").read_text().strip() == "100000"
         assert not cgroups.cpu_throttled(), "control: a fresh group was never throttled"
+        tasks = cgroups.open_v1_tasks()
         proc = subprocess.Popen(
-            [sys.executable, "-c", SPIN, "2", "wait"], stdin=subprocess.PIPE, stdout=subprocess.PIPE
+            [sys.executable, "-c", JOIN + SPIN, "2", "wait"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            pass_fds=tasks,
+            env={**os.environ, "TASKS": " ".join(map(str, tasks))},
         )
+        for fd in tasks:
+            os.close(fd)
         try:
             cgroups.place(proc.pid)
             before = cgroups.v2.cpu_seconds()

@@ -66,6 +66,8 @@ _V2_CONTROLLERS: Final = {
 }
 #: The v1 ``cpu`` file that exists only with CFS bandwidth control (CONFIG_CFS_BANDWIDTH).
 CFS_QUOTA_FILE: Final = "cpu.cfs_quota_us"
+#: How a refused placement in a sandbox group starts its error.
+PLACE_FAILED: Final = "cannot place the sandbox in cgroup"
 
 
 def _controller_usable(controller: str) -> str | None:
@@ -174,6 +176,29 @@ def sweep_stale_groups(base: Path) -> int:
     return removed
 
 
+def join_own_groups(tasks: tuple[int, ...]) -> None:
+    """Move the calling thread into the v1 group of each ``tasks`` descriptor and close it.
+
+    Writing ``0`` to a v1 ``tasks`` file moves the writer itself, one thread: the kernel
+    skips the global threadgroup lock (and its RCU grace period, about 12 ms here) that a
+    move by pid through ``cgroup.procs`` waits out. The sandbox's init (or the fork path's
+    reaper) calls it first thing, while it has one thread; whatever it forks after is born
+    in the groups.
+
+    Raises:
+        SandboxSetupError: the kernel refused a move (the remaining descriptors are closed).
+    """
+    try:
+        for fd in tasks:
+            os.write(fd, b"0")
+    except OSError as exc:
+        raise SandboxSetupError(f"{PLACE_FAILED}: {exc}") from exc
+    finally:
+        for fd in tasks:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 def _read_int_field(path: Path, field: str) -> int:
     with contextlib.suppress(OSError, ValueError):
         for line in path.read_text().splitlines():
@@ -187,8 +212,8 @@ class CgroupSet:
     """One sandbox's v1 groups, one per v1 controller its limit plan names.
 
     Controllers mounted together (``cpu,cpuacct`` on many distributions, reached through
-    both ``cpu`` and ``cpuacct``) share one group. Call :meth:`place` with the sandbox
-    init's pid before releasing it, :meth:`destroy` after the whole tree is dead.
+    both ``cpu`` and ``cpuacct``) share one group. The sandbox joins them itself through
+    :meth:`open_tasks`; :meth:`destroy` after the whole tree is dead.
     """
 
     def __init__(self, plans: dict[str, LimitPlan], name: str | None = None) -> None:
@@ -238,17 +263,24 @@ class CgroupSet:
         """Each group once (controllers mounted together share one)."""
         return list(dict.fromkeys(self.dirs.values()))
 
-    def place(self, pid: int) -> None:
-        """Move ``pid`` into every group.
+    def open_tasks(self) -> tuple[int, ...]:
+        """A write descriptor of each group's ``tasks`` file, for the sandbox to join its
+        groups itself (:func:`join_own_groups`): opened here, before the clone, so the
+        kernel checks the launcher's permission at the open and the init inherits them.
 
         Raises:
-            SandboxSetupError: the kernel refused the move.
+            SandboxSetupError: a ``tasks`` file could not be opened (none is left open).
         """
+        fds: list[int] = []
         try:
             for path in self._groups():
-                _write(path / "cgroup.procs", str(pid))
+                # each kept as it is opened, so a failure closes the ones before it
+                fds.append(os.open(path / "tasks", os.O_WRONLY | os.O_CLOEXEC))  # noqa: PERF401
         except OSError as exc:
-            raise SandboxSetupError(f"cannot place the sandbox in cgroup: {exc}") from exc
+            for fd in fds:
+                os.close(fd)
+            raise SandboxSetupError(f"{PLACE_FAILED}: {exc}") from exc
+        return tuple(fds)
 
     def cpu_seconds(self) -> float:
         """CPU time used by the whole group so far, in seconds (0 without cpuacct)."""
@@ -288,7 +320,8 @@ class SandboxCgroups:
     """Every cgroup one sandbox is in: a v2 group (when the launcher has a v2 site) and the v1
     groups for limits the plan put on v1. The launcher and the supervisor call only this.
 
-    Call :meth:`place` with the sandbox init's pid before releasing it; :meth:`kill` ends the
+    The sandbox joins its v1 groups itself through :meth:`open_v1_tasks`; it is cloned into
+    the v2 group, or :meth:`place` moves it there before it is released; :meth:`kill` ends the
     whole tree through ``cgroup.kill`` (a no-op without a v2 group: the pid-namespace kill
     does it); :meth:`destroy` after the tree is dead.
     """
@@ -366,16 +399,24 @@ class SandboxCgroups:
         except OSError:
             return -1
 
-    def place(self, pid: int, *, in_v2: bool = False) -> None:
-        """Move ``pid`` into every group (``in_v2``: it was cloned into the v2 group).
+    def open_v1_tasks(self) -> tuple[int, ...]:
+        """Descriptors the sandbox joins its v1 groups through (:func:`join_own_groups`);
+        empty without v1 groups.
 
         Raises:
-            SandboxSetupError: the kernel refused a move.
+            SandboxSetupError: a ``tasks`` file could not be opened.
         """
-        if self.v2 is not None and not in_v2:
+        return self.v1.open_tasks() if self.v1 is not None else ()
+
+    def place(self, pid: int) -> None:
+        """Move ``pid`` into the v2 group, for a launch that could not clone it there
+        (the v1 groups the sandbox joins itself, :meth:`open_v1_tasks`).
+
+        Raises:
+            SandboxSetupError: the kernel refused the move.
+        """
+        if self.v2 is not None:
             self.v2.place(pid)
-        if self.v1 is not None:
-            self.v1.place(pid)
 
     def kill(self) -> None:
         """SIGKILL the whole tree at once through ``cgroup.kill`` (when there is a v2 group)."""

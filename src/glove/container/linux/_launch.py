@@ -3,12 +3,20 @@
 Process shape::
 
     launcher (this process)                      sandbox (new user, pid, mount, net, ipc,
-      clone3(CLONE_NEW* | CLONE_PIDFD) ------->   uts and cgroup namespaces)
-      write setgroups=deny, uid_map, gid_map       init (pid 1): waits on the go pipe
-      place init in its cgroups                      builds the root, pivots, drops every
-      write "G" on the go pipe ------------------>   capability, loads seccomp, forks:
-      read status lines <------------------------      command (pid 2): setsid, stdio,
-                                                       closes fds, rlimits, execve
+      open the v1 groups' tasks files              uts and cgroup namespaces)
+      clone3(CLONE_NEW* | CLONE_PIDFD |  ------->  init (pid 1): writes 0 to each tasks
+        CLONE_INTO_CGROUP)                           file (joins its v1 groups), waits on
+      write setgroups=deny, uid_map, gid_map         the go pipe, builds the root, pivots,
+      write "G" on the go pipe ------------------>   drops every capability, loads
+      read status lines <------------------------    seccomp, spawns the command (pid 2):
+                                                     setsid, stdio, rlimits, execve
+
+The init is born in its v2 group (``CLONE_INTO_CGROUP``; a kernel that refuses it gets a
+move by pid before the go byte) and moves itself into its v1 groups through descriptors the
+launcher opened before the clone: a move by pid through ``cgroup.procs`` waits out an RCU
+grace period in the kernel (about 12 ms a group here), a thread's own move through
+``tasks`` does not (decision 0051). A refused move ends the launch as a setup error before
+the go byte is even read, so nothing of the sandbox runs outside its groups.
 
 The init stays as a minimal reaper so the command is never pid 1 (a pid-1 command would be
 immune to its own ``kill -9 $$``) and reports the command's fate on the status pipe. When
@@ -85,6 +93,7 @@ from glove.container.linux import _syscalls as sc
 from glove.container.linux._cgroup_v2 import probe_v2
 from glove.container.linux._cgroups import (
     SandboxCgroups,
+    join_own_groups,
     open_sandbox_cgroups,
     probe_host_limits,
 )
@@ -120,7 +129,12 @@ INIT_TITLE: Final = b"glove-init"
 #: Bytes of the go message (the launcher's side is done).
 GO_BYTE: Final = b"G"
 
+#: Address space an ``RLIMIT_AS`` limit must leave above the init's own size for the init
+#: to spawn the command under it (``_spawn_fits``).
+SPAWN_AS_SPARE_BYTES: Final = 256 << 20
+
 _GO_DEADLINE_S: Final = 10.0
+_PAGE_SIZE: Final = os.sysconf("SC_PAGE_SIZE")
 #: Temporary fds used while placing passed fds sit above every allowed target number.
 _STAGING_FD_MIN: Final = MAX_PASSED_FD + 1
 
@@ -147,6 +161,9 @@ class LaunchContext(msgspec.Struct, frozen=True):
     terminal_size: tuple[int, int] = DEFAULT_WINSIZE
     #: Verified files the init mounts read-only (``FileProjection``), in order.
     projections: tuple[FileProjection, ...] = ()
+    #: Write descriptors of the sandbox's v1 groups' ``tasks`` files: the first process of
+    #: the sandbox joins them itself (``join_own_groups``) before anything else.
+    cgroup_tasks: tuple[int, ...] = ()
 
 
 class SandboxProcess:
@@ -460,17 +477,37 @@ def _own_terminal(ctx: LaunchContext) -> LaunchContext:
     return msgspec.structs.replace(ctx, stdio=(slave, slave, slave), pty_channel=-1)
 
 
+def _spawn_fits(plans: dict[str, LimitPlan]) -> bool:
+    """Whether the init may spawn the command under the plans' address-space limit.
+
+    posix_spawn makes the init apply the rlimits to itself first: an address-space limit
+    too close to the init's own size (a clone of the launcher: gloved's threads and arenas
+    are in it) would fail the spawn's stack mapping (ENOMEM) or a later allocation of the
+    init. With :data:`SPAWN_AS_SPARE_BYTES` to spare (the default profile's 4 GiB against
+    an interpreter of a few hundred MiB) it spawns; the fork path applies the limit in the
+    command's process only, and is taken otherwise.
+    """
+    limit = next((p for p in plans.values() if p.mechanism == MECH_RLIMIT_AS), None)
+    if limit is None:
+        return True
+    try:
+        fd = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            size = int(os.read(fd, 256).split()[0]) * _PAGE_SIZE
+        finally:
+            os.close(fd)
+    except (OSError, ValueError, IndexError):
+        return False
+    return int(limit.value) - size >= SPAWN_AS_SPARE_BYTES
+
+
 def _run_command(ctx: LaunchContext) -> None:
     """The init's work once hardened: start the command, pass signals on, reap until it
     exits, and report how it started and ended."""
     status = ctx.status_write
     command: int | None
     signals = catch_signals()
-    # posix_spawn makes the init apply the rlimits to itself first; an address-space
-    # limit below the init's own size (a fork of a large launcher: gloved's threads and
-    # arenas) would then fail the spawn's stack mapping (ENOMEM) and any later
-    # allocation of the init. The fork path applies it in the command's process only.
-    if ctx.spec.pty or any(p.mechanism == MECH_RLIMIT_AS for p in ctx.plans.values()):
+    if ctx.spec.pty or not _spawn_fits(ctx.plans):
         command, failure = _fork_command(ctx)
     else:
         command, failure = _spawn_command(ctx)
@@ -518,6 +555,7 @@ def _init_main(ctx: LaunchContext, *, handshake: bool, born_placed: bool = False
     is in the group's count, from zero; else only what follows the go byte.
     """
     status = ctx.status_write
+    _join_groups(ctx)
     try:
         for signum in FORWARDED_SIGNALS:
             signal.signal(signum, signal.SIG_IGN)
@@ -547,6 +585,16 @@ def _init_main(ctx: LaunchContext, *, handshake: bool, born_placed: bool = False
         _report(status, SetupFailed(f"{type(exc).__name__}: {exc}{_where(exc)}"))
         os._exit(EXIT_SETUP_FAILED)
     os._exit(0)
+
+
+def _join_groups(ctx: LaunchContext) -> None:
+    """Join the sandbox's v1 groups (first thing in the sandbox's first process); a refused
+    move ends the launch as a setup error before anything else ran (fail closed)."""
+    try:
+        join_own_groups(ctx.cgroup_tasks)
+    except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
+        _report(ctx.status_write, SetupFailed(str(exc)))
+        os._exit(EXIT_SETUP_FAILED)
 
 
 def _own_cpu_s() -> float:
@@ -596,6 +644,8 @@ def _fork_path(ctx: LaunchContext) -> tuple[int, int]:
     """
     pid = os.fork()
     if pid == 0:
+        _join_groups(ctx)  # the init, forked below, is born in the groups
+        ctx = msgspec.structs.replace(ctx, cgroup_tasks=())
         try:
             with contextlib.suppress(OSError):
                 os.setsid()  # out of the operator's foreground group, as the init (above)
@@ -826,9 +876,13 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
     )
     pid = pidfd = -1
     in_v2 = False
+    tasks: tuple[int, ...] = ()
     started = time.monotonic()
     try:
         cgroups = open_sandbox_cgroups(enforced, v2)
+        if cgroups is not None:
+            tasks = cgroups.open_v1_tasks()
+            ctx = msgspec.structs.replace(ctx, cgroup_tasks=tasks)
         if not use_fork:
             pid, pidfd, in_v2 = _clone(cgroups)
             use_fork = pid < 0
@@ -841,8 +895,8 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
         if use_fork:
             _await_unshared(status_read)
         _write_id_maps(pid)
-        if cgroups is not None:
-            cgroups.place(pid, in_v2=in_v2)
+        if cgroups is not None and not in_v2:
+            cgroups.place(pid)  # the v2 group; the init joins its v1 groups itself
         os.write(go_write, GO_BYTE)
     except BaseException as exc:
         if pid > 0:
@@ -862,7 +916,7 @@ def _launch(  # noqa: PLR0912, PLR0915 - one linear, commented sequence with its
             raise SandboxSetupError(f"cannot set up the sandbox: {exc}") from exc
         raise
     finally:
-        for fd in (go_read, go_write, status_write, launcher_pidfd):
+        for fd in (go_read, go_write, status_write, launcher_pidfd, *tasks):
             if fd >= 0:
                 with contextlib.suppress(OSError):
                     os.close(fd)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import functools
 import os
 import platform
 from collections.abc import Iterable
@@ -137,16 +138,20 @@ for _hook in ("PyOS_BeforeFork", "PyOS_AfterFork_Parent", "PyOS_AfterFork_Child"
     getattr(_py, _hook).argtypes = []
 
 
+#: This host's architecture and its syscall table, read once per process.
+_MACHINE: Final = platform.machine()
+_TABLE: Final = _SYSCALLS.get(_MACHINE)
+
+
 def syscall_number(name: str) -> int:
     """Return this architecture's number for ``name``.
 
     Raises:
         OSError: ENOSYS on an architecture the table does not know.
     """
-    table = _SYSCALLS.get(platform.machine())
-    if table is None:
-        raise OSError(38, f"unsupported architecture {platform.machine()}")
-    return table[name]
+    if _TABLE is None:
+        raise OSError(38, f"unsupported architecture {_MACHINE}")
+    return _TABLE[name]
 
 
 def _check(result: int, what: str) -> int:
@@ -455,8 +460,9 @@ def prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
     return _check(_libc.prctl(option, arg2, arg3, 0, 0), f"prctl {option}")
 
 
+@functools.cache
 def cap_last_cap() -> int:
-    """The highest capability number this kernel knows."""
+    """The highest capability number this kernel knows (read once per process)."""
     fd = os.open("/proc/sys/kernel/cap_last_cap", os.O_RDONLY | os.O_CLOEXEC)
     try:
         return int(os.read(fd, 32))
