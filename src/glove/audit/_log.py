@@ -318,10 +318,14 @@ class AuditLog(Actor):
 
     def handle_now(self, msg: object) -> object:
         """The idle fast path (see :mod:`glove.actors`): an append taken from the asker's
-        task. A one-phase append while appenders have lately come together (the last batch
-        had several) goes through the mailbox instead, so it joins their group commit
-        rather than syncing alone first."""
-        if not isinstance(msg, _Append) or (not msg.two_phase and self._last_batch > 1):
+        task when the log is idle. While appenders have lately come together (the last
+        batch had several) it goes through the mailbox instead, so it joins their group
+        commit rather than committing alone first and splitting them into two phases."""
+        if not isinstance(msg, _Append) or self._last_batch > 1:
+            return NOT_NOW
+        if self._flushing or self._sync_task is not None or not self._core.idle:
+            # It would wait for a batch: the mailbox, where appends that arrive with it
+            # join the same batch, serves that better.
             return NOT_NOW
         return self._take(msg)
 

@@ -290,9 +290,14 @@ class JournalWriter(Actor):
         committed there when it can be done on the loop. While appenders have lately come
         together (the last batch had several) it goes through the mailbox instead, so it
         joins their group commit rather than syncing alone first."""
-        if isinstance(msg, AppendRequest) and self._last_batch <= 1:
-            return self._append(msg)
-        return NOT_NOW
+        if not isinstance(msg, AppendRequest) or self._last_batch > 1:
+            return NOT_NOW
+        nbytes = RECORD_OVERHEAD_BYTES + len(msg.payload)
+        if self._flushing or not self._core.idle or not self._on_loop_fits(1, nbytes):
+            # It would wait for a batch or start a group-commit task: the mailbox, where
+            # appends that arrive with it join the same batch, serves that better.
+            return NOT_NOW
+        return self._append(msg)
 
     async def _sync_now(self) -> int:
         """fdatasync what was written without one (a :class:`SyncRequest`); the durable seq."""
@@ -355,10 +360,13 @@ class JournalWriter(Actor):
         """Whether ``batch`` may be committed on the loop: small, quick syncs lately, and
         inside the zero-filled region of the segment (no rotation, no extension)."""
         nbytes = sum(RECORD_OVERHEAD_BYTES + len(item.payload) for item in batch)
+        return self._on_loop_fits(len(batch), nbytes)
+
+    def _on_loop_fits(self, records: int, nbytes: int) -> bool:
         return (
-            self.pacer.inline(len(batch), nbytes)
+            self.pacer.inline(records, nbytes)
             and self._size + nbytes <= self._alloc_end
-            and self._fits(nbytes, len(batch))
+            and self._fits(nbytes, records)
         )
 
     async def _flush(self) -> None:
