@@ -268,6 +268,12 @@ class _GatedStorage(FaultStorage):
         super().fdatasync(fd)
 
 
+def _executor_synced_log(path: str, storage: FaultStorage) -> AuditLog:
+    log = AuditLog(path, storage=storage)
+    log.pacer.enabled = False  # every sync in the log's executor thread, where it can wait
+    return log
+
+
 async def test_the_answer_waits_for_the_decision_to_be_durable(tmp_path: Path) -> None:
     """The call reaches the upstream while its record's fdatasync is still running, and the
     agent gets the answer only once that fdatasync returned (decision 0046)."""
@@ -277,7 +283,10 @@ async def test_the_answer_waits_for_the_decision_to_be_durable(tmp_path: Path) -
     reader, writer = await socket_streams(glove_side.detach())
     agent_reader, agent_writer = await asyncio.open_connection(sock=agent_side)
     mediation = await start_mediation(
-        config, reader, writer, audit_factory=lambda path: AuditLog(path, storage=storage)
+        config,
+        reader,
+        writer,
+        audit_factory=lambda path: _executor_synced_log(path, storage),
     )
     agent = _SocketAgent(agent_reader, agent_writer)
     await agent.call("initialize", {"protocolVersion": "2025-11-25"})
@@ -294,6 +303,46 @@ async def test_the_answer_waits_for_the_decision_to_be_durable(tmp_path: Path) -
         storage.gate.set()
     reply = await call
     assert reply["result"]["content"][0]["text"] == "held"
+    agent_writer.close()
+    await mediation.stop()
+
+
+class _OrderStorage(FaultStorage):
+    """Real storage that notes, at each fdatasync, its thread and what ``watch`` says."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.watch: Any = None
+        self.seen: list[tuple[bool, object]] = []
+
+    def fdatasync(self, fd: int) -> None:
+        """Note where the sync runs and what was forwarded by then, then sync."""
+        if self.watch is not None:
+            on_loop = threading.current_thread() is threading.main_thread()
+            self.seen.append((on_loop, self.watch()))
+        super().fdatasync(fd)
+
+
+async def test_a_quick_sync_runs_on_the_loop_after_the_forward(tmp_path: Path) -> None:
+    """While syncs are quick the decision's fdatasync runs on the loop (no thread hop), and
+    only once the call was written to the upstream, so the sync overlaps its work; the
+    answer still comes after it (decision 0046)."""
+    config = load_config(_echo_config(tmp_path))
+    storage = _OrderStorage()
+    glove_side, agent_side = socket.socketpair()
+    reader, writer = await socket_streams(glove_side.detach())
+    agent_reader, agent_writer = await asyncio.open_connection(sock=agent_side)
+    mediation = await start_mediation(
+        config, reader, writer, audit_factory=lambda path: AuditLog(path, storage=storage)
+    )
+    agent = _SocketAgent(agent_reader, agent_writer)
+    await agent.call("initialize", {"protocolVersion": "2025-11-25"})
+    upstream = mediation.supervisor.child("mcp-echo")
+    before = len(upstream._pending)  # type: ignore[union-attr]
+    storage.watch = lambda: len(upstream._pending) - before  # type: ignore[union-attr]
+    reply = await agent.call("tools/call", {"name": "echo__echo", "arguments": {"text": "x"}})
+    assert reply["result"]["content"][0]["text"] == "x"
+    assert storage.seen == [(True, 1)]  # on the loop, with the call in flight upstream
     agent_writer.close()
     await mediation.stop()
 

@@ -4,7 +4,13 @@ See DESIGN.md §2 for the rules and ``docs/decisions/0001-asyncio-actors.md`` fo
 is built on asyncio rather than pykka.
 """
 
-from glove.actors._actor import DEFAULT_MAILBOX_SIZE, DEFAULT_TIMEOUT_S, Actor, ActorState
+from glove.actors._actor import (
+    DEFAULT_MAILBOX_SIZE,
+    DEFAULT_TIMEOUT_S,
+    NOT_NOW,
+    Actor,
+    ActorState,
+)
 from glove.actors._deadline import current_deadline, reset_deadline, set_deadline
 from glove.actors._envelope import Deferred, Envelope
 from glove.actors._running import running
@@ -30,6 +36,7 @@ from glove.actors.errors import (
 __all__ = [
     "DEFAULT_MAILBOX_SIZE",
     "DEFAULT_TIMEOUT_S",
+    "NOT_NOW",
     "Actor",
     "ActorDead",
     "ActorError",

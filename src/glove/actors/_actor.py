@@ -15,6 +15,16 @@ Rules (DESIGN.md §2):
   ``ask(wait=True)`` wait for space until the deadline (backpressure).
 * Blocking work goes to the actor's own single-thread executor (``run_blocking``); background
   tasks belong to the actor (``spawn_task``) and crash it when they fail.
+
+The idle fast path: an actor that overrides :meth:`Actor.handle_now` (a synchronous handler)
+has an ask handled straight from the asker's task when it is idle (running, no message being
+handled, mailbox empty, no fast-path message yet in this loop iteration): no mailbox, no
+wake-up of the actor's task, no reply future. The rules hold as through the mailbox: one
+message at a time (the handler is synchronous, and the actor is not idle while a mailbox
+message is being handled), a stale deadline drops it, an exception crashes the actor (the
+asker gets it, the supervisor gets the exit reason), a :class:`Deferred` is awaited under the
+message's deadline and cancelled when the asker gives up. A second ask in the same loop
+iteration takes the mailbox, so the work of asks that arrive together is still batched.
 """
 
 from __future__ import annotations
@@ -31,7 +41,7 @@ from glove.actors._deadline import (
     reset_deadline,
     set_deadline,
 )
-from glove.actors._envelope import Envelope
+from glove.actors._envelope import Deferred, Envelope
 from glove.actors.errors import ActorDead, Busy, DeadlineExceeded, DeadlineOverrun
 
 T = TypeVar("T")
@@ -41,6 +51,19 @@ DEFAULT_TIMEOUT_S: Final = 5.0
 
 ActorState = Literal["new", "starting", "running", "stopping", "stopped", "crashed"]
 _DEAD_STATES: Final = frozenset({"stopping", "stopped", "crashed"})
+
+
+class _NotNow:
+    """The type of :data:`NOT_NOW` (a singleton)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NOT_NOW"
+
+
+NOT_NOW: Final = _NotNow()
+"""What :meth:`Actor.handle_now` returns to send a message through the mailbox instead."""
 
 
 class Actor:
@@ -66,6 +89,8 @@ class Actor:
         self._actor_tasks: set[asyncio.Task[Any]] = set()
         self._actor_main: asyncio.Task[None] | None = None
         self._actor_crash: BaseException | None = None
+        self._actor_fast = type(self).handle_now is not Actor.handle_now
+        self._actor_turn = False  # a fast-path message was handled in this loop iteration
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -82,6 +107,19 @@ class Actor:
             Exception: any exception crashes the actor.
         """
         raise NotImplementedError(f"{type(self).__name__} does not handle {type(msg).__name__}")
+
+    def handle_now(self, msg: object) -> object:
+        """Handle one message synchronously, from the asker's task, if the actor is idle.
+
+        Called instead of the mailbox only when nothing else is being handled; return the
+        reply (or a :class:`Deferred`), or :data:`NOT_NOW` having changed nothing, to have
+        the message queued and handled by :meth:`handle` as usual. The default declines
+        everything.
+
+        Raises:
+            Exception: any exception crashes the actor, as out of :meth:`handle`.
+        """
+        return NOT_NOW
 
     def force_kill(self) -> None:
         """Last resort when teardown overran its grace: kill what the actor owns, now.
@@ -127,7 +165,14 @@ class Actor:
             Exception: whatever the handler raised (the actor crashed).
         """
         loop = asyncio.get_running_loop()
-        env = Envelope(msg, effective_deadline(timeout), loop.create_future())
+        deadline = effective_deadline(timeout)
+        if self._actor_fast and self._actor_idle():
+            result = self._actor_now(msg, deadline, loop)
+            if result is not NOT_NOW:
+                if isinstance(result, Deferred):
+                    return await self._actor_await_deferred(result.future, deadline, msg)
+                return result
+        env = Envelope(msg, deadline, loop.create_future())
         assert env.reply is not None
         if wait:
             await self._actor_put_wait(env)
@@ -141,6 +186,56 @@ class Actor:
                 # The reply itself was a TimeoutError raised by the handler.
                 raise
             raise DeadlineExceeded(self.name, env.msg_type) from exc
+
+    def _actor_idle(self) -> bool:
+        return (
+            self.state == "running"
+            and self._actor_busy is None
+            and self._actor_crash is None
+            and not self._actor_turn
+            and self._actor_mailbox.empty()
+        )
+
+    def _actor_now(self, msg: object, deadline: float, loop: asyncio.AbstractEventLoop) -> object:
+        """Handle ``msg`` with :meth:`handle_now`, under the actor's rules (see the module)."""
+        msg_type = type(msg).__name__
+        now = loop.time()
+        if now >= deadline:
+            self.dropped_stale += 1
+            raise DeadlineExceeded(self.name, msg_type)
+        self._actor_busy = (msg_type, now)
+        token = set_deadline(deadline)
+        try:
+            result = self.handle_now(msg)
+        except BaseException as exc:
+            self.crash(exc)
+            raise
+        finally:
+            reset_deadline(token)
+            self._actor_busy = None
+        if result is not NOT_NOW:
+            self.handled += 1
+            self._actor_turn = True
+            loop.call_soon(self._actor_turn_over)
+        return result
+
+    def _actor_turn_over(self) -> None:
+        self._actor_turn = False
+
+    async def _actor_await_deferred(
+        self, future: asyncio.Future[Any], deadline: float, msg: object
+    ) -> Any:
+        if future.done():
+            return future.result()
+        try:
+            # Awaited directly: an asker that gives up (deadline, cancellation) cancels the
+            # future, which tells its owner, as a mailbox reply chained to it would.
+            async with asyncio.timeout_at(deadline):
+                return await future
+        except TimeoutError as exc:
+            if future.done() and not future.cancelled():
+                raise  # the work itself failed with a TimeoutError
+            raise DeadlineExceeded(self.name, type(msg).__name__) from exc
 
     def _actor_check_alive(self) -> None:
         if self.state in _DEAD_STATES:

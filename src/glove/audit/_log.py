@@ -58,7 +58,7 @@ from typing import Final
 
 import msgspec
 
-from glove.actors import Actor, ActorDead, Busy, Deferred
+from glove.actors import NOT_NOW, Actor, ActorDead, Busy, Deferred
 from glove.audit.errors import (
     AuditError,
     AuditRecordInvalid,
@@ -234,6 +234,7 @@ class AuditLog(Actor):
         self.pacer = SyncPacer()
         """Decides whether a small commit's fdatasync runs on the loop (decision 0045)."""
         self._flushing = False
+        self._last_batch = 0  # waiters in the last batch written
         self._sync_task: asyncio.Task[None] | None = None
         self._shared = shared
         self._lock_fd = -1
@@ -313,6 +314,22 @@ class AuditLog(Actor):
         (or, for a two-phase write, for its ``write(2)``)."""
         if not isinstance(msg, _Append):
             raise TypeError(f"audit log got unexpected message {type(msg).__name__}")
+        return self._take(msg)
+
+    def handle_now(self, msg: object) -> object:
+        """The idle fast path (see :mod:`glove.actors`): an append taken from the asker's
+        task when the log is idle. While appenders have lately come together (the last
+        batch had several) it goes through the mailbox instead, so it joins their group
+        commit rather than committing alone first and splitting them into two phases."""
+        if not isinstance(msg, _Append) or self._last_batch > 1:
+            return NOT_NOW
+        if self._flushing or self._sync_task is not None or not self._core.idle:
+            # It would wait for a batch: the mailbox, where appends that arrive with it
+            # join the same batch, serves that better.
+            return NOT_NOW
+        return self._take(msg)
+
+    def _take(self, msg: _Append) -> object:
         loop = asyncio.get_running_loop()
         durable: asyncio.Future[AuditAck] = loop.create_future()
         admission = self._core.admit()
@@ -401,6 +418,7 @@ class AuditLog(Actor):
 
     def _finish(self, batch: list[_Waiting], outcome: _Outcome, *, on_loop: bool) -> None:
         acks, error, seconds = outcome
+        self._last_batch = len(batch)
         for waiting, ack in zip(batch, acks, strict=False):
             waiting.ack = ack
         if acks:
@@ -421,12 +439,19 @@ class AuditLog(Actor):
             self._sync_task = self.spawn_task(self._syncs(), name="group-sync")
 
     async def _syncs(self) -> None:
-        # One fdatasync at a time in the executor, each covering everything written when it
-        # started; writes go on meanwhile and the next sync covers them.
+        # One fdatasync at a time, each covering everything written when it started. This
+        # task runs once its spawner's task has gone on and waits: the mediator that wrote
+        # a decision has forwarded the call by then, so the sync overlaps the upstream's
+        # work. While syncs are quick it runs on the loop (no thread hop), else in the
+        # executor, where writes go on meanwhile and the next sync covers them.
         try:
             while (target := self._core.sync_target()) is not None:
-                seconds = await self.run_blocking(self._sync_blocking)
-                self.pacer.observe(seconds, inline=False)
+                inline = self.pacer.inline(1, 0)
+                if inline:
+                    seconds = self._sync_blocking()
+                else:
+                    seconds = await self.run_blocking(self._sync_blocking)
+                self.pacer.observe(seconds, inline=inline)
                 self._resolve(self._core.synced(target))
         except BaseException as exc:
             self._fail_closed(exc, [])

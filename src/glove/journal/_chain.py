@@ -27,7 +27,7 @@ KEY_MIN_BYTES = 32
 _GENESIS_DOMAIN = b"glove/genesis/v1"
 _HEADER_DOMAIN = b"glove/header/v1"
 _ACK_DOMAIN = b"glove/ack/v1"
-_DOMAINS = {
+_DOMAINS: dict[int, bytes] = {
     RecordKind.DATA: b"glove/rec/v1",
     RecordKind.RECEIPT: b"glove/receipt/v1",
     RecordKind.REFINEMENT: b"glove/refinement/v1",
@@ -53,10 +53,12 @@ def domain_for(kind: int) -> bytes:
     Raises:
         ValueError: an unknown record kind.
     """
-    try:
-        return _DOMAINS[RecordKind(kind)]
-    except ValueError:
-        raise ValueError(f"unknown record kind {kind}") from None
+    # An IntEnum hashes as its int: the plain kind finds its domain without building the
+    # enum member first (this runs for every record appended and verified).
+    domain = _DOMAINS.get(kind)
+    if domain is None:
+        raise ValueError(f"unknown record kind {kind}")
+    return domain
 
 
 def genesis_tag(key: bytes, journal_id: bytes) -> bytes:

@@ -42,7 +42,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from glove.actors import Actor, Busy, Deferred
+from glove.actors import NOT_NOW, Actor, Busy, Deferred
 from glove.journal import _chain, _layout, _treebase
 from glove.journal._codec import (
     HEADER_BYTES,
@@ -221,6 +221,7 @@ class JournalWriter(Actor):
         """Decides whether a small commit runs on the loop or in the executor (0045)."""
         self._sync_s = 0.0  # time the last commit spent in fdatasync
         self._flushing = False
+        self._last_batch = 0  # appends in the last batch committed
         self._idle = asyncio.Event()
         self._idle.set()
         self.recovered: list[TailCut] = []
@@ -284,6 +285,20 @@ class JournalWriter(Actor):
             return seq if isinstance(msg, SyncRequest) else None
         raise TypeError(f"journal writer got unexpected message {type(msg).__name__}")
 
+    def handle_now(self, msg: object) -> object:
+        """The idle fast path (see :mod:`glove.actors`): an append from the asker's task,
+        committed there when it can be done on the loop. While appenders have lately come
+        together (the last batch had several) it goes through the mailbox instead, so it
+        joins their group commit rather than syncing alone first."""
+        if not isinstance(msg, AppendRequest) or self._last_batch > 1:
+            return NOT_NOW
+        nbytes = RECORD_OVERHEAD_BYTES + len(msg.payload)
+        if self._flushing or not self._core.idle or not self._on_loop_fits(1, nbytes):
+            # It would wait for a batch or start a group-commit task: the mailbox, where
+            # appends that arrive with it join the same batch, serves that better.
+            return NOT_NOW
+        return self._append(msg)
+
     async def _sync_now(self) -> int:
         """fdatasync what was written without one (a :class:`SyncRequest`); the durable seq."""
         await self._idle.wait()
@@ -345,10 +360,13 @@ class JournalWriter(Actor):
         """Whether ``batch`` may be committed on the loop: small, quick syncs lately, and
         inside the zero-filled region of the segment (no rotation, no extension)."""
         nbytes = sum(RECORD_OVERHEAD_BYTES + len(item.payload) for item in batch)
+        return self._on_loop_fits(len(batch), nbytes)
+
+    def _on_loop_fits(self, records: int, nbytes: int) -> bool:
         return (
-            self.pacer.inline(len(batch), nbytes)
+            self.pacer.inline(records, nbytes)
             and self._size + nbytes <= self._alloc_end
-            and self._fits(nbytes, len(batch))
+            and self._fits(nbytes, records)
         )
 
     async def _flush(self) -> None:
@@ -408,6 +426,8 @@ class JournalWriter(Actor):
             JournalFailed: a commit listener failed (the batch is failed with it).
         """
         committed, self._committed = self._committed, []
+        if batch:
+            self._last_batch = len(batch)
         try:
             for listener in list(self._listeners):
                 listener(committed)

@@ -149,6 +149,11 @@ class Mediator(FeatureMediation):
         self._upstream_capabilities = upstream_capabilities or (lambda _uid: {})
         self.policy = policy
         self._audit = audit
+        # Asked once: isinstance against a runtime-checkable protocol walks its members
+        # (tens of microseconds), which every call paid.
+        self._two_phase: TwoPhaseAuditSink | None = (
+            audit if isinstance(audit, TwoPhaseAuditSink) else None
+        )
         self._forward = forward
         self._definition_of = definition_of
         self._audit_errors = audit_errors
@@ -252,7 +257,7 @@ class Mediator(FeatureMediation):
         # a hidden tool (answered like an unknown one) from a call whose arguments failed.
         decision = self.policy.check_call(name, arguments, definition)
         hidden = not decision.allowed and not self.policy.check_tool(name, definition).allowed
-        if not decision.allowed or not isinstance(self._audit, TwoPhaseAuditSink):
+        if not decision.allowed or self._two_phase is None:
             await self.record_decision(record, decision, inspected=True)
             # A tool the policy hides looks exactly like a tool that does not exist.
             self.refuse_denied(name, decision, hidden=hidden, kind="tool", action="tool call")
@@ -290,13 +295,13 @@ class Mediator(FeatureMediation):
         Raises:
             Refusal: the write failed (code AUDIT_FAILED); nothing was forwarded.
         """
-        assert isinstance(self._audit, TwoPhaseAuditSink)
+        assert self._two_phase is not None
         record.update(decision="allow", reason=decision.reason, rule=decision.rule)
         record["inspected"] = dict(decision.inspected)
         record.setdefault("run", self.run_id)
         record.setdefault("policy", self.policy.digest)
         try:
-            pending = await self._audit.write(record)
+            pending = await self._two_phase.write(record)
         except self._audit_errors as exc:
             _log.error("audit write failed, refusing the request: %s", exc)
             raise Refusal(AUDIT_FAILED, "the audit log is unavailable; request refused") from exc

@@ -41,7 +41,7 @@ from typing import Any, Final, Protocol
 
 import msgspec
 
-from glove.actors import Actor, Deferred, TaskOwner, settle
+from glove.actors import NOT_NOW, Actor, Deferred, TaskOwner, settle
 from glove.mcp._config import UpstreamConfig
 from glove.mcp._contracts import arguments_digest
 from glove.mcp._framing import (
@@ -415,6 +415,15 @@ class UpstreamActor(Actor):
         Raises:
             UpstreamTransportError: the upstream has already failed.
         """
+        reply = self.handle_now(msg)
+        if reply is NOT_NOW:
+            return await super().handle(msg)
+        return reply
+
+    def handle_now(self, msg: object) -> object:
+        """Every message of this actor is handled without waiting, so an idle upstream
+        takes it from the asker's task (the idle fast path, see :mod:`glove.actors`): a
+        call's frame is written to the upstream before the asker first waits."""
         if isinstance(msg, CallTool):
             params: dict[str, Any] = {"name": msg.name}
             if msg.arguments is not None:
@@ -435,7 +444,7 @@ class UpstreamActor(Actor):
             return None
         if isinstance(msg, ListTools):
             return list(self.tools)
-        return await super().handle(msg)
+        return NOT_NOW
 
     # -- requests -----------------------------------------------------------------------------
 
