@@ -21,11 +21,8 @@ RUNTIME = SRC / "actors"
 #: ``asyncio.ensure_future``, ``asyncio.gather`` (which wraps each coroutine in one).
 RAW = frozenset({"create_task", "ensure_future", "gather"})
 
-#: Modules allowed a raw call, with the reason. ``container/`` is outside this change; its
-#: one task is held in the monitor's own set and cancelled when the monitor closes.
-ALLOWED: dict[str, str] = {
-    "container/linux/_async.py": "backpressure task held in self._tasks, cancelled on close",
-}
+#: Modules allowed a raw call, with the reason (none).
+ALLOWED: dict[str, str] = {}
 
 
 def _raw_calls(tree: ast.Module) -> list[tuple[int, str]]:

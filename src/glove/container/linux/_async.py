@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor
 from typing import Final
 
+from glove.actors import TaskOwner
 from glove.container._monitor import (
     CPU_POLL_INTERVAL_S,
     DRAIN_GRACE_S,
@@ -160,7 +161,8 @@ class AsyncSandbox:
         self._timer_at: float | None = None
         self._stdin_buffer = bytearray()
         self._stdin_eof = False
-        self._tasks: set[asyncio.Task[None]] = set()
+        #: The backpressure waits (one per paused stream), cancelled at the release.
+        self._tasks = TaskOwner("sandbox-output")
         self._released = False
 
     # -- public -----------------------------------------------------------------------------
@@ -422,9 +424,11 @@ class AsyncSandbox:
             # Backpressure: stop reading this stream until its consumer has taken it.
             self._remove_reader(fd)
             self._reading.discard(fd)
-            task = self._loop.create_task(self._after(pending, fd))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            if self._tasks.closed:  # released: nobody reads this stream any more
+                if asyncio.iscoroutine(pending):
+                    pending.close()
+                return
+            self._tasks.start(self._after(pending, fd), name=f"output-{fd}")
 
     async def _after(self, pending: Awaitable[None], fd: int) -> None:
         try:
@@ -542,8 +546,7 @@ class AsyncSandbox:
         if self._released:
             return
         self._released = True
-        for task in list(self._tasks):
-            task.cancel()
+        self._tasks.cancel()
         if self._wiring is not None:
             target = self._wiring.stdin_target
             if target is not None:
