@@ -304,8 +304,8 @@ def test_what_the_fast_path_does_not_understand_goes_to_typer(
 
 #: Every glove module ``glove exec -- /bin/true`` may load: the CLI's own parser, the run's
 #: options and spec, the container's spec, profile and limits, and the blocking launch path
-#: (``_supervise``): never the asyncio shell, the launcher client or ``--dry-run``'s
-#: description.
+#: (``_supervise``, and ``_launch_guard``, which ``launch`` asks whether this process may
+#: clone): never the asyncio shell, the launcher client or ``--dry-run``'s description.
 EXEC = LIGHT | {
     "glove.usage", "glove.cli._exec",
     "glove.run", "glove.run._egress", "glove.run._exec", "glove.run._options",
@@ -319,7 +319,8 @@ EXEC = LIGHT | {
     "glove.container.errors", "glove.container.linux",
     "glove.container.linux._cgroup_v2", "glove.container.linux._cgroups",
     "glove.container.linux._events", "glove.container.linux._jobs",
-    "glove.container.linux._launch", "glove.container.linux._mounts",
+    "glove.container.linux._launch", "glove.container.linux._launch_guard",
+    "glove.container.linux._mounts",
     "glove.container.linux._pty", "glove.container.linux._reaper",
     "glove.container.linux._retained", "glove.container.linux._seccomp",
     "glove.container.linux._supervise", "glove.container.linux._syscalls",

@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from glove.container import SandboxSpec
+from glove.container import ProjectionRecord, SandboxSpec
 from glove.container.linux._launcher_codec import (
     MAX_FDS,
     MAX_FRAME_BYTES,
@@ -24,9 +24,20 @@ from glove.container.linux._launcher_codec import (
 )
 
 SPEC = SandboxSpec(argv=("/bin/true",), env={"PATH": "/usr/bin"})
+FROZEN = ProjectionRecord(
+    alias="skill",
+    target="/skills/skill.md",
+    digest="sha256:" + "a" * 64,
+    size=10,
+    freeze_method="detached-tmpfs",
+    kind="frozen",
+    inode=(42, 7),
+)
+BUNDLE = msgspec.structs.replace(FROZEN, target="/skills/b.md", kind="bundle", identity=(1, 2))
 MESSAGES: list[Message] = [
     Hello(PROTOCOL_VERSION, 1234),
     Launch(id=1, spec=SPEC, stdio=(True, True, False), pass_targets=(3, 7)),
+    Launch(id=3, spec=SPEC, stdio=(True, True, True), projections=(FROZEN, BUNDLE)),
     Launched(id=1, pid=99, plans={}, setup_s=0.004, cgroup_v2="/sys/fs/cgroup/x", notify=True),
     Exited(id=1, wait_status=256),
     Failed(id=2, kind="limit", message="no cgroup", limit="memory"),
@@ -40,9 +51,10 @@ def test_every_message_round_trips_with_its_descriptor_count(message: Message) -
 
 def test_descriptor_counts_follow_the_message() -> None:
     assert fd_count(MESSAGES[1]) == 4  # stdin, stdout, then fds 3 and 7
-    assert fd_count(MESSAGES[2]) == 3  # pidfd, status pipe, notify channel
+    assert fd_count(MESSAGES[3]) == 3  # pidfd, status pipe, notify channel
     assert fd_count(Launched(id=1, pid=2, plans={}, setup_s=0.0, pty=True, notify=True)) == 4
-    assert fd_count(MESSAGES[0]) == fd_count(MESSAGES[3]) == fd_count(MESSAGES[4]) == 0
+    assert fd_count(MESSAGES[2]) == 5  # stdio, then one per projection
+    assert fd_count(MESSAGES[0]) == fd_count(MESSAGES[4]) == fd_count(MESSAGES[5]) == 0
 
 
 def _refused(data: bytes, fds: int = 0, *, truncated: bool = False) -> str:
@@ -55,7 +67,7 @@ def test_garbage_empty_and_truncated_records_are_refused() -> None:
     assert _refused(b"") == "malformed"
     assert _refused(b"\xc1\xc1\xc1") == "malformed"  # not msgpack
     assert _refused(msgspec.msgpack.encode([1, 2, 3])) == "malformed"  # not a message
-    assert _refused(encode(MESSAGES[3]), truncated=True) == "oversized"
+    assert _refused(encode(MESSAGES[4]), truncated=True) == "oversized"
     assert _refused(b"\x00" * (MAX_FRAME_BYTES + 1)) == "oversized"
 
 
@@ -79,7 +91,20 @@ def test_a_record_with_other_descriptors_than_its_message_is_refused() -> None:
     data = encode(MESSAGES[1])
     assert _refused(data, 3) == "descriptors"
     assert _refused(data, 5) == "descriptors"
-    assert _refused(encode(MESSAGES[3]), 1) == "descriptors"
+    assert _refused(encode(MESSAGES[4]), 1) == "descriptors"
+    assert _refused(encode(MESSAGES[2]), 3) == "descriptors"  # a projection's missing
+
+
+def test_a_projection_record_of_another_shape_is_refused() -> None:
+    raw = msgspec.to_builtins(MESSAGES[2])
+    raw["projections"][0]["kind"] = "directory"
+    assert _refused(msgspec.msgpack.encode(raw), 5) == "malformed"
+    raw = msgspec.to_builtins(MESSAGES[2])
+    raw["projections"][1]["inode"] = [1, 2, 3]
+    assert _refused(msgspec.msgpack.encode(raw), 5) == "malformed"
+    raw = msgspec.to_builtins(MESSAGES[2])
+    raw["projections"][0]["mount_fd"] = 9  # descriptors travel as descriptors only
+    assert _refused(msgspec.msgpack.encode(raw), 5) == "malformed"
 
 
 def test_a_launch_cannot_smuggle_descriptor_numbers_or_name_a_target_twice() -> None:

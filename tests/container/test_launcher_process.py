@@ -114,6 +114,36 @@ async def main():
         box = AsyncSandbox(spec("/bin/true"), on_output=on_output)  # it still launches
         await box.start(); result = await box.wait(); box.close()
         out["after"] = result.outcome
+    elif case == "forbidden":
+        from glove.container import ProjectionRecord
+        from glove.container.linux import (InProcessLaunchForbidden, forbid_in_process_launch,
+                                           launch)
+        forbid_in_process_launch()
+        try:
+            launch(spec("/bin/true"))
+            out["in_process"] = "launched"
+        except InProcessLaunchForbidden as exc:
+            out["in_process"] = type(exc).__name__
+        box = AsyncSandbox(spec("/bin/true"), on_output=on_output)  # the launcher clones it
+        await box.start(); result = await box.wait(); box.close()
+        out["through_launcher"] = result.outcome
+        class Portable:  # a projection this launcher (forked without a loader) refuses
+            target = "/p.md"
+            def __init__(self):
+                self.fd = os.open("/dev/null", os.O_RDONLY | os.O_CLOEXEC)
+            def export(self):
+                return ProjectionRecord(alias="p", target=self.target, digest="sha256:" + "0" * 64,
+                                        size=0, freeze_method="detached-tmpfs", kind="bundle",
+                                        inode=(0, 0)), self.fd
+            def park(self, directory): pass
+            def attach(self, root_fd): pass
+            def close(self):
+                if self.fd >= 0:
+                    os.close(self.fd); self.fd = -1
+        portable = Portable()
+        box = AsyncSandbox(spec("/bin/true"), on_output=on_output, projections=(portable,))
+        await box.start(); result = await box.wait(); box.close()
+        out["projection"] = [result.outcome, result.error, portable.fd]
     elif case == "kill":
         box = AsyncSandbox(spec("/bin/sleep", "300"), on_output=on_output)
         await box.start()
@@ -200,6 +230,21 @@ def test_the_launcher_exits_on_a_malformed_record(glove_exec: GloveExec, bad: st
     out = _drive(glove_exec, "malformed", bad)
     assert out["hello"] is True
     assert out["exit"] == EXIT_INTERNAL
+
+
+def test_once_forbidden_nothing_launches_in_process_and_the_launcher_still_clones(
+    glove_exec: GloveExec,
+) -> None:
+    """After ``forbid_in_process_launch`` an in-process launch raises its typed error; the
+    launcher still clones; a projection it has no loader for is a setup error (its
+    descriptor closed here), nothing ran."""
+    out = _drive(glove_exec, "forbidden")
+    assert out["in_process"] == "InProcessLaunchForbidden"
+    assert out["through_launcher"] == "exited"
+    outcome, error, fd = out["projection"]
+    assert outcome == "setup_error"
+    assert "takes no projections" in error
+    assert fd == -1
 
 
 def test_the_launcher_is_never_forked_from_a_threaded_process(glove_exec: GloveExec) -> None:

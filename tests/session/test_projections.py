@@ -6,6 +6,7 @@ mounted."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,10 @@ SKILL_TARGET = "/skills/skill.md"
 #: A second alias the same bundle is projected under in one session.
 COPY_TARGET = "/skills/copy.md"
 PROBE_TARGET = "/glove-probe/probe.py"
+#: In the command line of the ``hold`` harness's shell (found in /proc by it).
+HOLD_MARKER = "glove-projection-hold-5d1e"
+#: Bound on waiting for a sandbox to show up or end.
+EVENT_DEADLINE_S = 60.0
 HARNESSES = f"""
 [projections.skill]
 target = "{SKILL_TARGET}"
@@ -53,6 +59,9 @@ argv = ["/usr/bin/sha256sum", "{SKILL_TARGET}"]
 
 [harnesses.both]
 argv = ["/usr/bin/sha256sum", "{SKILL_TARGET}", "{COPY_TARGET}"]
+
+[harnesses.hold]
+argv = ["/bin/sh", "-c", "/usr/bin/sha256sum {SKILL_TARGET} && /bin/sleep 60; : {HOLD_MARKER}"]
 """
 SKILL = b"# a skill\n" + bytes(range(256)) * 256  # 64 KiB + 10 bytes
 #: Launches per batch the racing writer runs against (GLOVE_PROJECTION_RACE_ROUNDS).
@@ -222,6 +231,67 @@ def test_the_binding_and_the_receipt_commit_what_was_mounted(owner: Owner) -> No
     assert [p["alias"] for p in owner.receipt(other)["projections"]] == ["probe", "skill"]
     assert other["launch_binding"] != first["launch_binding"]
     assert owner.stdout(first).startswith(owner.bundles["skill"]["digest"][7:].encode())
+
+
+def _status(pid: int, field: str) -> str:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return line.split(":", 1)[1].strip()
+    raise AssertionError(f"no {field} for {pid}")
+
+
+def _cmdline(pid: int | str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _held_inits() -> list[int]:
+    """The sandbox inits running the ``hold`` harness (its shell's parent)."""
+    inits = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and HOLD_MARKER.encode() in _cmdline(entry.name):
+            with contextlib.suppress(OSError, AssertionError):
+                parent = int(_status(int(entry.name), "PPid"))
+                if b"glove-init" in _cmdline(parent):
+                    inits.append(parent)
+    return inits
+
+
+def test_a_projection_sessions_sandbox_is_the_launchers_child(owner: Owner) -> None:
+    """gloved clones a session with projections in its launcher process too: the
+    sandbox's init is the launcher's child (not gloved's), and the command reads the
+    projected bytes; in all four freeze modes (root or not, fsopen or the fallback)."""
+    assert owner.home.proc is not None
+    gloved = owner.home.proc.pid
+    launchers = [
+        int(entry.name)
+        for entry in Path("/proc").iterdir()
+        if entry.name.isdigit()
+        and _cmdline(entry.name).startswith(b"glove-launcher")
+        and int(_status(int(entry.name), "PPid")) == gloved
+    ]
+    assert len(launchers) == 1, launchers
+    plan_file = owner.home.base / f"hold-{os.urandom(4).hex()}.json"
+    plan_file.write_text(json.dumps(owner.plan("hold", "skill")))
+    os.chown(plan_file, owner.uid, owner.gid)
+    done = owner.home.glove("session", "create", str(plan_file), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    session = str(json.loads(done.stdout)["session_id"])
+    try:
+        deadline = time.monotonic() + EVENT_DEADLINE_S
+        while not (inits := _held_inits()):
+            assert time.monotonic() < deadline, owner.home.stderr()
+            time.sleep(0.05)
+        assert [int(_status(init, "PPid")) for init in inits] == launchers
+    finally:
+        stopped = owner.home.glove("session", "stop", session)
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        owner.home.glove("session", "wait", session, "--json")
+    digest = owner.bundles["skill"]["digest"][7:]
+    path = owner.home.state / "sessions-data" / session / "stdout"
+    assert path.read_bytes().startswith(digest.encode())
 
 
 def test_one_bundle_under_two_aliases_is_at_both_targets(owner: Owner) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Callable, Sequence
 from typing import Final, Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -309,3 +310,42 @@ class FileProjection(Protocol):
     def close(self) -> None:
         """In the launcher, after the clone: close its own descriptors (idempotent)."""
         ...
+
+
+class ProjectionRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A projection as it crosses to another process (gloved's launcher) with one
+    descriptor: what the receiving side needs to rebuild it and to check that the
+    descriptor is the file described (a :class:`ProjectionLoader` does both).
+
+    Attributes:
+        alias, target, digest, size: the projection (``target`` is where it is mounted).
+        freeze_method: the method the copy was, or will be, frozen with.
+        kind: ``frozen``: the descriptor is the detached read-only tmpfs holding the copy;
+            ``bundle``: it is the opened, checked bundle (the sandbox's init freezes it).
+        inode: ``(st_dev, st_ino)`` of the frozen copy (``frozen``) or of the bundle.
+        identity: the bundle's identity at its first ``fstat`` (``bundle``; size and times
+            included), which the descriptor must still show.
+    """
+
+    alias: str
+    target: str
+    digest: str
+    size: int
+    freeze_method: str
+    kind: Literal["frozen", "bundle"]
+    inode: tuple[int, int]
+    identity: tuple[int, ...] = ()
+
+
+@runtime_checkable
+class PortableProjection(FileProjection, Protocol):
+    """A :class:`FileProjection` that can cross to gloved's launcher process."""
+
+    def export(self) -> tuple[ProjectionRecord, int]:
+        """Its record and the one descriptor that goes with it (still owned here)."""
+        ...
+
+
+#: Rebuilds exported projections in the launcher, taking ownership of their descriptors
+#: (closing them all when it raises); it raises when one does not match its record.
+ProjectionLoader = Callable[[Sequence[tuple[ProjectionRecord, int]]], tuple[FileProjection, ...]]

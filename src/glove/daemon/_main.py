@@ -88,9 +88,12 @@ def _fork_launcher() -> LauncherHandle | None:
     """
     if not sys.platform.startswith("linux"):
         return None
-    from glove.container.linux import fork_launcher
+    from glove.container.linux import forbid_in_process_launch, fork_launcher
+    from glove.session import load_projections
 
-    return fork_launcher()
+    handle = fork_launcher(load_projections)
+    forbid_in_process_launch()  # from here every sandbox of gloved is cloned there
+    return handle
 
 
 def _claim_cgroups(launcher: LauncherHandle | None) -> None:

@@ -44,11 +44,12 @@ import threading
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import Final
+from typing import Final, NamedTuple
 
 import msgspec
 
 from glove.library import _syscalls as sc
+from glove.library._names import bundle_name, digest_of
 from glove.library._resolve import BUNDLE_MODE, OpenedBundle, read_verified
 from glove.library.errors import FreezeError, MountError
 
@@ -129,6 +130,48 @@ def _mount_failed(target: str, step: str, exc: OSError) -> MountError:
     )
 
 
+class _Copy(NamedTuple):
+    """What a frozen copy keeps of its bundle (an adopted copy has no bundle here)."""
+
+    name: str
+    digest: str
+    size: int
+
+
+def _check_adopted(
+    name: str, size: int, method: str, mount_fd: int, inode: tuple[int, int]
+) -> None:
+    """Refuse ``mount_fd`` unless it is the sealed detached tmpfs holding the copy described.
+
+    Raises:
+        MountError: ``mount_check_failed``.
+    """
+
+    def refused(why: str) -> MountError:
+        return MountError("mount_check_failed", f"the frozen copy of {name} {why}", subject=name)
+
+    if method != FREEZE_DETACHED_TMPFS:
+        raise refused(f"was frozen with {method!r}: only a detached tmpfs crosses processes")
+    try:
+        root = os.fstat(mount_fd)
+        flags = os.fstatvfs(mount_fd).f_flag
+        copy = os.open(name, _O_PATH, dir_fd=mount_fd)  # a bundle name: one component
+    except OSError as exc:
+        raise refused(f"cannot be checked: {os.strerror(exc.errno or 0)}") from exc
+    try:
+        info = os.fstat(copy)
+    finally:
+        os.close(copy)
+    if not stat.S_ISDIR(root.st_mode) or root.st_dev != inode[0]:
+        raise refused("is not in the tmpfs that was frozen")
+    if not flags & os.ST_RDONLY:
+        raise refused("is in a tmpfs that is not read-only")
+    if not stat.S_ISREG(info.st_mode) or (info.st_dev, info.st_ino) != tuple(inode):
+        raise refused("is not the file that was frozen")
+    if info.st_size != size:
+        raise refused(f"has {info.st_size} bytes, not {size}")
+
+
 class FrozenProjection:
     """A verified bundle's bytes in a private read-only tmpfs; owns its descriptors.
 
@@ -160,7 +203,7 @@ class FrozenProjection:
 
     def __init__(
         self,
-        bundle: OpenedBundle,
+        bundle: OpenedBundle | _Copy,
         method: str,
         mount_fd: int,
         inode: tuple[int, int],
@@ -181,6 +224,38 @@ class FrozenProjection:
         self._dir = directory
         self._parked = False
         self._shared = shared
+
+    @classmethod
+    def adopt(
+        cls,
+        *,
+        name: str,
+        size: int,
+        method: str,
+        mount_fd: int,
+        inode: tuple[int, int],
+        shared: list[bool] | None = None,
+    ) -> FrozenProjection:
+        """Take ``mount_fd``, a copy another process froze (:func:`freeze`, a detached
+        tmpfs), checking it again: the tmpfs is read-only and holds ``name``, a regular file
+        of ``size`` bytes whose ``(st_dev, st_ino)`` is ``inode``. ``shared`` as for the
+        constructor (copies of one :class:`FreezeBatch` share one flag).
+
+        ``mount_fd`` is closed when it is refused.
+
+        Raises:
+            BundleNameError: ``name`` is not a bundle name.
+            MountError: ``mount_check_failed`` (another method, a writable tmpfs, another
+                file or size than was frozen).
+        """
+        try:
+            name = bundle_name(name)
+            _check_adopted(name, size, method, mount_fd, inode)
+        except BaseException:
+            os.close(mount_fd)
+            raise
+        copy = _Copy(name, digest_of(name), size)
+        return cls(copy, method, mount_fd, (inode[0], inode[1]), shared=shared)
 
     @property
     def descriptors(self) -> tuple[int, ...]:

@@ -104,6 +104,20 @@ def check_root(fd: int, path: str = "") -> os.stat_result:
     return info
 
 
+def _check_same(name: str, info: os.stat_result, first: tuple[int, ...]) -> None:
+    """Refuse a bundle whose identity is not ``first`` (another file, or this one changed).
+
+    Raises:
+        BundleMismatch: ``projection_changed``.
+    """
+    if identity(info) != tuple(first):
+        raise BundleMismatch(
+            "projection_changed",
+            f"bundle {name} is not the file that was opened, or it changed since",
+            subject=name,
+        )
+
+
 class OpenedBundle:
     """A bundle opened beneath the library root and checked; owns its descriptor.
 
@@ -124,6 +138,36 @@ class OpenedBundle:
         self.size = first.st_size
         self.fd = fd
         self.first = first
+
+    @classmethod
+    def adopt(cls, name: str, fd: int, size: int, first: tuple[int, ...]) -> OpenedBundle:
+        """Take ``fd``, a bundle another process opened and checked (``first`` is the
+        :func:`identity` of its first ``fstat``), checking it again: its type, owner, link
+        count, write bits and ``size``, and that its identity has not moved.
+
+        ``fd`` is closed when it is refused.
+
+        Raises:
+            BundleNameError: ``name`` is not a bundle name.
+            BundleUnsafe: ``projection_not_regular``, ``projection_wrong_owner``,
+                ``projection_hardlinked``, ``projection_writable``.
+            BundleMismatch: ``projection_size_mismatch``, ``projection_too_large``,
+                ``projection_changed`` (another file, or this one moved since it was opened).
+        """
+        try:
+            name = bundle_name(name)
+            info = os.fstat(fd)
+            check_inode(name, info, size)
+            _check_same(name, info, first)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(name, fd, info)
+
+    @property
+    def identity(self) -> tuple[int, ...]:
+        """The :func:`identity` of the first ``fstat`` (what :meth:`adopt` checks)."""
+        return identity(self.first)
 
     def close(self) -> None:
         """Close the descriptor (idempotent)."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     )
     from glove.session._faults import FAULT_STAGES, KILL_STAGES, arm_fault_hook
     from glove.session._methods import SESSION_ERROR_CODES, SessionMethods
+    from glove.session._projections import load_projections
     from glove.session._registry import SessionRegistry
     from glove.session._sandbox import Kill, SandboxActor, SendSignal
     from glove.session._service import LIFECYCLE_METHODS, SessionService, load_service
@@ -98,6 +99,7 @@ _LAZY: dict[str, str] = {
     "LIFECYCLE_METHODS": "glove.session._service",
     "SessionService": "glove.session._service",
     "load_service": "glove.session._service",
+    "load_projections": "glove.session._projections",
 }
 
 
@@ -151,6 +153,7 @@ __all__ = [
     "build_session",
     "close_once_launched",
     "egress_guest",
+    "load_projections",
     "load_service",
     "open_session",
     "relay_guest",

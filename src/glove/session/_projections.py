@@ -23,10 +23,13 @@ mounted then, and no descriptor of it reaches the command.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from typing import Final
+from collections.abc import Sequence
+from typing import Final, Literal
 
+from glove.container import ProjectionRecord
 from glove.library import (
     FREEZE_DETACHED_TMPFS,
     MOUNT_FLAGS,
@@ -65,7 +68,7 @@ class SessionProjection:
     def __init__(
         self,
         resolved: ResolvedProjection,
-        opened: OpenedBundle,
+        opened: OpenedBundle | None,
         frozen: FrozenProjection | None,
         method: str = FREEZE_DETACHED_TMPFS,
     ) -> None:
@@ -133,6 +136,40 @@ class SessionProjection:
             raise self._refused(exc) from exc
         finally:
             self.close()
+
+    def export(self) -> tuple[ProjectionRecord, int]:
+        """Its record and descriptor for gloved's launcher process: the frozen tmpfs once
+        frozen here, else the opened bundle (the init freezes it). Both stay owned here.
+
+        Raises:
+            ProjectionRefused: ``projection_unavailable`` (it was closed).
+        """
+        resolved = self.resolved
+        if self._frozen is not None and self._frozen.mount_fd >= 0:
+            frozen = self._frozen
+            kind: Literal["frozen", "bundle"] = "frozen"
+            first: tuple[int, ...] = ()
+            fd, inode = frozen.mount_fd, frozen.inode
+        elif self._opened is not None and self._opened.fd >= 0:
+            kind, fd, first = "bundle", self._opened.fd, self._opened.identity
+            inode = (self._opened.first.st_dev, self._opened.first.st_ino)
+        else:
+            raise ProjectionRefused(
+                "projection_unavailable",
+                "the projection was closed before its launch",
+                alias=resolved.alias,
+            )
+        record = ProjectionRecord(
+            alias=resolved.alias,
+            target=resolved.target,
+            digest=resolved.digest,
+            size=resolved.size,
+            freeze_method=self.method,
+            kind=kind,
+            inode=inode,
+            identity=first,
+        )
+        return record, fd
 
     def close(self) -> None:
         """Close the frozen tmpfs and the bundle (idempotent)."""
@@ -241,3 +278,65 @@ def prepare_projections(
             projection.close()
         raise
     return made
+
+
+def load_projections(
+    exported: Sequence[tuple[ProjectionRecord, int]],
+) -> tuple[SessionProjection, ...]:
+    """In gloved's launcher process: the projections :meth:`SessionProjection.export`
+    sent, rebuilt from their records and descriptors, each checked again on the way in
+    (``OpenedBundle.adopt``, ``FrozenProjection.adopt``: inode, size and identity). The
+    descriptors are owned from here (all closed when one is refused).
+
+    Raises:
+        ProjectionRefused: one descriptor is not what its record says (its code says how).
+    """
+    made: list[SessionProjection] = []
+    #: Copies frozen together in one tmpfs (one ``st_dev``) share its parked flag.
+    shared: dict[int, list[bool]] = {}
+    pending = [fd for _, fd in exported]
+    try:
+        for record, fd in exported:
+            pending.remove(fd)
+            made.append(_adopt(record, fd, shared))
+    except BaseException:
+        for projection in made:
+            projection.close()
+        for fd in pending:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        raise
+    for projection in made:
+        projection.batch = made
+    return tuple(made)
+
+
+def _adopt(record: ProjectionRecord, fd: int, shared: dict[int, list[bool]]) -> SessionProjection:
+    """One exported projection, checked (``fd`` is closed when it is refused)."""
+    resolved = ResolvedProjection(
+        alias=record.alias, target=record.target, digest=record.digest, size=record.size
+    )
+    try:
+        if record.kind == "frozen":
+            frozen = FrozenProjection.adopt(
+                name=record.digest,
+                size=record.size,
+                method=record.freeze_method,
+                mount_fd=fd,
+                inode=record.inode,
+                shared=shared.setdefault(record.inode[0], [False]),
+            )
+            return SessionProjection(resolved, None, frozen)
+        opened = OpenedBundle.adopt(record.digest, fd, record.size, record.identity)
+    except LibraryError as exc:
+        raise ProjectionRefused(
+            exc.code, f"projection {record.alias!r}: {exc}", alias=record.alias
+        ) from exc
+    if (opened.first.st_dev, opened.first.st_ino) != tuple(record.inode):
+        opened.close()
+        raise ProjectionRefused(
+            "projection_changed",
+            f"projection {record.alias!r}: the bundle is not the file that was opened",
+            alias=record.alias,
+        )
+    return SessionProjection(resolved, opened, None, record.freeze_method)

@@ -17,6 +17,10 @@ if TYPE_CHECKING:
     from glove.container.linux._events import READ_CHUNK_BYTES
     from glove.container.linux._jobs import HOST_SIGNALS, suspend
     from glove.container.linux._launch import SandboxProcess, launch
+    from glove.container.linux._launch_guard import (
+        InProcessLaunchForbidden,
+        forbid_in_process_launch,
+    )
     from glove.container.linux._launcher import LauncherHandle, fork_launcher
     from glove.container.linux._launcher_client import (
         LauncherClient,
@@ -44,6 +48,7 @@ _LAZY: dict[str, str] = {
     "RESOLVE_NO_SYMLINKS": "glove.container.linux._syscalls",
     "AsyncSandbox": "glove.container.linux._async",
     "FdWriter": "glove.container.linux._async_run",
+    "InProcessLaunchForbidden": "glove.container.linux._launch_guard",
     "OutputFilter": "glove.container._filter",
     "OutputHandler": "glove.container.linux._async",
     "RawTerminal": "glove.container.linux._pty",
@@ -52,6 +57,7 @@ _LAZY: dict[str, str] = {
     "LauncherHandle": "glove.container.linux._launcher",
     "RemoteSandboxProcess": "glove.container.linux._launcher_client",
     "SandboxProcess": "glove.container.linux._launch",
+    "forbid_in_process_launch": "glove.container.linux._launch_guard",
     "fork_launcher": "glove.container.linux._launcher",
     "install_launcher": "glove.container.linux._launcher_client",
     "installed_launcher": "glove.container.linux._launcher_client",
@@ -91,6 +97,7 @@ __all__ = [
     "RESOLVE_NO_SYMLINKS",
     "AsyncSandbox",
     "FdWriter",
+    "InProcessLaunchForbidden",
     "LauncherClient",
     "LauncherGone",
     "LauncherHandle",
@@ -103,6 +110,7 @@ __all__ = [
     "create_file_no_symlinks",
     "describe",
     "filesystem_magic",
+    "forbid_in_process_launch",
     "fork_launcher",
     "get_winsize",
     "install_launcher",

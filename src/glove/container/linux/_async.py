@@ -46,8 +46,13 @@ from glove.container._monitor import (
     setup_error,
 )
 from glove.container._result import SandboxResult
-from glove.container._spec import FileProjection, SandboxSpec
-from glove.container.errors import SandboxSetupError
+from glove.container._spec import (
+    FileProjection,
+    PortableProjection,
+    ProjectionRecord,
+    SandboxSpec,
+)
+from glove.container.errors import SandboxSetupError, SpecError
 from glove.container.linux._events import (
     ListenerGone,
     Stream,
@@ -64,6 +69,7 @@ from glove.container.linux._events import (
 )
 from glove.container.linux._launch import SandboxProcess, launch, receive_terminal
 from glove.container.linux._launcher_client import (
+    LauncherClient,
     LauncherGone,
     RemoteSandboxProcess,
     installed_launcher,
@@ -114,6 +120,17 @@ async def _receive_terminal(process: RemoteSandboxProcess) -> int:
         return receive_terminal(channel)
 
 
+def _export(projection: FileProjection) -> tuple[ProjectionRecord, int]:
+    """``projection``'s record and descriptor for the launcher process.
+
+    Raises:
+        SpecError: it cannot cross to another process (no ``export``).
+    """
+    if not isinstance(projection, PortableProjection):
+        raise SpecError(f"the projection at {projection.target} cannot cross to the launcher")
+    return projection.export()
+
+
 class AsyncSandbox:
     """One sandbox, launched and supervised from the running event loop.
 
@@ -134,7 +151,9 @@ class AsyncSandbox:
         """Prepare (nothing starts until :meth:`start`).
 
         ``projections`` are verified files mounted read-only in the sandbox (see
-        :func:`~glove.container.linux.launch`, which closes them).
+        :func:`~glove.container.linux.launch`); they are closed once launched. Where a
+        launcher process is installed each must be a
+        :class:`~glove.container.PortableProjection`: it crosses to the launcher.
 
         ``stdin`` is a host fd for the command's stdin (handed over when it is a pipe or a
         socket, pumped otherwise), or None for an empty stdin. In PTY mode the terminal
@@ -191,15 +210,10 @@ class AsyncSandbox:
         size = self._terminal_size
         if size is None and self._winsize_from is not None:
             size = get_winsize(self._winsize_from)
-        launcher = installed_launcher() if not self._projections else None
+        launcher = installed_launcher()
         try:
             if launcher is not None:
-                remote = await launcher.launch(
-                    self.spec,
-                    self._wiring.child,
-                    report_violations=True,
-                    terminal_size=size or DEFAULT_WINSIZE,
-                )
+                remote = await self._launch_remote(launcher, size or DEFAULT_WINSIZE)
                 self._process = remote
                 if remote.pty_channel >= 0:
                     remote.pty_master = await _receive_terminal(remote)
@@ -237,6 +251,25 @@ class AsyncSandbox:
         if self.spec.pty:
             adopt_terminal(self._wiring, self._process, pump_stdin=self._stdin is not None)
         self._watch()
+
+    async def _launch_remote(
+        self, launcher: LauncherClient, size: tuple[int, int]
+    ) -> RemoteSandboxProcess:
+        """Launch in the launcher process, the projections exported to it (their
+        descriptors cross by SCM_RIGHTS; this process's are closed once sent)."""
+        assert self._wiring is not None
+        try:
+            exported = [_export(projection) for projection in self._projections]
+            return await launcher.launch(
+                self.spec,
+                self._wiring.child,
+                report_violations=True,
+                terminal_size=size,
+                projections=exported,
+            )
+        finally:
+            for projection in self._projections:
+                projection.close()
 
     async def wait(self) -> SandboxResult:
         """The result, once the sandbox has ended and its output is drained."""

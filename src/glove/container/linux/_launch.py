@@ -97,6 +97,7 @@ from glove.container.linux._cgroups import (
     open_sandbox_cgroups,
     probe_host_limits,
 )
+from glove.container.linux._launch_guard import check_in_process_launch
 from glove.container.linux._mounts import (
     OpenedSource,
     build_rootfs,
@@ -785,8 +786,11 @@ def launch(
         SpecError: a bind source is missing or goes through a symlink.
         UnsupportedPlatform: no seccomp or no namespaces here.
         SandboxSetupError: the launcher's side of the setup failed (nothing ran).
+        InProcessLaunchForbidden: this is gloved, whose launcher process clones (nothing
+            ran; the projections are closed).
     """
     try:
+        check_in_process_launch()
         return _launch(
             spec,
             stdio,

@@ -2,12 +2,14 @@
 
 gloved forks it first thing, before any thread exists (:func:`fork_launcher`), so every
 sandbox is cloned by a process with one thread: on the ``clone3`` path (no fork path, no
-GIL window, no reaper process), and no two launches ever run at once, so the cgroup code
-needs no thread locks. It speaks the typed codec of
+GIL window, no reaper process), one launch at a time. A launch's library projections come
+with it (their descriptors by SCM_RIGHTS), checked again here by the loader gloved passed
+to :func:`fork_launcher`. It speaks the typed codec of
 :mod:`glove.container.linux._launcher_codec` over one ``SOCK_SEQPACKET`` socketpair::
 
     gloved                                     launcher (single-threaded, no event loop)
-      Launch(id, spec) + stdio, passed fds --->  launch(): clone3, id maps, cgroups, go
+      Launch(id, spec, projections) + stdio, passed fds, projections' fds
+                                           --->  launch(): clone3, id maps, cgroups, go
       <--- Launched(id, pid, cgroups) + pidfd, status pipe, notify and terminal channels
       <--- Exited(id, wait status)             (its pidfd readable: reaped here)
       <--- Failed(id, kind, message)           (a launch refused: nothing ran)
@@ -37,6 +39,7 @@ from typing import Final, NoReturn
 
 import msgspec
 
+from glove.container._spec import FileProjection, ProjectionLoader
 from glove.container.errors import (
     LimitRefused,
     SandboxError,
@@ -80,10 +83,12 @@ class LauncherHandle(msgspec.Struct, frozen=True):
     channel: int
 
 
-def fork_launcher() -> LauncherHandle:
+def fork_launcher(load_projections: ProjectionLoader | None = None) -> LauncherHandle:
     """Fork the launcher (call it before any thread exists) and return gloved's handle.
 
     The child keeps only its end of the channel and stdio; it never returns.
+    ``load_projections`` rebuilds the projections a launch carries (gloved's composition
+    root passes ``glove.session``'s); without it a launch with projections is refused.
 
     Raises:
         SandboxSetupError: this process already has threads, or the fork failed.
@@ -102,12 +107,12 @@ def fork_launcher() -> LauncherHandle:
         raise SandboxSetupError(f"cannot fork the launcher: {exc}") from exc
     if pid == 0:  # pragma: no cover - the child: measured through its behaviour
         ours.close()
-        _child_main(theirs.detach())
+        _child_main(theirs.detach(), load_projections)
     theirs.close()
     return LauncherHandle(pid=pid, pidfd=os.pidfd_open(pid), channel=ours.detach())
 
 
-def _child_main(channel: int) -> NoReturn:
+def _child_main(channel: int, load_projections: ProjectionLoader | None) -> NoReturn:
     code = EXIT_INTERNAL
     try:
         keep = {0, 1, 2, channel}
@@ -124,7 +129,7 @@ def _child_main(channel: int) -> NoReturn:
             os._exit(EXIT_INTERNAL)  # gloved died before the death signal was armed
         with contextlib.suppress(OSError, ValueError, AttributeError):
             sc.set_own_cmdline(LAUNCHER_TITLE)
-        code = serve(socket.socket(fileno=channel))
+        code = serve(socket.socket(fileno=channel), load_projections)
     except BaseException as exc:  # noqa: BLE001 - the forked child must never unwind
         with contextlib.suppress(OSError):
             os.write(2, f"glove-launcher: {type(exc).__name__}: {exc}\n".encode())
@@ -146,8 +151,9 @@ def warm_caches() -> None:
 class _Server:
     """The launcher's state: the channel and the inits it still has to reap."""
 
-    def __init__(self, channel: socket.socket) -> None:
+    def __init__(self, channel: socket.socket, load_projections: ProjectionLoader | None) -> None:
         self.channel = channel
+        self.load_projections = load_projections
         #: pidfd -> (launch id, init pid), for every init not reaped yet.
         self.live: dict[int, tuple[int, int]] = {}
         self.poller = select.poll()
@@ -175,24 +181,48 @@ class _Server:
         stdio = tuple(remaining.pop(0) if present else -1 for present in request.stdio)
         passed = {target: remaining.pop(0) for target in request.pass_targets}
         spec = msgspec.structs.replace(request.spec, pass_fds=passed)
+        projections: tuple[FileProjection, ...] = ()
         try:
+            projections = self._projections(request, remaining)
             process = _launch(
                 spec,
                 (stdio[0], stdio[1], stdio[2]),
                 report_violations=request.report_violations,
                 terminal_size=request.terminal_size,
-                projections=(),
+                projections=projections,
                 keep_terminal_channel=True,
             )
         except LimitRefused as exc:
             self.send(Failed(request.id, "limit", exc.reason, limit=exc.limit))
             return
+        except _ProjectionsRefused as exc:
+            self.send(Failed(request.id, "setup", str(exc)))
+            return
         except Exception as exc:  # noqa: BLE001 - every refusal goes back typed
             self.send(Failed(request.id, _kind(exc), str(exc)))
             return
         finally:
-            _close_all(fds)
+            for projection in projections:
+                projection.close()
+            _close_all(fds[: len(fds) - len(request.projections)])  # the loader's are its own
         self._hand_over(request.id, process)
+
+    def _projections(self, request: Launch, fds: list[int]) -> tuple[FileProjection, ...]:
+        """The launch's projections, rebuilt by the loader from their records and
+        descriptors (which it owns from here: it closes them all when it refuses).
+
+        Raises:
+            _ProjectionsRefused: no loader, or one descriptor does not match its record.
+        """
+        if not request.projections:
+            return ()
+        if self.load_projections is None:
+            _close_all(fds)
+            raise _ProjectionsRefused("SandboxSetupError: this launcher takes no projections")
+        try:
+            return self.load_projections(list(zip(request.projections, fds, strict=True)))
+        except Exception as exc:
+            raise _ProjectionsRefused(f"{type(exc).__name__}: {exc}") from exc
 
     def _hand_over(self, launch_id: int, process: SandboxProcess) -> None:
         v2, v1 = process.cgroups.where() if process.cgroups is not None else (None, {})
@@ -225,6 +255,11 @@ class _Server:
         self.send(Exited(launch_id, status))
 
 
+class _ProjectionsRefused(Exception):
+    """A launch's projections were refused before the clone (the text says which, as the
+    init's one-line setup report would: ``ProjectionRefused: [code] ...``)."""
+
+
 def _launch_request(message: Message, fds: list[int]) -> tuple[Launch, list[int]]:
     """``message`` as a launch request: gloved sends nothing else.
 
@@ -253,15 +288,17 @@ def _close_all(fds: list[int]) -> None:
             os.close(fd)
 
 
-def serve(channel: socket.socket) -> int:
+def serve(channel: socket.socket, load_projections: ProjectionLoader | None = None) -> int:
     """Run the launcher on ``channel`` until it ends; return the process's exit code.
+
+    ``load_projections`` rebuilds the projections launches carry (see :func:`fork_launcher`).
 
     Exits 0 at the end of the channel (or when gloved's end was closed under it),
     :data:`~glove.exits.EXIT_INTERNAL` when a record is refused or the channel breaks
     (gloved then fails closed).
     """
     warm_caches()
-    server = _Server(channel)
+    server = _Server(channel, load_projections)
     try:
         server.send(Hello(PROTOCOL_VERSION, os.getpid()))
         while True:

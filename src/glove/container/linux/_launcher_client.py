@@ -23,11 +23,11 @@ import select
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import msgspec
 
-from glove.container._spec import SandboxSpec
+from glove.container._spec import ProjectionRecord, SandboxSpec
 from glove.container.errors import (
     LimitRefused,
     SandboxError,
@@ -196,8 +196,10 @@ class LauncherClient:
         *,
         report_violations: bool = False,
         terminal_size: tuple[int, int] = DEFAULT_WINSIZE,
+        projections: Sequence[tuple[ProjectionRecord, int]] = (),
     ) -> RemoteSandboxProcess:
-        """Launch ``spec`` in the launcher; the caller keeps (and closes) its descriptors.
+        """Launch ``spec`` in the launcher; the caller keeps (and closes) its descriptors,
+        those of the exported ``projections`` too (the launcher gets copies).
 
         Raises:
             LimitRefused, SpecError, UnsupportedPlatform, SandboxSetupError: the launcher
@@ -210,6 +212,7 @@ class LauncherClient:
         self._next_id += 1
         targets = tuple(sorted(spec.pass_fds))
         fds = [fd for fd in stdio if fd >= 0] + [spec.pass_fds[t] for t in targets]
+        fds += [fd for _, fd in projections]
         request = Launch(
             id=launch_id,
             spec=msgspec.structs.replace(spec, pass_fds={}),
@@ -217,6 +220,7 @@ class LauncherClient:
             pass_targets=targets,
             report_violations=report_violations,
             terminal_size=terminal_size,
+            projections=tuple(record for record, _ in projections),
         )
         try:
             data = encode(request)

@@ -13,7 +13,9 @@ Descriptors, in order:
 
 * :class:`Launch` (gloved -> launcher): the command's stdin, stdout and stderr for each
   ``True`` of ``stdio``, then one per ``pass_targets`` entry (``spec.pass_fds`` is empty
-  on the wire; the launcher rebuilds it from these).
+  on the wire; the launcher rebuilds it from these), then one per ``projections`` entry
+  (a library projection's frozen tmpfs or opened bundle, which the launcher checks
+  against its record before it uses it).
 * :class:`Launched` (launcher -> gloved): the init's pidfd, its status pipe, then the
   notify channel when ``notify``, then the terminal channel when ``pty``.
 * :class:`Hello`, :class:`Exited`, :class:`Failed`: none.
@@ -26,11 +28,12 @@ from typing import Final, Literal
 import msgspec
 
 from glove.container._limits import LimitPlan
-from glove.container._spec import SandboxSpec
+from glove.container._spec import ProjectionRecord, SandboxSpec
 from glove.container.errors import SandboxError
 
-#: Version of this wire format; the launcher says it first (:class:`Hello`).
-PROTOCOL_VERSION: Final = 1
+#: Version of this wire format; the launcher says it first (:class:`Hello`). gloved and its
+#: launcher are one build (a fork), so gloved accepts this version only. 2: projections.
+PROTOCOL_VERSION: Final = 2
 #: Largest record either side sends or accepts (a spec with a large environment fits).
 MAX_FRAME_BYTES: Final = 256 * 1024
 #: Most descriptors one record carries (the kernel's SCM_MAX_FD is 253).
@@ -69,6 +72,7 @@ class Launch(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="launc
     pass_targets: tuple[int, ...] = ()
     report_violations: bool = False
     terminal_size: tuple[int, int] = (24, 80)
+    projections: tuple[ProjectionRecord, ...] = ()
 
 
 class Launched(msgspec.Struct, frozen=True, forbid_unknown_fields=True, tag="launched"):
@@ -117,7 +121,7 @@ _decoder: Final = msgspec.msgpack.Decoder(Message)
 def fd_count(message: Message) -> int:
     """How many descriptors travel with ``message``."""
     if isinstance(message, Launch):
-        return sum(message.stdio) + len(message.pass_targets)
+        return sum(message.stdio) + len(message.pass_targets) + len(message.projections)
     if isinstance(message, Launched):
         return 2 + int(message.notify) + int(message.pty)
     return 0
