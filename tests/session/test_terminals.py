@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import json
 import os
@@ -16,6 +17,7 @@ import pytest
 
 from glove.control import AsyncClient, RemoteError
 from glove.session._transcript_format import digest_of
+from glove.session._viewers import MAX_VIEWERS_PER_SESSION
 
 from ._gloved import Gloved, plan_text
 from ._terminals import Viewer, pty_plan, terminal_home
@@ -167,6 +169,28 @@ async def test_viewers_share_the_terminal_and_one_writer_types(gloved: Gloved) -
         receipt = await _receipt(gloved, session_id)
     assert receipt["outcome"]["kind"] == "cancelled"
     assert receipt["transcript"]["complete"] is True
+
+
+async def test_attach_streams_ended_by_their_deadline_leave_no_viewer_behind(
+    gloved: Gloved,
+) -> None:
+    """More attaches than a session seats viewers, each ended by its own short deadline, and
+    the next attach still gets in: the viewer leaves with its stream (its removal once ran
+    under the stream's passed deadline, was dropped as stale and left a ghost in a seat)."""
+    async with AsyncClient.for_runtime_dir(gloved.runtime) as client:
+        session_id = await _create(client, pty_plan("shell"))
+        async with Viewer(client, session_id, mode="read") as first:
+            await first.wait_for(PROMPT)
+        for _ in range(MAX_VIEWERS_PER_SESSION + 2):
+            with contextlib.suppress(RemoteError, TimeoutError):
+                async with client.stream(
+                    "session.attach", {"session_id": session_id, "mode": "read"}, timeout=0.3
+                ) as events:
+                    async for _event in events:
+                        pass
+        async with Viewer(client, session_id, mode="write") as last:
+            assert last.attached["writer"] is True
+        await client.call("session.stop", {"session_id": session_id})
 
 
 async def test_reattach_from_an_offset_misses_nothing_and_duplicates_nothing(

@@ -11,7 +11,7 @@ from glove.actors._actor import (
     Actor,
     ActorState,
 )
-from glove.actors._deadline import current_deadline, reset_deadline, set_deadline
+from glove.actors._deadline import current_deadline, fresh_context, reset_deadline, set_deadline
 from glove.actors._envelope import Deferred, Envelope
 from glove.actors._running import running
 from glove.actors._snapshot import (
@@ -59,6 +59,7 @@ __all__ = [
     "TaskOwner",
     "TreeSnapshot",
     "current_deadline",
+    "fresh_context",
     "race",
     "render_tree",
     "reset_deadline",

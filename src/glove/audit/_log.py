@@ -236,6 +236,9 @@ class AuditLog(Actor):
         self._flushing = False
         self._last_batch = 0  # waiters in the last batch written
         self._sync_task: asyncio.Task[None] | None = None
+        #: Batches being committed in the executor: a rotation or a reopen there closes the
+        #: file a sync on the loop would use, so the loop syncs only when this is 0.
+        self._committing_elsewhere = 0
         self._shared = shared
         self._lock_fd = -1
 
@@ -407,6 +410,7 @@ class AuditLog(Actor):
         if self._commit_here(batch):
             return
         overlapped, _quick = self._plan(batch)
+        self._committing_elsewhere += 1
         try:
             outcome = await self.run_blocking(
                 self._commit_blocking, [w.fields for w in batch], not overlapped
@@ -414,6 +418,8 @@ class AuditLog(Actor):
         except BaseException as exc:
             self._fail_closed(exc, batch)
             raise
+        finally:
+            self._committing_elsewhere -= 1
         self._finish(batch, outcome, on_loop=False)
 
     def _finish(self, batch: list[_Waiting], outcome: _Outcome, *, on_loop: bool) -> None:
@@ -446,7 +452,8 @@ class AuditLog(Actor):
         # executor, where writes go on meanwhile and the next sync covers them.
         try:
             while (target := self._core.sync_target()) is not None:
-                inline = self.pacer.inline(1, 0)
+                # In the executor, behind a commit that may rotate or reopen the file.
+                inline = self._committing_elsewhere == 0 and self.pacer.inline(1, 0)
                 if inline:
                     seconds = self._sync_blocking()
                 else:

@@ -27,7 +27,7 @@ from typing import Annotated, Any, Final, Literal
 import msgspec
 from msgspec import Meta
 
-from glove.actors import ActorDead, ActorError, Busy, race
+from glove.actors import ActorDead, ActorError, Busy, fresh_context, race
 from glove.control import CallContext, MethodError, MethodRegistry
 from glove.plan import MAX_TERMINAL_CELLS, MIN_TERMINAL_CELLS
 from glove.session._escape import TerminalModes
@@ -217,6 +217,15 @@ async def read_chunk(
     return offset, data
 
 
+def _let_go(registry: SessionRegistry, drain: PtyDrain | None, viewer: Viewer) -> None:
+    """Unsubscribe a viewer whose stream ended and remove it (run in a fresh context)."""
+    with contextlib.suppress(ActorError):
+        if drain is not None:
+            drain.tell(Unsubscribe(deadline=deadline_in(), event=viewer.wake))
+    with contextlib.suppress(ActorError):
+        registry.tell(ViewerRemove(deadline=deadline_in(), viewer=viewer))
+
+
 class TerminalMethods:
     """The handlers, bound to the registry they drive."""
 
@@ -355,11 +364,9 @@ class TerminalMethods:
             async for event in self._follow(params, source, ring, viewer, offset):
                 yield event
         finally:
-            with contextlib.suppress(ActorError):
-                if drain is not None:
-                    drain.tell(Unsubscribe(deadline=deadline_in(), event=viewer.wake))
-            with contextlib.suppress(ActorError):
-                registry.tell(ViewerRemove(deadline=deadline_in(), viewer=viewer))
+            # Under deadlines of their own: the stream may end because its deadline passed,
+            # and messages capped by it would be dropped as stale (a ghost viewer).
+            fresh_context().run(_let_go, registry, drain, viewer)
             ring.close()
 
     @staticmethod

@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Final
 
-from glove.actors import Actor
+from glove.actors import Actor, ActorDead, Busy
 from glove.container.linux import READ_CHUNK_BYTES, set_winsize
 from glove.records import TranscriptEntry
 from glove.session._drain import StreamDigest
@@ -352,7 +352,8 @@ class PtyDrain(Actor):
         the command. Returns where it went.
 
         Raises:
-            NoTerminal: the terminal is not open.
+            NoTerminal: the terminal is not open, or the sandbox cannot take the signal
+                (stopping, or its mailbox full): a refusal, never a crash of the drain.
         """
         fd = self._require_open()
         if signum in FOREGROUND_SIGNALS:
@@ -364,7 +365,10 @@ class PtyDrain(Actor):
         sandbox = self._sandbox
         if sandbox is None:
             raise NoTerminal("the session's sandbox is not running")
-        sandbox.tell(SendSignal(signum))
+        try:
+            sandbox.tell(SendSignal(signum))
+        except (ActorDead, Busy) as exc:  # as the pipes path says it
+            raise NoTerminal(f"the sandbox cannot take it: {exc}") from exc
         return "command"
 
     def _close_input(self) -> None:
