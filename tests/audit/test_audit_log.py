@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,29 @@ async def test_appends_after_the_deadline_are_unavailable(tmp_path: Path) -> Non
         ack = await log.append({"a": 2})
     assert _lines(path)[-1]["a"] == 2
     assert ack.seq == len(_lines(path))
+
+
+async def test_overlapped_syncs_survive_rotations_in_the_executor(tmp_path: Path) -> None:
+    """Two-phase writers keep syncs overlapped while later batches rotate the file in the
+    executor (its close made slow): every record becomes durable and the log stays up."""
+    path = tmp_path / "audit.jsonl"
+    record = {"pad": "x" * 8000}
+
+    class SlowClose(FaultStorage):
+        """A storage whose close returns late (fault injection: widens a rotation)."""
+
+        def close(self, fd: int) -> None:
+            super().close(fd)
+            time.sleep(0.02)
+
+    async with running(
+        AuditLog(path, max_bytes=64 * 1024, keep_files=2, storage=SlowClose())
+    ) as log:
+
+        async def writer() -> None:
+            for _ in range(60):
+                await (await log.write(record)).durable()
+
+        await asyncio.gather(*(writer() for _ in range(4)))
+        assert log.state == "running"
+        assert log.last_seq == 240
