@@ -177,12 +177,14 @@ def _pyseccomp() -> Any:
     Raises:
         UnsupportedPlatform: pyseccomp or libseccomp cannot be loaded.
     """
-    if "pyseccomp" not in sys.modules:
-        with contextlib.suppress(ImportError, OSError):
+    threads = sys.modules.get("threading")
+    alone = threads is None or threads.active_count() == 1  # the stand-in is process-wide
+    if "pyseccomp" not in sys.modules and alone:
+        with contextlib.suppress(ImportError, OSError, RuntimeError):
             _import_by_soname()  # else pyseccomp's own lookup, below
     try:
         import pyseccomp
-    except (ImportError, OSError) as exc:
+    except (ImportError, OSError, RuntimeError) as exc:  # RuntimeError: libseccomp not found
         raise UnsupportedPlatform(f"pyseccomp / libseccomp is not usable: {exc}") from exc
     return pyseccomp
 
@@ -196,7 +198,9 @@ def _import_by_soname() -> None:
     libraries' ABI, so while pyseccomp is imported ``ctypes.util`` is a stand-in (or, if it
     is loaded already, its ``find_library``) that names them; it is removed (restored)
     right after. A soname that does not load fails the import, and the caller imports
-    pyseccomp again with the real lookup.
+    pyseccomp again with the real lookup. The swap is seen by every thread, so the caller
+    makes it only while the process has one (gloved's first import runs beside its
+    executor threads: there pyseccomp looks the libraries up itself).
     """
     import ctypes
 
