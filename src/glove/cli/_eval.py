@@ -30,6 +30,7 @@ import typer
 from glove.exits import EXIT_EVAL_MISMATCH, EXIT_EVAL_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from glove.control import Client
     from glove.evaluate import ABReport, DecisionRule, Fixture
 
 #: The bundle's format and its files.
@@ -135,13 +136,13 @@ def _write(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def _run_one(client: Any, plan: str) -> tuple[str, str]:
+def _run_one(client: Client, plan: str) -> tuple[str, str]:
     """Create one session and watch it to its end; its id and verdict."""
-    session_id: str = client.call("session.create", {"plan": plan})["session_id"]
-    last: dict[str, Any] | None = None
-    for view in client.stream("session.watch", {"session_id": session_id}, timeout=None):
+    session_id = client.session_create(plan).session_id
+    last = None
+    for view in client.session_watch(session_id):
         last = view
-    evaluation = (last or {}).get("evaluation") or {}
+    evaluation = (last.evaluation if last is not None else None) or {}
     verdict = evaluation.get("verdict")
     return session_id, verdict if isinstance(verdict, str) else "infra_error"
 
