@@ -9,6 +9,7 @@ import msgspec
 import pytest
 
 from glove import control
+from glove.cli._status import CapabilitiesJson, SessionStatusJson
 from glove.control import (
     Acked,
     AttachEvent,
@@ -21,6 +22,7 @@ from glove.control import (
     SessionStatus,
 )
 from glove.control._results import SessionState, SignalName
+from glove.protocol import Capabilities
 from glove.session import _attach as server_attach
 from glove.session import _methods as server
 from glove.session._escape import TerminalModes
@@ -28,6 +30,7 @@ from glove.session._receipt_index import ReceiptPage as ServerReceiptPage
 from glove.session._receipt_index import ReceiptRow as ServerReceiptRow
 from glove.session._registry import SessionView
 from glove.session._store import State
+from glove.session._views import ExposureView
 
 _TERMINAL = ("InputResult", "ResizeResult", "SignalResult", "DetachResult")
 _EVENTS = ("Attached", "Output", "Gap", "Role", "Ended")
@@ -35,7 +38,7 @@ PAIRS: list[tuple[type[msgspec.Struct], type[msgspec.Struct]]] = [
     (SessionStatus, SessionView),
     (SessionPage, server.SessionPage),
     (PlanVerdict, server.PlanVerdict),
-    (Exposure, server.ExposureView),
+    (Exposure, ExposureView),
     (ReceiptRow, ServerReceiptRow),
     (ReceiptPage, ServerReceiptPage),
     (Acked, server.Acked),
@@ -118,6 +121,19 @@ def test_attach_events_as_gloved_sends_them_decode_to_the_union() -> None:
     ]  # fmt: skip
     for event in events:
         wire = msgspec.json.decode(msgspec.json.encode(event))
-        mine = msgspec.convert(wire, AttachEvent)  # type: ignore[arg-type]
+        mine = msgspec.convert(wire, AttachEvent)
         assert type(mine).__name__ == type(event).__name__
         assert msgspec.json.decode(msgspec.json.encode(mine)) == wire
+
+
+@pytest.mark.parametrize(
+    ("typed", "struct"),
+    [(SessionStatusJson, SessionStatus), (CapabilitiesJson, Capabilities)],
+    ids=lambda k: k.__name__,
+)
+def test_the_one_call_commands_read_the_typed_results_fields(typed: type, struct: type) -> None:
+    """``call_once``'s JSON, typed for ``glove session status`` and ``glove capabilities``,
+    has each field of the typed clients' Struct, in order, and every one required (gloved
+    sends every field of these two)."""
+    assert list(typing.get_type_hints(typed)) == [f.name for f in msgspec.structs.fields(struct)]
+    assert typed.__required_keys__ == frozenset(typing.get_type_hints(typed))  # type: ignore[attr-defined]

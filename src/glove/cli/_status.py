@@ -9,7 +9,7 @@ failure as one line and an exit code, the session table) live here for the same 
 
 What ``call_once`` returns is JSON, typed here as :class:`SessionStatusJson` and
 :class:`CapabilitiesJson`: the fields of the typed clients' ``SessionStatus`` and
-``Capabilities`` (``tests/test_cli_status_types.py`` holds them to those Structs), without
+``Capabilities`` (``tests/control/test_results.py`` holds them to those Structs), without
 their decoder. Decoding strictly would load msgspec, the +24 ms decision 0049 measured.
 """
 
