@@ -193,11 +193,9 @@ class AsyncMethods:
         Raises:
             as :meth:`call`.
         """
-        params: dict[str, Any] = {"alias": alias, "path": path, "mode": mode}
-        if target is not None:
-            params["target"] = target
+        params = {"alias": alias, "path": path, "mode": mode, "target": target}
         result: Exposure = await self.call(
-            "exposure.create", params, timeout=timeout, result_type=Exposure
+            "exposure.create", _given(params), timeout=timeout, result_type=Exposure
         )
         return result
 
