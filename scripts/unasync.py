@@ -5,9 +5,9 @@
 
 The rules are token replacements, applied to whole words so that no identifier is changed
 by accident: ``async def`` -> ``def``, ``await `` dropped, ``AsyncMethods`` ->
-``SyncMethods``; the module docstring is replaced by one that says the file is generated,
-and the result is formatted by ruff as the source is. ``tests/control/test_unasync.py``
-runs ``--check``.
+``SyncMethods``, ``AsyncStream`` (of ``_async_client``) -> ``SyncStream`` (of ``_client``);
+the module docstring is replaced by one that says the file is generated, and the result is
+formatted by ruff as the source is. ``tests/control/test_unasync.py`` runs ``--check``.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ RULES: Final = (
     (r"\basync def\b", "def"),
     (r"\bawait ", ""),
     (r"\bAsyncMethods\b", "SyncMethods"),
+    (r"\bAsyncStream\b", "SyncStream"),
+    (r"\bglove\.control\._async_client\b", "glove.control._client"),
 )
 #: The generated module's docstring, in place of the source's.
 DOCSTRING: Final = (

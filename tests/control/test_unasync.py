@@ -65,11 +65,23 @@ def _public(cls: type) -> dict[str, inspect.Signature]:
 
 def test_both_clients_offer_the_same_typed_calls() -> None:
     """Every typed call exists on both clients, async on one and blocking on the other, with
-    the same parameters and return annotation."""
+    the same parameters and return annotation; a streaming call returns each client's
+    stream (``AsyncStream``, ``SyncStream``) of the same events."""
     asynchronous, blocking = _public(AsyncMethods), _public(SyncMethods)
     assert asynchronous.keys() == blocking.keys()
     assert {"capabilities", "session_status", "session_list", "plan_validate"} <= blocking.keys()
+    streams = {name for name, sig in blocking.items() if str(sig.return_annotation).startswith(
+        "SyncStream[")}  # fmt: skip
+    assert {"stream", "session_watch", "session_attach"} <= streams
     for name in blocking:
+        if name in streams:
+            want = asynchronous[name].replace(
+                return_annotation=str(asynchronous[name].return_annotation).replace(
+                    "AsyncStream[", "SyncStream["
+                )
+            )
+            assert want == blocking[name], name
+            continue
         assert inspect.iscoroutinefunction(getattr(AsyncClient, name)), name
         assert not inspect.iscoroutinefunction(getattr(Client, name)), name
         assert asynchronous[name] == blocking[name], name

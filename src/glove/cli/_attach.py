@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Final, NamedTuple
 
 import typer
 
-from glove.cli._session import _RUNTIME_HELP, _with_client, wait_exit_code
-from glove.cli._status import _fail, _no_sessions, _print_json, outcome_text
+from glove.cli._session import _RUNTIME_HELP, _print_result, _with_client, wait_exit_code
+from glove.cli._status import _fail, _no_sessions, outcome_text
 from glove.exits import EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from glove.cli._terminal_client import AttachEnd
+    from glove.control import AsyncClient, Client, SessionStatus
 
 #: What ``glove attach`` replays by default: the last bytes of the transcript.
 DEFAULT_TAIL_BYTES: Final = 256 * 1024
@@ -29,15 +33,21 @@ LOG_CALL_TIMEOUT_S: Final = 24 * 3600.0
 OUTPUT_POLL_S: Final = 0.2
 
 
-def _start(verb: str, offset: int | None, tail: int | None) -> dict[str, int]:
+class Start(NamedTuple):
+    """Where a replay starts: byte ``offset`` (``--from``), the last ``tail`` bytes, or
+    neither (everything the transcript ring holds)."""
+
+    offset: int | None
+    tail: int | None
+
+
+def _start(verb: str, offset: int | None, tail: int | None) -> Start:
     if offset is not None and tail is not None:
         _fail(verb, "give --from or --tail, not both", EXIT_USAGE)
     for name, value in (("--from", offset), ("--tail", tail)):
         if value is not None and value < 0:
             _fail(verb, f"{name} must be 0 or more", EXIT_USAGE)
-    if offset is not None:
-        return {"from": offset}
-    return {"tail": tail} if tail is not None else {}
+    return Start(offset=offset, tail=tail)
 
 
 def register(app: typer.Typer) -> None:
@@ -62,15 +72,15 @@ def register(app: typer.Typer) -> None:
         from glove.cli._terminal_client import parse_detach_key
 
         start = _start("attach", offset, tail)
-        if not start:
-            start = {"tail": DEFAULT_TAIL_BYTES}
+        if start.offset is None and start.tail is None:
+            start = start._replace(tail=DEFAULT_TAIL_BYTES)
         try:
             key = parse_detach_key(detach_key)
         except ValueError as exc:
             _fail("attach", str(exc), EXIT_USAGE)
         end, final = _run_attach(session_id, start, read_only, key, runtime_dir)
         if end.session_ended:
-            outcome = outcome_text((final or {}).get("outcome"))
+            outcome = outcome_text(final.outcome if final is not None else None)
             sys.stderr.write(f"\n[glove: session {session_id} ended: {outcome}]\n")
             raise typer.Exit(wait_exit_code(final) if final is not None else 0)
         sys.stderr.write(
@@ -81,11 +91,11 @@ def register(app: typer.Typer) -> None:
 
 def _run_attach(
     session_id: str,
-    start: dict[str, int],
+    start: Start,
     read_only: bool,
     key: bytes | None,
     runtime_dir: Path | None,
-) -> tuple[Any, dict[str, Any] | None]:
+) -> tuple[AttachEnd, SessionStatus | None]:
     import asyncio
 
     from glove.cli._terminal_client import AttachBroken, TerminalClient
@@ -95,7 +105,7 @@ def _run_attach(
         sys.stderr.write(f"\r\n[glove: {text}]\r\n")
         sys.stderr.flush()
 
-    async def main() -> tuple[Any, dict[str, Any] | None]:
+    async def main() -> tuple[AttachEnd, SessionStatus | None]:
         async with AsyncClient.for_runtime_dir(runtime_dir) as client:
             stdin = sys.stdin.fileno() if sys.stdin is not None else None
             terminal = TerminalClient(
@@ -104,7 +114,8 @@ def _run_attach(
                 stdin=stdin,
                 out=sys.stdout.fileno(),
                 read_only=read_only,
-                start=start,
+                offset=start.offset,
+                tail=start.tail,
                 detach_key=key,
                 notice=notice,
             )
@@ -126,19 +137,17 @@ def _run_attach(
         _fail("attach", str(exc), EXIT_REFUSED)
 
 
-async def _final_state(client: Any, session_id: str) -> dict[str, Any] | None:
+async def _final_state(client: AsyncClient, session_id: str) -> SessionStatus | None:
     from glove.control import ControlError
 
     last = None
     try:
-        async with client.stream(
-            "session.watch", {"session_id": session_id}, timeout=FINAL_STATE_WAIT_S
-        ) as views:
+        async with client.session_watch(session_id, timeout=FINAL_STATE_WAIT_S) as views:
             async for view in views:
                 last = view
     except ControlError:
         return None
-    return last if last is not None and last.get("state") == "terminal" else None
+    return last if last is not None and last.state == "terminal" else None
 
 
 def register_session_verbs(session: typer.Typer) -> None:
@@ -157,13 +166,10 @@ def register_session_verbs(session: typer.Typer) -> None:
     ) -> None:
         """The session's transcript; without --raw, sequences that act on a terminal are
         shown inert (^[ notation)."""
-        params: dict[str, Any] = {
-            "session_id": session_id,
-            "mode": "read",
-            "follow": follow,
-            **_start("session log", offset, tail),
-        }
-        _with_client("session log", runtime_dir, lambda c: _print_log(c, params, raw))
+        start = _start("session log", offset, tail)
+        _with_client(
+            "session log", runtime_dir, lambda c: _print_log(c, session_id, start, follow, raw)
+        )
 
     @session.command("output")
     def output_cmd(
@@ -191,12 +197,11 @@ def register_session_verbs(session: typer.Typer) -> None:
     ) -> None:
         """Type text into the session's terminal."""
         text = data + ("\r" if enter else "")
-        params = {"session_id": session_id, "data": text}
         result = _with_client(
-            "session input", runtime_dir, lambda c: c.call("session.input", params)
+            "session input", runtime_dir, lambda c: c.session_input(session_id, data=text)
         )
         if as_json:
-            _print_json(result)
+            _print_result(result)
 
     @session.command("resize")
     def resize_cmd(
@@ -208,8 +213,9 @@ def register_session_verbs(session: typer.Typer) -> None:
         """Resize the session's terminal (the agent gets SIGWINCH)."""
         if not (1 <= rows <= 1000 and 1 <= cols <= 1000):
             _fail("session resize", "rows and columns are 1-1000", EXIT_USAGE)
-        params = {"session_id": session_id, "rows": rows, "cols": cols}
-        _with_client("session resize", runtime_dir, lambda c: c.call("session.resize", params))
+        _with_client(
+            "session resize", runtime_dir, lambda c: c.session_resize(session_id, rows, cols)
+        )
 
     @session.command("signal")
     def signal_cmd(
@@ -218,16 +224,19 @@ def register_session_verbs(session: typer.Typer) -> None:
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """Signal the agent: INT, QUIT, TSTP reach its terminal's foreground job."""
-        from glove.session import SIGNALS
+        from typing import get_args
 
+        from glove.control import SignalName
+
+        names: tuple[SignalName, ...] = get_args(SignalName)
         name = sig.upper().removeprefix("SIG")
-        if name not in SIGNALS:
-            _fail("session signal", f"{sig!r} is not one of {', '.join(SIGNALS)}", EXIT_USAGE)
-        params = {"session_id": session_id, "signal": name}
+        signal = next((known for known in names if known == name), None)
+        if signal is None:
+            _fail("session signal", f"{sig!r} is not one of {', '.join(names)}", EXIT_USAGE)
         result = _with_client(
-            "session signal", runtime_dir, lambda c: c.call("session.signal", params)
+            "session signal", runtime_dir, lambda c: c.session_signal(session_id, signal)
         )
-        typer.echo(f"SIG{name} -> {result['to']}")
+        typer.echo(f"SIG{name} -> {result.to}")
 
 
 def _print_output(
@@ -241,11 +250,11 @@ def _print_output(
 
     verb = "session output"
 
-    def status(client: Any) -> Any:
-        return client.call("session.status", {"session_id": session_id})
+    def status(client: Client) -> SessionStatus:
+        return client.session_status(session_id)
 
     view = _with_client(verb, runtime_dir, status)
-    if view.get("terminal") == "pty":
+    if view.terminal == "pty":
         _fail(
             verb,
             f"session {session_id} has a terminal: its output is its transcript, "
@@ -256,7 +265,7 @@ def _print_output(
     try:
         handle = path.open("rb")
     except FileNotFoundError:
-        why = "removed by `glove session cleanup`" if view.get("cleaned") else "not written yet"
+        why = "removed by `glove session cleanup`" if view.cleaned else "not written yet"
         _fail(verb, f"session {session_id} has no {stream}: {why} ({path})", EXIT_REFUSED)
     except OSError as exc:
         _fail(verb, f"cannot read {path}: {exc.strerror or exc}", EXIT_REFUSED)
@@ -264,7 +273,7 @@ def _print_output(
     text = LogFilter()
     with handle:
         while True:
-            ended = view.get("state") == "terminal"  # read before the bytes: none is missed
+            ended = view.state == "terminal"  # read before the bytes: none is missed
             while data := handle.read(64 * 1024):
                 out.write(data if raw else text.feed(data).encode())
                 out.flush()
@@ -277,23 +286,27 @@ def _print_output(
     out.flush()
 
 
-def _print_log(client: Any, params: dict[str, Any], raw: bool) -> None:
-    import base64
-
+def _print_log(client: Client, session_id: str, start: Start, follow: bool, raw: bool) -> None:
+    from glove.control import Gap, Output
     from glove.session import LogFilter
 
     out = sys.stdout.buffer
     text = LogFilter()
-    for event in client.stream("session.attach", params, timeout=LOG_CALL_TIMEOUT_S):
-        kind = event.get("kind")
-        if kind == "data":
-            data = base64.b64decode(event["data"])
-            out.write(data if raw else text.feed(data).encode())
+    events = client.session_attach(
+        session_id,
+        offset=start.offset,
+        tail=start.tail,
+        follow=follow,
+        timeout=LOG_CALL_TIMEOUT_S,
+    )
+    for event in events:
+        if isinstance(event, Output):
+            out.write(event.data if raw else text.feed(event.data).encode())
             out.flush()
-        elif kind == "gap":
+        elif isinstance(event, Gap):
             sys.stderr.write(
-                f"[glove: bytes {event['offset']}..{event['until']} were evicted "
-                f"({event['evicted']} in all)]\n"
+                f"[glove: bytes {event.offset}..{event.until} were evicted "
+                f"({event.evicted} in all)]\n"
             )
     if not raw:
         out.write(text.close().encode())

@@ -10,9 +10,9 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import typer
 
@@ -35,14 +35,18 @@ def register(app: typer.Typer) -> None:
 
 
 Filters = tuple[str | None, str | None, str | None]
+#: One line of an audit log as JSON: a record of any kind (the mediator's, the egress
+#: proxy's) and of any version, so read tolerantly: each cell takes the members it shows
+#: and narrows their values (``--json`` prints the record as it was read).
+AuditRecord = Mapping[str, object]
 
 
-def _run_of(record: dict[str, Any]) -> object:
+def _run_of(record: AuditRecord) -> object:
     """The run a record belongs to: the mediator's ``run``, the egress proxy's ``session``."""
     return record.get("run", record.get("session"))
 
 
-def _matches(record: dict[str, Any], filters: Filters) -> bool:
+def _matches(record: AuditRecord, filters: Filters) -> bool:
     tool, decision, run = filters
     if tool is not None and not fnmatch.fnmatchcase(str(record.get("tool", "")), tool):
         return False
@@ -51,14 +55,14 @@ def _matches(record: dict[str, Any], filters: Filters) -> bool:
     return run is None or _run_of(record) == run
 
 
-def _decision(record: dict[str, Any]) -> str:
+def _decision(record: AuditRecord) -> str:
     """The DECISION cell: the record's decision; an egress connection's end says ``end``."""
     if record.get("kind") == "egress.end":
         return "end"
     return str(record.get("decision", "-"))
 
 
-def _destination(record: dict[str, Any]) -> str:
+def _destination(record: AuditRecord) -> str:
     host, port = record.get("host"), record.get("port")
     where = "?" if host is None else str(host)
     if port is not None:
@@ -68,7 +72,7 @@ def _destination(record: dict[str, Any]) -> str:
 
 
 #: The TOOL cell of each mediator record kind that is not a tool call.
-_SUBJECTS: Final[dict[str, Callable[[dict[str, Any]], str]]] = {
+_SUBJECTS: Final[dict[str, Callable[[AuditRecord], str]]] = {
     "mcp.prompt": lambda r: f"prompt {r.get('prompt', '?')}",
     "mcp.resource": lambda r: f"{r.get('op', 'resource')} {r.get('uri', '?')}",
     "mcp.complete": lambda r: f"complete {r.get('ref', '?')} {r.get('target', '')}".rstrip(),
@@ -77,7 +81,7 @@ _SUBJECTS: Final[dict[str, Callable[[dict[str, Any]], str]]] = {
 }
 
 
-def _subject(record: dict[str, Any]) -> str:
+def _subject(record: AuditRecord) -> str:
     """The TOOL cell: the tool called, or what else the record is about (by its kind)."""
     kind = str(record.get("kind", ""))
     if "tool" in record:
@@ -92,7 +96,7 @@ def _subject(record: dict[str, Any]) -> str:
     return kind or "-"
 
 
-def _why(record: dict[str, Any]) -> str:
+def _why(record: AuditRecord) -> str:
     """The WHY cell: the reason (it names the deciding rule), and what a kind adds to it."""
     kind = record.get("kind")
     parts = [str(record["reason"])] if record.get("reason") else []
@@ -113,7 +117,7 @@ def _why(record: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def _row(record: dict[str, Any]) -> str:
+def _row(record: AuditRecord) -> str:
     ts = str(record.get("ts", ""))
     when = ts[11:26] if len(ts) >= 26 else ts
     run = _run_of(record)

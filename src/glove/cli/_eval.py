@@ -23,14 +23,15 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypedDict
 
 import typer
 
 from glove.exits import EXIT_EVAL_MISMATCH, EXIT_EVAL_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from glove.evaluate import ABReport, DecisionRule, Fixture
+    from glove.control import Client
+    from glove.evaluate import ABReport, DecisionRule, Fixture, ScheduledRun
 
 #: The bundle's format and its files.
 BUNDLE_FORMAT: Final = "glove-eval-bundle/v1"
@@ -48,6 +49,45 @@ LIMITS: Final = {
     "output_bytes": 1048576,
 }
 WALL_SLACK_S: Final = 10
+
+
+#: The report (``glove.evaluate.ABReport`` as JSON, with the decision and the order's
+#: digest) and the run plan as a bundle holds them: JSON read back from files a third party
+#: hands over, so anything at all until checked (a missing or mistyped member is a
+#: ``KeyError`` or ``TypeError``, which ``verify`` and ``report`` name a malformed bundle).
+BundleJson = dict[str, Any]
+
+
+class Added(TypedDict):
+    """A file added to the library: its digest and size (a skill, a fixture)."""
+
+    digest: str
+    size: int
+
+
+class RunDone(TypedDict):
+    """One finished session of the schedule, as ``runs.json`` lists it."""
+
+    fixture: int
+    run: int
+    arm: str
+    session_id: str
+    verdict: str
+
+
+class RunPlan(TypedDict):
+    """``plan.json``: what the run commits to before its first session."""
+
+    format: str
+    harness: str
+    alias: str
+    skills: dict[str, Added]
+    fixtures: list[Added]
+    limits: dict[str, int]
+    decision_rule_digest: str
+    order_digest: str
+    #: The schedule, ``ScheduledRun`` as JSON.
+    order: list[dict[str, object]]
 
 
 class _Mismatch(Exception):
@@ -91,14 +131,14 @@ def _fixture(verb: str, path: Path, data: bytes) -> Fixture:
         _fail(verb, f"{path} is not a fixture: {exc}")
 
 
-def _add(paths: list[Path]) -> list[dict[str, Any]]:
+def _add(paths: list[Path]) -> list[Added]:
     """Add each file to the owner's library; ``{"digest", "size"}`` of each, in order."""
     from glove.cli._library import _open
     from glove.library import LibraryError
 
     library = _open("add", create=True, as_json=False)
     assert library is not None
-    added: list[dict[str, Any]] = []
+    added: list[Added] = []
     with library:
         for path in paths:
             try:
@@ -109,9 +149,7 @@ def _add(paths: list[Path]) -> list[dict[str, Any]]:
     return added
 
 
-def _session_plan(
-    harness: str, alias: str, skill: dict[str, Any], fixture: dict[str, Any], wall_s: int
-) -> str:
+def _session_plan(harness: str, alias: str, skill: Added, fixture: Added, wall_s: int) -> str:
     return json.dumps(
         {
             "version": 1,
@@ -135,13 +173,13 @@ def _write(path: Path, data: bytes) -> None:
     tmp.replace(path)
 
 
-def _run_one(client: Any, plan: str) -> tuple[str, str]:
+def _run_one(client: Client, plan: str) -> tuple[str, str]:
     """Create one session and watch it to its end; its id and verdict."""
-    session_id: str = client.call("session.create", {"plan": plan})["session_id"]
-    last: dict[str, Any] | None = None
-    for view in client.stream("session.watch", {"session_id": session_id}, timeout=None):
+    session_id = client.session_create(plan).session_id
+    last = None
+    for view in client.session_watch(session_id):
         last = view
-    evaluation = (last or {}).get("evaluation") or {}
+    evaluation = (last.evaluation if last is not None else None) or {}
     verdict = evaluation.get("verdict")
     return session_id, verdict if isinstance(verdict, str) else "infra_error"
 
@@ -160,12 +198,12 @@ def _report_of(rule: DecisionRule, verdicts: dict[tuple[int, str], list[str]]) -
     return ab_report(runs, seed=rule.seed, decision_rule_digest=decision_rule_digest(rule))
 
 
-def _report_json(rule: DecisionRule, report: ABReport, order_digest: str) -> dict[str, Any]:
+def _report_json(rule: DecisionRule, report: ABReport, order_digest: str) -> BundleJson:
     import msgspec
 
     from glove.evaluate import decide
 
-    shown: dict[str, Any] = msgspec.to_builtins(report)
+    shown: BundleJson = msgspec.to_builtins(report)
     shown["decision"] = msgspec.to_builtins(decide(rule, report))
     shown["order_digest"] = order_digest
     return shown
@@ -217,7 +255,7 @@ def ab_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     rule_digest = decision_rule_digest(rule)
     order = interleaved_order(len(fixtures), runs, seed)
     schedule_digest = order_digest(order)
-    run_plan = {
+    run_plan: RunPlan = {
         "format": BUNDLE_FORMAT,
         "harness": harness,
         "alias": alias,
@@ -241,8 +279,8 @@ def ab_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
 
 def _ab_runs(  # noqa: PLR0917 - the run's parts
     rule: DecisionRule,
-    run_plan: dict[str, Any],
-    order: tuple[Any, ...],
+    run_plan: RunPlan,
+    order: tuple[ScheduledRun, ...],
     fixture: list[Path],
     decoded: list[Fixture],
     runtime_dir: Path | None,
@@ -287,17 +325,17 @@ def _ab_runs(  # noqa: PLR0917 - the run's parts
 def _run_all(  # noqa: PLR0917 - the run's parts
     harness: str,
     alias: str,
-    skills: dict[str, dict[str, Any]],
-    fixtures: list[dict[str, Any]],
+    skills: dict[str, Added],
+    fixtures: list[Added],
     decoded: list[Fixture],
-    order: tuple[Any, ...],
+    order: tuple[ScheduledRun, ...],
     runtime_dir: Path | None,
-) -> list[dict[str, Any]]:
+) -> list[RunDone]:
     """Every scheduled session, in order, with a progress line on stderr."""
     from glove.control import Client, ControlError, RemoteError
     from glove.control.errors import DaemonUnavailable
 
-    done: list[dict[str, Any]] = []
+    done: list[RunDone] = []
     tty = sys.stderr.isatty()
     try:
         with Client.for_runtime_dir(runtime_dir) as client:
@@ -332,10 +370,10 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.3f}"
 
 
-def _text(shown: dict[str, Any], names: list[Path]) -> str:
+def _text(shown: BundleJson, names: list[Path]) -> str:
     lines: list[str] = []
 
-    def block(title: str, part: dict[str, Any]) -> None:
+    def block(title: str, part: BundleJson) -> None:
         arms = part["arms"]
         diff = part["difference"]
         lines.append(title)
@@ -378,9 +416,9 @@ def _text(shown: dict[str, Any], names: list[Path]) -> str:
 def _start_bundle(
     bundle: Path,
     files: list[Path],
-    added: list[dict[str, Any]],
+    added: list[Added],
     rule: DecisionRule,
-    run_plan: dict[str, Any],
+    run_plan: RunPlan,
 ) -> Path:
     """The bundle with the library files, the rule and the run plan, before any run (the
     commitment), in a staging directory beside ``bundle`` (``.NAME.incomplete-*``): only a
@@ -451,14 +489,14 @@ def _transcript(session_id: str, length: int) -> bytes:
         return handle.read(length)
 
 
-def _finish_bundle(out: Path, done: list[dict[str, Any]], shown: dict[str, Any]) -> None:
+def _finish_bundle(out: Path, done: list[RunDone], shown: BundleJson) -> None:
     """Each run's receipt bundle and raw transcript, the runs, the report."""
     from glove.config import glove_paths
     from glove.journal import ReceiptError, export_offline, load_signing_key, verify_bundle
 
     verifier = load_signing_key(None).verifier
     journal = glove_paths().receipts_journal
-    runs: list[dict[str, Any]] = []
+    runs: list[dict[str, object]] = []
     try:
         for number, item in enumerate(done):
             session_id = item["session_id"]
@@ -483,7 +521,7 @@ def _load(out: Path, name: str) -> Any:
         raise _Mismatch(f"{name}: {exc}") from exc
 
 
-def _run_file(out: Path, name: Any) -> bytes:
+def _run_file(out: Path, name: object) -> bytes:
     """A file ``runs/NAME`` of the bundle (nothing outside ``runs/``: no ``..``, no other
     directory, no symlink)."""
     parts = Path(name).parts if isinstance(name, str) else ()
@@ -498,7 +536,7 @@ def _run_file(out: Path, name: Any) -> bytes:
         raise _Mismatch(f"{name}: {exc.strerror}") from exc
 
 
-def _library_file(out: Path, digest: Any) -> bytes:
+def _library_file(out: Path, digest: object) -> bytes:
     import hashlib
 
     if not isinstance(digest, str) or not digest.startswith("sha256:") or len(digest) != 71:
@@ -513,7 +551,7 @@ def _library_file(out: Path, digest: Any) -> bytes:
     return data
 
 
-def _verify(out: Path, public_key: str) -> dict[str, Any]:  # noqa: PLR0912, PLR0915
+def _verify(out: Path, public_key: str) -> BundleJson:  # noqa: PLR0912, PLR0915
     """Everything ``glove eval verify`` checks; the report recomputed.
 
     Raises:
@@ -670,7 +708,7 @@ def _x(value: float, left: int, width: int) -> float:
     return left + (max(-1.0, min(1.0, value)) + 1) / 2 * width
 
 
-def render_html(shown: dict[str, Any], plan: dict[str, Any]) -> str:
+def render_html(shown: BundleJson, plan: BundleJson) -> str:
     """The page: a table of the figures and an SVG forest plot of every interval."""
     from html import escape
 

@@ -16,7 +16,7 @@ needed (gloved reads the same store when a plan names a bundle). Exit codes
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypedDict
 
 import typer
 
@@ -24,6 +24,13 @@ from glove.exits import EXIT_LIBRARY_DIFFERS, EXIT_LIBRARY_REFUSED
 
 if TYPE_CHECKING:
     from glove.library import Library
+
+
+class BundleJson(TypedDict):
+    """A bundle in ``list --json`` and ``verify --json``: its digest and size."""
+
+    digest: str
+    size: int
 
 
 def register(app: typer.Typer) -> None:
@@ -105,7 +112,7 @@ def list_cmd(
     from glove.library import LibraryError
 
     library = _open("list", create=False, as_json=as_json)
-    bundles: list[dict[str, Any]] = []
+    bundles: list[BundleJson] = []
     if library is not None:
         with library:
             try:
@@ -149,7 +156,7 @@ def verify_cmd(
     from glove.library import LibraryError
 
     library = _open("verify", create=False, as_json=as_json)
-    bundles: list[dict[str, Any]] = []
+    bundles: list[BundleJson] = []
     problems: list[dict[str, str]] = []
     if library is not None:
         with library:

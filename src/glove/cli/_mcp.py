@@ -11,12 +11,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from glove.exits import EXIT_INVALID, EXIT_USAGE
 
 if TYPE_CHECKING:
+    import subprocess
+
     import typer
+
+    from glove.mcp import HttpOptions, McpConfig
 
 MAX_TOKEN_FILE_BYTES = 4096
 
@@ -45,7 +49,7 @@ def _http_options(
     allow_host: list[str],
     max_sessions: int,
     session_idle_s: float,
-) -> Any:
+) -> HttpOptions:
     """The HTTP front's options from the command line (a usage error exits 64)."""
     from glove.mcp import HttpOptions, is_loopback, parse_listen
 
@@ -135,8 +139,8 @@ def _serve(
     from glove.mcp import load_config
     from glove.mcp.errors import McpError
 
-    started: dict[str, Any] = {}
-    early: Any = None
+    started: dict[str, subprocess.Popen[bytes]] = {}
+    early: McpConfig | None = None
     if http is None and prestart:
         from glove.mcp import prestart as spawn_early
 
@@ -170,8 +174,8 @@ def _serve_now(
     token_file: Path | None,
     allow_host: list[str],
     limits: tuple[int, float],
-    early: Any,
-    started: dict[str, Any],
+    early: McpConfig | None,
+    started: dict[str, subprocess.Popen[bytes]],
 ) -> int:
     import asyncio
     import logging

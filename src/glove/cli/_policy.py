@@ -151,7 +151,11 @@ def explain_cmd(
 
 
 def _tools_of(document: Any) -> list[dict[str, Any]]:
-    """The tool objects of a tools/list result, a JSON-RPC response, a list or one tool."""
+    """The tool objects of a tools/list result, a JSON-RPC response, a list or one tool.
+
+    MCP's JSON-RPC boundary: a tool object is arbitrary JSON (any member an upstream sends is
+    pinned by ``--full``), checked here only for its ``name``.
+    """
     if isinstance(document, dict) and isinstance(document.get("result"), dict):
         document = document["result"]
     if isinstance(document, dict) and isinstance(document.get("tools"), list):

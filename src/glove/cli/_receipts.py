@@ -32,9 +32,9 @@ from __future__ import annotations
 import datetime
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, TypeVar
 
 import typer
 
@@ -54,6 +54,7 @@ from glove.exits import (
 )
 
 if TYPE_CHECKING:
+    from glove.control import Client
     from glove.journal import SignedCheckpoint, VerifiedReceipt, VerifierKey, WitnessKey
 
 EXIT_BY_ERROR: Final = {
@@ -105,13 +106,14 @@ def register(app: typer.Typer) -> None:
     app.add_typer(group, name="receipts")
 
 
-def _daemon_call(verb: str, runtime_dir: Path | None, method: str, params: dict[str, Any]) -> Any:
+def _daemon_call(verb: str, runtime_dir: Path | None, action: Callable[[Client], T]) -> T:
+    """``action(client)`` on a connected client; every failure is one line and a code."""
     from glove.control import Client, ControlError, RemoteError
     from glove.control.errors import DaemonUnavailable
 
     try:
         with Client.for_runtime_dir(runtime_dir) as client:
-            return client.call(method, params)
+            return action(client)
     except DaemonUnavailable as exc:
         typer.echo(f"glove receipts {verb}: {exc}", err=True)
         raise typer.Exit(EXIT_UNAVAILABLE) from exc
@@ -143,25 +145,27 @@ def page_cmd(
     ),
 ) -> None:
     """A page of terminal receipts from gloved, in order, with the acknowledged position."""
-    page = _daemon_call("page", runtime_dir, "receipts.page", {"after": after, "limit": limit})
+    page = _daemon_call("page", runtime_dir, lambda c: c.receipts_page(after=after, limit=limit))
     if as_json:
-        typer.echo(json.dumps(page, sort_keys=True))
+        import msgspec
+
+        typer.echo(json.dumps(msgspec.to_builtins(page), sort_keys=True))
         return
     typer.echo(f"{'SEQ':>6}  {'SESSION':<34}  {'OUTCOME':<20}  {'KIND':<10}  CHECKPOINT")
     from glove.cli._status import outcome_text
 
-    for item in page["receipts"]:
-        body = item.get("receipt") or {}
+    for item in page.receipts:
+        body = item.receipt
         kind = outcome_text(body.get("outcome"))  # limit, signal: which
-        record = str(item.get("kind") or "-")
+        record = item.kind or "-"
         verdict = ((body.get("evaluation") or {}).get("outcome") or {}).get("verdict")
         if record == "refinement" and verdict:
             kind = f"{kind}, {verdict}"  # a refinement envelope's verdict
         typer.echo(
-            f"{item['seq']:>6}  {item.get('session_id') or '-':<34}  {kind:<20}  "
-            f"{record:<10}  {item.get('checkpoint') or '-'}"
+            f"{item.seq:>6}  {item.session_id or '-':<34}  {kind:<20}  "
+            f"{record:<10}  {item.checkpoint or '-'}"
         )
-    typer.echo(f"acknowledged through {page['acked']}; next: --after {page['next_cursor']}")
+    typer.echo(f"acknowledged through {page.acked}; next: --after {page.next_cursor}")
 
 
 def ack_cmd(
@@ -173,8 +177,8 @@ def ack_cmd(
     ),
 ) -> None:
     """Acknowledge receipt SEQ (in order: exactly the next one)."""
-    result = _daemon_call("ack", runtime_dir, "receipts.ack", {"seq": seq})
-    typer.echo(f"acknowledged through {result['acked']}")
+    result = _daemon_call("ack", runtime_dir, lambda c: c.receipts_ack(seq))
+    typer.echo(f"acknowledged through {result.acked}")
 
 
 def _run(verb: str, as_json: bool, action: Callable[[], T]) -> T:
@@ -328,11 +332,55 @@ def export_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
     typer.echo(f"wrote the receipt of session {session_id} (log {origin}) to {output}")
 
 
-def _report(verified: VerifiedReceipt) -> dict[str, Any]:
+class Cosigned(TypedDict):
+    """A witness's cosignature of the bundle's checkpoint, in ``verify``'s report."""
+
+    witness: str
+    key_id: str
+    time: int
+
+
+class ConsistentWith(TypedDict):
+    """The older tree the bundle's consistency proof extends."""
+
+    tree_size: int
+    root: str
+
+
+class ProjectionVerified(TypedDict):
+    """A ``--library`` file that is one of the receipt's projections."""
+
+    alias: object
+    target: object
+    digest: str
+    size: int
+    file: str
+
+
+class VerifyReport(TypedDict):
+    """``glove receipts verify --json`` (its keys in this order)."""
+
+    verified: bool
+    session_id: str
+    origin: str
+    tree_size: int
+    root: str
+    leaf_index: int
+    #: The signed receipt as it was signed: arbitrary JSON here (its schema is the receipt's
+    #: of the code that signed it, older or newer), printed as it is, never reshaped.
+    receipt: dict[str, Any]
+    cosigned_by: NotRequired[list[Cosigned]]
+    consistent_with: NotRequired[ConsistentWith]
+    #: Always present (null: a receipt of earlier code), after the proofs' keys.
+    kind: NotRequired[str | None]
+    projections_verified: NotRequired[list[ProjectionVerified]]
+
+
+def _report(verified: VerifiedReceipt, kind: str | None) -> VerifyReport:
     import base64
 
     head = verified.checkpoint.checkpoint
-    report: dict[str, Any] = {
+    report: VerifyReport = {
         "verified": True,
         "session_id": verified.session_id,
         "origin": head.origin,
@@ -351,6 +399,7 @@ def _report(verified: VerifiedReceipt) -> dict[str, Any]:
             "tree_size": verified.consistency_from[0],
             "root": base64.b64encode(verified.consistency_from[1]).decode(),
         }
+    report["kind"] = kind
     return report
 
 
@@ -385,7 +434,9 @@ def _file_digest(path: Path) -> tuple[str, int]:
     return "sha256:" + digest.hexdigest(), size
 
 
-def _check_projections(receipt: dict[str, Any], files: list[Path]) -> list[dict[str, Any]]:
+def _check_projections(
+    receipt: Mapping[str, object], files: list[Path]
+) -> list[ProjectionVerified]:
     """Each file's digest and size, recomputed, against the receipt's projections.
 
     Raises:
@@ -393,7 +444,7 @@ def _check_projections(receipt: dict[str, Any], files: list[Path]) -> list[dict[
     """
     projections = receipt.get("projections")
     listed = projections if isinstance(projections, list) else []
-    checked: list[dict[str, Any]] = []
+    checked: list[ProjectionVerified] = []
     for path in files:
         digest, size = _file_digest(path)
         matches = [
@@ -443,7 +494,7 @@ def verify_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
             f"glove receipts verify: --kind is receipt or refinement, not {kind!r}", err=True
         )
         raise typer.Exit(EXIT_USAGE)
-    checked: list[dict[str, Any]] = []
+    checked: list[ProjectionVerified] = []
     found: list[str] = []
 
     def action() -> VerifiedReceipt:
@@ -460,8 +511,8 @@ def verify_cmd(  # noqa: PLR0917 - typer maps each parameter to an option
         checked.extend(_check_projections(verified.receipt, library or []))
         return verified
 
-    report = _report(_run("verify", as_json, action))
-    report["kind"] = found[0] or None
+    verified = _run("verify", as_json, action)
+    report = _report(verified, found[0] or None)
     if library:
         report["projections_verified"] = checked
     if as_json:

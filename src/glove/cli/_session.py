@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Final, TypeVar, cast
 
 from glove.cli._status import (
     _SESSION_HEADERS,
@@ -22,9 +22,9 @@ from glove.cli._status import (
     _fail,
     _print_json,
     _refused,
-    _session_rows,
     _table,
     outcome_text,
+    session_row,
     show_capabilities,
     show_session_status,
 )
@@ -38,7 +38,10 @@ from glove.exits import (
 # typer only where a command is registered: ``capabilities`` and ``session status`` also run
 # without it (glove.cli._fast calls show_capabilities and show_session_status).
 if TYPE_CHECKING:
+    import msgspec
     import typer
+
+    from glove.control import Client, SessionState, SessionStatus
 
 MAX_EXIT_STATUS: Final = 255
 #: The largest plan file read (the daemon refuses more than 64 KiB anyway).
@@ -49,7 +52,7 @@ T = TypeVar("T")
 _RUNTIME_HELP = "gloved's runtime directory (default: the one `glove doctor` names)."
 
 
-def _with_client(verb: str, runtime_dir: Path | None, action: Callable[[Any], T]) -> T:
+def _with_client(verb: str, runtime_dir: Path | None, action: Callable[[Client], T]) -> T:
     """Run ``action(client)`` on a connected client; every failure is one line and a code."""
     from glove.control import Client, ControlError
 
@@ -81,9 +84,24 @@ def _read_plan(verb: str, path: Path) -> str:
 SESSION_STATES: Final = ("created", "preparing", "composed", "running", "finalizing", "terminal")
 
 
-def wait_exit_code(view: dict[str, Any]) -> int:
+def _print_result(result: msgspec.Struct) -> None:
+    """A typed call's result as JSON: what gloved sent (the Structs encode as the server's)."""
+    import msgspec
+
+    _print_json(msgspec.to_builtins(result))
+
+
+def status_rows(views: list[SessionStatus]) -> list[list[str]]:
+    """The session table's rows of ``views``."""
+    return [
+        session_row(v.session_id, v.state, v.harness, v.outcome, v.receipt_seq, v.created_ns)
+        for v in views
+    ]
+
+
+def wait_exit_code(view: SessionStatus) -> int:
     """``session wait``'s exit code for a terminal session (see the module docstring)."""
-    outcome = view.get("outcome") or {}
+    outcome = view.outcome or {}
     if outcome.get("kind") == "exited":
         code = outcome.get("exit_code")
         if isinstance(code, int) and 0 <= code <= MAX_EXIT_STATUS:
@@ -120,9 +138,7 @@ def _register_init(app: typer.Typer) -> None:
         if revoke:
             if path is not None:
                 _fail("init", "--revoke takes the alias only", EXIT_USAGE)
-            result = _with_client(
-                "init", runtime_dir, lambda c: c.call("exposure.revoke", {"alias": alias})
-            )
+            result = _with_client("init", runtime_dir, lambda c: c.exposure_revoke(alias))
         else:
             if path is None:
                 _fail(
@@ -131,22 +147,20 @@ def _register_init(app: typer.Typer) -> None:
                     f"directory: `glove init {alias} {Path.cwd()}`)",
                     EXIT_USAGE,
                 )
-            params: dict[str, Any] = {
-                "alias": alias,
-                "path": str(Path.cwd() / path) if not path.is_absolute() else str(path),
-                "mode": mode,
-            }
-            if target is not None:
-                params["target"] = target
-            result = _with_client("init", runtime_dir, lambda c: c.call("exposure.create", params))
+            where = str(Path.cwd() / path) if not path.is_absolute() else str(path)
+            result = _with_client(
+                "init",
+                runtime_dir,
+                lambda c: c.exposure_create(alias, where, mode=mode, target=target),
+            )
         if as_json:
-            _print_json(result)
+            _print_result(result)
         elif revoke:
-            typer.echo(f"revoked {alias} (generation {result['generation']})")
+            typer.echo(f"revoked {alias} (generation {result.generation})")
         else:
             typer.echo(
-                f"exposed {result['path']} as {alias!r} ({result['mode']}, generation "
-                f"{result['generation']}) at {result['target']}"
+                f"exposed {result.path} as {alias!r} ({result.mode}, generation "
+                f"{result.generation}) at {result.target}"
             )
 
 
@@ -175,14 +189,12 @@ def _register_plan(app: typer.Typer) -> None:
     ) -> None:
         """Validate a plan: its digests when valid, every problem with its path when not."""
         text = _read_plan("plan validate", file)
-        verdict = _with_client(
-            "plan validate", runtime_dir, lambda c: c.call("plan.validate", {"plan": text})
-        )
+        verdict = _with_client("plan validate", runtime_dir, lambda c: c.plan_validate(text))
         if as_json:
-            _print_json(verdict)
-        elif verdict["valid"]:
-            typer.echo(f"valid\nsha256: {verdict['sha256']}\nblake3: {verdict['blake3']}")
-            evaluation = verdict.get("evaluation")
+            _print_result(verdict)
+        elif verdict.valid:
+            typer.echo(f"valid\nsha256: {verdict.sha256}\nblake3: {verdict.blake3}")
+            evaluation = verdict.evaluation
             if evaluation:
                 fixture = evaluation["fixture"]
                 typer.echo(
@@ -191,9 +203,9 @@ def _register_plan(app: typer.Typer) -> None:
                 )
         else:
             typer.echo("invalid", err=True)
-            for problem in verdict["errors"]:
+            for problem in verdict.errors or ():
                 typer.echo(f"  {problem['path']}: {problem['message']}", err=True)
-        if not verdict["valid"]:
+        if not verdict.valid:
             raise typer.Exit(EXIT_REFUSED)
 
     app.add_typer(plan, name="plan")
@@ -215,9 +227,9 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
 
         text = _read_plan("session create", file)
 
-        def action(client: Any) -> Any:
+        def action(client: Client) -> SessionStatus:
             try:
-                return client.call("session.create", {"plan": text})
+                return client.session_create(text)
             except RemoteError as exc:
                 errors = exc.data.get("errors") if isinstance(exc.data, dict) else None
                 if exc.code != "invalid_plan" or not errors:
@@ -235,9 +247,9 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
 
         view = _with_client("session create", runtime_dir, action)
         if as_json:
-            _print_json(view)
+            _print_result(view)
         else:
-            typer.echo(view["session_id"])
+            typer.echo(view.session_id)
 
     @session.command("status")
     def status_cmd(
@@ -257,7 +269,6 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """Sessions by id (paged; --after the last id for the next page)."""
-        params: dict[str, Any] = {"limit": limit}
         if state is not None and state not in SESSION_STATES:
             from glove.usage import did_you_mean
 
@@ -267,17 +278,19 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
                 + did_you_mean(state, SESSION_STATES),
                 EXIT_USAGE,
             )
-        if state is not None:
-            params["state"] = state
-        if after is not None:
-            params["after"] = after
-        page = _with_client("session list", runtime_dir, lambda c: c.call("session.list", params))
+        page = _with_client(
+            "session list",
+            runtime_dir,
+            lambda c: c.session_list(
+                state=cast("SessionState | None", state), after=after, limit=limit
+            ),
+        )
         if as_json:
-            _print_json(page)
+            _print_result(page)
             return
-        typer.echo(_table(_session_rows(page["sessions"]), _SESSION_HEADERS))
-        if page["next"] is not None:
-            typer.echo(f"more: glove session list --after {page['next']}")
+        typer.echo(_table(status_rows(page.sessions), _SESSION_HEADERS))
+        if page.next is not None:
+            typer.echo(f"more: glove session list --after {page.next}")
 
     @session.command("wait")
     def wait_cmd(
@@ -295,11 +308,10 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
         if budget <= 0:
             _fail("session wait", "--timeout must be positive", EXIT_USAGE)
 
-        def action(client: Any) -> Any:
+        def action(client: Client) -> SessionStatus | None:
             last = None
             try:
-                stream = client.stream("session.watch", {"session_id": session_id}, timeout=budget)
-                for view in stream:
+                for view in client.session_watch(session_id, timeout=budget):
                     last = view
             except ClientTimeout:
                 return None
@@ -307,15 +319,15 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
                 if exc.code == "deadline_exceeded":
                     return None
                 raise
-            return last if last is not None and last.get("state") == "terminal" else None
+            return last if last is not None and last.state == "terminal" else None
 
         final = _with_client("session wait", runtime_dir, action)
         if final is None:
             _fail("session wait", f"session {session_id} is not terminal yet", EXIT_DEADLINE)
         if as_json:
-            _print_json(final)
+            _print_result(final)
         else:
-            typer.echo(f"{session_id}: {outcome_text(final.get('outcome'))}")
+            typer.echo(f"{session_id}: {outcome_text(final.outcome)}")
         raise typer.Exit(wait_exit_code(final))
 
     @session.command("watch")
@@ -326,12 +338,12 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
     ) -> None:
         """Print each state of the session as it happens, until terminal."""
 
-        def action(client: Any) -> None:
-            for view in client.stream("session.watch", {"session_id": session_id}):
+        def action(client: Client) -> None:
+            for view in client.session_watch(session_id):
                 if as_json:
-                    _print_json(view)
+                    _print_result(view)
                 else:
-                    typer.echo(f"{view['state']} {outcome_text(view.get('outcome'))}".rstrip(" -"))
+                    typer.echo(f"{view.state} {outcome_text(view.outcome)}".rstrip(" -"))
 
         _with_client("session watch", runtime_dir, action)
 
@@ -342,15 +354,11 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """Stop a session: its sandbox is killed; the receipt says cancelled."""
-        view = _with_client(
-            "session stop",
-            runtime_dir,
-            lambda c: c.call("session.stop", {"session_id": session_id}),
-        )
+        view = _with_client("session stop", runtime_dir, lambda c: c.session_stop(session_id))
         if as_json:
-            _print_json(view)
+            _print_result(view)
         else:
-            typer.echo(f"{session_id}: {view['state']} (stopping)")
+            typer.echo(f"{session_id}: {view.state} (stopping)")
 
     @session.command("cleanup")
     def cleanup_cmd(
@@ -359,13 +367,9 @@ def _register_session(app: typer.Typer) -> None:  # noqa: PLR0915 - one closure 
         runtime_dir: Path | None = typer.Option(None, "--runtime-dir", help=_RUNTIME_HELP),
     ) -> None:
         """Remove a terminal session's output files (its record and receipt stay)."""
-        view = _with_client(
-            "session cleanup",
-            runtime_dir,
-            lambda c: c.call("session.cleanup", {"session_id": session_id}),
-        )
+        view = _with_client("session cleanup", runtime_dir, lambda c: c.session_cleanup(session_id))
         if as_json:
-            _print_json(view)
+            _print_result(view)
         else:
             typer.echo(f"{session_id}: output removed")
 

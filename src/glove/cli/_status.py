@@ -6,6 +6,11 @@ is :func:`glove.control.call_once`, JSON alone: this module and what it imports 
 neither msgspec, ``dataclasses`` nor ``pathlib`` (docs/decisions/0049-a-json-only-one-shot-call.md;
 ``tests/test_cli_imports.py`` pins the set). The helpers every client command shares (a
 failure as one line and an exit code, the session table) live here for the same reason.
+
+What ``call_once`` returns is JSON, typed here as :class:`SessionStatusJson` and
+:class:`CapabilitiesJson`: the fields of the typed clients' ``SessionStatus`` and
+``Capabilities`` (``tests/control/test_results.py`` holds them to those Structs), without
+their decoder. Decoding strictly would load msgspec, the +24 ms decision 0049 measured.
 """
 
 from __future__ import annotations
@@ -13,7 +18,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any, Final, NoReturn
+from collections.abc import Mapping
+from typing import Any, Final, NoReturn, TypedDict
 
 from glove.cli._echo import echo
 from glove.exits import EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE
@@ -22,6 +28,41 @@ from glove.exits import EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE
 CALL_TIMEOUT_S: Final = 30.0
 
 RuntimeDir = str | os.PathLike[str] | None
+#: A receipt's outcome or a refinement's evaluation as JSON: read tolerantly (a newer gloved
+#: may add a kind or a member; ``glove.control.SessionStatus`` reads them the same way).
+Outcome = Mapping[str, object]
+
+
+class SessionStatusJson(TypedDict):
+    """A ``session.status`` result as JSON: :class:`glove.control.SessionStatus`'s fields."""
+
+    session_id: str
+    state: str
+    harness: str
+    created_ns: int
+    updated_ns: int
+    plan_sha256: str
+    plan_blake3: str
+    receipt_seq: int | None
+    outcome: Outcome | None
+    launch_binding: str | None
+    cleaned: bool
+    terminal: str
+    evaluation: Outcome | None
+
+
+class CapabilitiesJson(TypedDict):
+    """A ``capabilities`` result as JSON: :class:`glove.protocol.Capabilities`' fields."""
+
+    schema_version: int
+    protocol: int
+    lifecycle_operational: bool
+    runtimes: list[str]
+    limits: dict[str, str]
+    networks: list[str]
+    terminals: list[str]
+    reason: str | None
+    backend: str
 
 
 def _fail(verb: str, message: str, code: int, detail: list[str] | None = None) -> NoReturn:
@@ -31,7 +72,9 @@ def _fail(verb: str, message: str, code: int, detail: list[str] | None = None) -
     raise SystemExit(code)
 
 
-def _call_once(verb: str, runtime_dir: RuntimeDir, method: str, params: Any = None) -> Any:
+def _call_once(
+    verb: str, runtime_dir: RuntimeDir, method: str, params: Mapping[str, str] | None = None
+) -> Any:
     """One call through the JSON-only one-shot client (no msgspec: docs/decisions/0049);
     every failure is the line and code :func:`_with_client` gives for it."""
     from glove.control import call_once
@@ -68,7 +111,8 @@ def _no_sessions(runtime_dir: RuntimeDir, message: str) -> str:
     from glove.control.errors import ControlError
 
     try:
-        reason = call_once(runtime_dir, "capabilities", timeout=CALL_TIMEOUT_S).get("reason")
+        caps: CapabilitiesJson = call_once(runtime_dir, "capabilities", timeout=CALL_TIMEOUT_S)
+        reason = caps.get("reason")
     except ControlError:
         reason = None
     if not reason:
@@ -81,7 +125,8 @@ def _no_sessions(runtime_dir: RuntimeDir, message: str) -> str:
     return f"gloved runs no sessions: {reason}"
 
 
-def _print_json(value: Any) -> None:
+def _print_json(value: object) -> None:
+    """``value`` (JSON: what gloved answered) on one line, keys sorted."""
     echo(json.dumps(value, sort_keys=True))
 
 
@@ -93,7 +138,7 @@ def _table(rows: list[list[str]], headers: list[str]) -> str:
     )
 
 
-def outcome_text(outcome: dict[str, Any] | None) -> str:
+def outcome_text(outcome: Outcome | None) -> str:
     """A session outcome in a few words."""
     if not outcome:
         return "-"
@@ -107,24 +152,18 @@ def outcome_text(outcome: dict[str, Any] | None) -> str:
     return kind
 
 
-def _session_rows(sessions: list[dict[str, Any]]) -> list[list[str]]:
-    rows = []
-    for view in sessions:
-        created = time.strftime(
-            "%Y-%m-%d %H:%M:%S", time.localtime(int(view["created_ns"]) // 10**9)
-        )
-        seq = view.get("receipt_seq")
-        rows.append(
-            [
-                view["session_id"],
-                view["state"],
-                view.get("harness", ""),
-                outcome_text(view.get("outcome")),
-                "-" if seq is None else str(seq),
-                created,
-            ]
-        )
-    return rows
+def session_row(  # noqa: PLR0917 - a row's columns
+    session_id: str,
+    state: str,
+    harness: str,
+    outcome: Outcome | None,
+    receipt_seq: int | None,
+    created_ns: int,
+) -> list[str]:
+    """One session's row of the session table (:data:`_SESSION_HEADERS`)."""
+    created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(created_ns // 10**9))
+    seq = "-" if receipt_seq is None else str(receipt_seq)
+    return [session_id, state, harness, outcome_text(outcome), seq, created]
 
 
 _SESSION_HEADERS: Final = ["SESSION", "STATE", "HARNESS", "OUTCOME", "RECEIPT", "CREATED"]
@@ -132,7 +171,7 @@ _SESSION_HEADERS: Final = ["SESSION", "STATE", "HARNESS", "OUTCOME", "RECEIPT", 
 
 def show_capabilities(as_json: bool, runtime_dir: RuntimeDir) -> None:
     """``glove capabilities``: one call, printed as a report or JSON (no typer needed)."""
-    caps = _call_once("capabilities", runtime_dir, "capabilities")
+    caps: CapabilitiesJson = _call_once("capabilities", runtime_dir, "capabilities")
     if as_json:
         _print_json(caps)
         return
@@ -150,8 +189,17 @@ def show_capabilities(as_json: bool, runtime_dir: RuntimeDir) -> None:
 
 def show_session_status(session_id: str, as_json: bool, runtime_dir: RuntimeDir) -> None:
     """``glove session status``: one call, printed as a one-row table or JSON (no typer)."""
-    view = _call_once("session status", runtime_dir, "session.status", {"session_id": session_id})
+    params = {"session_id": session_id}
+    view: SessionStatusJson = _call_once("session status", runtime_dir, "session.status", params)
     if as_json:
         _print_json(view)
-    else:
-        echo(_table(_session_rows([view]), _SESSION_HEADERS))
+        return
+    row = session_row(
+        view["session_id"],
+        view["state"],
+        view["harness"],
+        view["outcome"],
+        view["receipt_seq"],
+        int(view["created_ns"]),
+    )
+    echo(_table([row], _SESSION_HEADERS))

@@ -27,11 +27,22 @@ import termios
 import tty
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from glove.actors import TaskOwner, race
 from glove.container.linux import get_winsize
-from glove.control import AsyncClient, AsyncStream, RemoteError
+from glove.control import (
+    AsyncClient,
+    AsyncStream,
+    Attached,
+    AttachEvent,
+    AttachModes,
+    Ended,
+    Gap,
+    Output,
+    RemoteError,
+    Role,
+)
 from glove.errors import GloveError
 from glove.session import ModeTracker, TerminalModes
 
@@ -85,7 +96,8 @@ class TerminalClient:
         stdin: int | None,
         out: int,
         read_only: bool = False,
-        start: dict[str, int] | None = None,
+        offset: int | None = None,
+        tail: int | None = None,
         detach_key: bytes | None = DEFAULT_DETACH_KEY,
         notice: Callable[[str], None] | None = None,
     ) -> None:
@@ -94,7 +106,8 @@ class TerminalClient:
         self.stdin = stdin
         self.out = out
         self.read_only = read_only
-        self.start = start or {}
+        #: Where the replay starts: ``from`` this offset, the last ``tail`` bytes, or all.
+        self.start = (offset, tail)
         self.detach_key = detach_key
         self.notice = notice or (lambda _text: None)
         self.viewer: int | None = None
@@ -104,7 +117,7 @@ class TerminalClient:
         self._keys = bytearray()
         self._keys_ready = asyncio.Event()
         self._detach = asyncio.Event()
-        self._saved: list[Any] | None = None
+        self._saved: list[int | list[bytes | int]] | None = None  # termios.tcgetattr's
         self._tasks = TaskOwner("attach")  # a fresh one per run; SIGWINCH's resizes too
 
     # -- the loop -------------------------------------------------------------------------------
@@ -117,22 +130,20 @@ class TerminalClient:
             ControlError: the connection failed.
             AttachBroken: the stream broke its ordering promise.
         """
-        params: dict[str, Any] = {
-            "session_id": self.session_id,
-            "mode": "read" if self.read_only else "write",
-            **self.start,
-        }
-        stream: AsyncStream[dict[str, Any]] = self.client.stream(
-            "session.attach", params, timeout=ATTACH_TIMEOUT_S
+        stream = self.client.session_attach(
+            self.session_id,
+            mode="read" if self.read_only else "write",
+            offset=self.start[0],
+            tail=self.start[1],
+            timeout=ATTACH_TIMEOUT_S,
         )
         async with stream:
-            first = await anext(stream)
-            self._attached(first)
+            first = self._attached(await anext(stream))
             loop = asyncio.get_running_loop()
             tasks = self._tasks = TaskOwner("attach")
             try:
                 self._enter_raw()
-                self.tracker = ModeTracker(msgspec_modes(first.get("modes") or {}))
+                self.tracker = ModeTracker(terminal_modes(first.modes))
                 self._write(self.tracker.modes.restore())
                 if self.writer:
                     await self._send_size()
@@ -156,40 +167,40 @@ class TerminalClient:
                     loop.remove_signal_handler(signal.SIGWINCH)
                 self._restore()
 
-    def _attached(self, event: dict[str, Any]) -> None:
-        if event.get("kind") != "attached":
-            raise AttachBroken(f"the stream began with {event.get('kind')!r}, not attached")
-        self.viewer = int(event["viewer"])
-        self.writer = bool(event["writer"])
-        self.offset = int(event["offset"])
+    def _attached(self, event: AttachEvent) -> Attached:
+        if not isinstance(event, Attached):
+            kind = type(event).__struct_config__.tag
+            raise AttachBroken(f"the stream began with {kind!r}, not attached")
+        self.viewer = event.viewer
+        self.writer = event.writer
+        self.offset = event.offset
         if not self.writer and not self.read_only:
             self.notice("the session is not running: replaying its transcript")
+        return event
 
-    async def _events(self, stream: AsyncStream[dict[str, Any]]) -> AttachEnd:
+    async def _events(self, stream: AsyncStream[AttachEvent]) -> AttachEnd:
         async for event in stream:
-            kind = event.get("kind")
-            if kind == "data":
-                if int(event["offset"]) != self.offset:
-                    raise AttachBroken(f"data at {event['offset']}, expected {self.offset}")
-                data = _b64(event["data"])
-                self.tracker.feed(data)
-                self._write(data)
-                self.offset += len(data)
-            elif kind == "gap":
-                if int(event["offset"]) != self.offset:
-                    raise AttachBroken(f"gap at {event['offset']}, expected {self.offset}")
+            if isinstance(event, Output):
+                if event.offset != self.offset:
+                    raise AttachBroken(f"data at {event.offset}, expected {self.offset}")
+                self.tracker.feed(event.data)
+                self._write(event.data)
+                self.offset += len(event.data)
+            elif isinstance(event, Gap):
+                if event.offset != self.offset:
+                    raise AttachBroken(f"gap at {event.offset}, expected {self.offset}")
                 self.notice(
-                    f"{int(event['until']) - self.offset} bytes were evicted before they "
-                    f"could be shown (offsets {self.offset}..{event['until']})"
+                    f"{event.until - self.offset} bytes were evicted before they "
+                    f"could be shown (offsets {self.offset}..{event.until})"
                 )
-                self.offset = int(event["until"])
-            elif kind == "role":
-                self.writer = bool(event["writer"])
+                self.offset = event.until
+            elif isinstance(event, Role):
+                self.writer = event.writer
                 if not self.writer:
-                    self.notice(f"viewer {event.get('by')} took the terminal: now read-only")
-            elif kind == "end":
-                self.offset = int(event["offset"])
-                reason = str(event["reason"])
+                    self.notice(f"viewer {event.by} took the terminal: now read-only")
+            elif isinstance(event, Ended):
+                self.offset = event.offset
+                reason = event.reason
                 with contextlib.suppress(TimeoutError, GloveError):
                     async with asyncio.timeout(DETACH_GRACE_S):
                         async for _ in stream:  # the stream's final frame: a clean end
@@ -200,10 +211,8 @@ class TerminalClient:
     async def _detach_now(self, events: asyncio.Task[AttachEnd]) -> AttachEnd:
         if self.viewer is not None:
             with contextlib.suppress(GloveError):
-                await self.client.call(
-                    "session.detach",
-                    {"session_id": self.session_id, "viewer": self.viewer},
-                    timeout=CALL_TIMEOUT_S,
+                await self.client.session_detach(
+                    self.session_id, self.viewer, timeout=CALL_TIMEOUT_S
                 )
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(DETACH_GRACE_S):
@@ -237,10 +246,8 @@ class TerminalClient:
             while self._keys and self.writer:
                 chunk = bytes(self._keys)
                 try:
-                    await self.client.call(
-                        "session.input",
-                        {"session_id": self.session_id, "raw": chunk, "viewer": self.viewer},
-                        timeout=CALL_TIMEOUT_S,
+                    await self.client.session_input(
+                        self.session_id, raw=chunk, viewer=self.viewer, timeout=CALL_TIMEOUT_S
                     )
                 except RemoteError as exc:
                     if exc.code == "busy":
@@ -261,12 +268,9 @@ class TerminalClient:
         if size is None or not self.writer or min(size) < 1:
             return
         with contextlib.suppress(GloveError):
-            await self.client.call(
-                "session.resize",
-                {"session_id": self.session_id, "rows": size[0], "cols": size[1],
-                 "viewer": self.viewer},
-                timeout=CALL_TIMEOUT_S,
-            )  # fmt: skip
+            await self.client.session_resize(
+                self.session_id, size[0], size[1], viewer=self.viewer, timeout=CALL_TIMEOUT_S
+            )
 
     # -- the local terminal ---------------------------------------------------------------------
 
@@ -294,14 +298,6 @@ class TerminalClient:
                 select.select([], [self.out], [])  # a non-blocking terminal: wait for room
 
 
-def _b64(text: str) -> bytes:
-    import base64
-
-    return base64.b64decode(text)
-
-
-def msgspec_modes(raw: dict[str, Any]) -> TerminalModes:
-    """The ``modes`` of an ``attached`` event as :class:`TerminalModes`."""
-    import msgspec
-
-    return msgspec.convert(raw, TerminalModes)
+def terminal_modes(modes: AttachModes) -> TerminalModes:
+    """The ``modes`` of an ``attached`` event as the :class:`TerminalModes` that apply them."""
+    return TerminalModes(on=modes.on, off=modes.off, keypad=modes.keypad)

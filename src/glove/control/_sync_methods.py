@@ -8,12 +8,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Self, TypeVar
 
 from glove.control._client_base import runtime_socket
 from glove.control._client_core import ClientCore, Params, result_of
-from glove.control._results import Exposure, PlanVerdict, SessionPage, SessionState, SessionStatus
+from glove.control._results import (
+    Acked,
+    AttachEvent,
+    DetachResult,
+    Exposure,
+    InputResult,
+    PlanVerdict,
+    ReceiptPage,
+    ResizeResult,
+    SessionPage,
+    SessionState,
+    SessionStatus,
+    SignalName,
+    SignalResult,
+)
 from glove.protocol import Capabilities, Response
+
+if TYPE_CHECKING:
+    from glove.control._client import SyncStream
 
 T = TypeVar("T")
 
@@ -35,6 +52,17 @@ class SyncMethods:
 
     def _unary(self, rid: int, frame: bytes, budget: float) -> Response:
         """Send ``frame`` (request ``rid``) and return its response within ``budget``."""
+        raise NotImplementedError  # the transport: the client class's
+
+    def stream(
+        self,
+        method: str,
+        params: Params = None,
+        *,
+        timeout: float | None = None,
+        event_type: type[T] | None = None,
+    ) -> SyncStream[T]:
+        """A streaming call of ``method``: its events (``event_type`` instances, or dicts)."""
         raise NotImplementedError  # the transport: the client class's
 
     def call(
@@ -106,10 +134,7 @@ class SyncMethods:
         """
         params = {"state": state, "after": after, "limit": limit}
         result: SessionPage = self.call(
-            "session.list",
-            {name: value for name, value in params.items() if value is not None},
-            timeout=timeout,
-            result_type=SessionPage,
+            "session.list", _given(params), timeout=timeout, result_type=SessionPage
         )
         return result
 
@@ -156,11 +181,9 @@ class SyncMethods:
         Raises:
             as :meth:`call`.
         """
-        params: dict[str, Any] = {"alias": alias, "path": path, "mode": mode}
-        if target is not None:
-            params["target"] = target
+        params = {"alias": alias, "path": path, "mode": mode, "target": target}
         result: Exposure = self.call(
-            "exposure.create", params, timeout=timeout, result_type=Exposure
+            "exposure.create", _given(params), timeout=timeout, result_type=Exposure
         )
         return result
 
@@ -175,8 +198,145 @@ class SyncMethods:
         )
         return result
 
+    def session_watch(
+        self, session_id: str, *, timeout: float | None = None
+    ) -> SyncStream[SessionStatus]:
+        """``session.watch``: the session's state now, then each change, until terminal.
+
+        Raises:
+            as :meth:`session_status` (while iterating).
+        """
+        params = {"session_id": session_id}
+        return self.stream("session.watch", params, timeout=timeout, event_type=SessionStatus)
+
+    def session_attach(
+        self,
+        session_id: str,
+        *,
+        mode: Literal["read", "write"] = "read",
+        offset: int | None = None,
+        tail: int | None = None,
+        follow: bool = True,
+        timeout: float | None = None,
+    ) -> SyncStream[AttachEvent]:
+        """``session.attach``: the transcript from ``offset`` (or its last ``tail`` bytes, or
+        all the ring holds), then live unless ``follow`` is false; first :class:`Attached`,
+        last :class:`Ended`.
+
+        Raises:
+            RemoteError: ``no_terminal`` and the rest of :meth:`session_status`'s.
+        """
+        params: dict[str, object] = {"session_id": session_id, "mode": mode, "follow": follow}
+        if offset is not None:
+            params["from"] = offset
+        if tail is not None:
+            params["tail"] = tail
+        kind: Any = AttachEvent  # a union of tagged Structs: msgspec's type, not a class
+        events: SyncStream[AttachEvent] = self.stream(
+            "session.attach", params, timeout=timeout, event_type=kind
+        )
+        return events
+
+    def session_input(
+        self,
+        session_id: str,
+        *,
+        data: str | None = None,
+        raw: bytes | None = None,
+        viewer: int | None = None,
+        timeout: float | None = None,
+    ) -> InputResult:
+        """``session.input``: ``data`` (text) or ``raw`` bytes to the session's terminal,
+        as ``viewer`` (the writer) if given.
+
+        Raises:
+            RemoteError: ``busy``, ``not_writer``, ``no_terminal`` and the rest of
+                :meth:`session_status`'s.
+        """
+        params = {"session_id": session_id, "data": data, "raw": raw, "viewer": viewer}
+        result: InputResult = self.call(
+            "session.input", _given(params), timeout=timeout, result_type=InputResult
+        )
+        return result
+
+    def session_resize(
+        self,
+        session_id: str,
+        rows: int,
+        cols: int,
+        *,
+        viewer: int | None = None,
+        timeout: float | None = None,
+    ) -> ResizeResult:
+        """``session.resize``: the terminal's new size in cells (the agent gets SIGWINCH).
+
+        Raises:
+            RemoteError: ``not_writer``, ``no_terminal`` and the rest of :meth:`session_status`'s.
+        """
+        params = {"session_id": session_id, "rows": rows, "cols": cols, "viewer": viewer}
+        result: ResizeResult = self.call(
+            "session.resize", _given(params), timeout=timeout, result_type=ResizeResult
+        )
+        return result
+
+    def session_signal(
+        self, session_id: str, signal: SignalName, *, timeout: float | None = None
+    ) -> SignalResult:
+        """``session.signal``: ``signal`` (by name) to the agent.
+
+        Raises:
+            as :meth:`session_status`.
+        """
+        params = {"session_id": session_id, "signal": signal}
+        result: SignalResult = self.call(
+            "session.signal", params, timeout=timeout, result_type=SignalResult
+        )
+        return result
+
+    def session_detach(
+        self, session_id: str, viewer: int, *, timeout: float | None = None
+    ) -> DetachResult:
+        """``session.detach``: end viewer ``viewer``'s attach stream.
+
+        Raises:
+            as :meth:`session_status`.
+        """
+        params = {"session_id": session_id, "viewer": viewer}
+        result: DetachResult = self.call(
+            "session.detach", params, timeout=timeout, result_type=DetachResult
+        )
+        return result
+
+    def receipts_page(
+        self, *, after: int = 0, limit: int | None = None, timeout: float | None = None
+    ) -> ReceiptPage:
+        """``receipts.page``: terminal receipts after sequence number ``after``, in order.
+
+        Raises:
+            RemoteError: ``receipt_unavailable`` and the rest of :meth:`call`'s.
+        """
+        params = {"after": after, "limit": limit}
+        result: ReceiptPage = self.call(
+            "receipts.page", _given(params), timeout=timeout, result_type=ReceiptPage
+        )
+        return result
+
+    def receipts_ack(self, seq: int, *, timeout: float | None = None) -> Acked:
+        """``receipts.ack``: the controller has durably taken receipt ``seq`` (the next one).
+
+        Raises:
+            RemoteError: ``receipt_not_next`` and the rest of :meth:`call`'s.
+        """
+        result: Acked = self.call("receipts.ack", {"seq": seq}, timeout=timeout, result_type=Acked)
+        return result
+
     def _session(self, method: str, session_id: str, timeout: float | None) -> SessionStatus:
         result: SessionStatus = self.call(
             method, {"session_id": session_id}, timeout=timeout, result_type=SessionStatus
         )
         return result
+
+
+def _given(params: Mapping[str, object]) -> dict[str, object]:
+    """``params`` without the ones not given (None): the method's defaults apply."""
+    return {name: value for name, value in params.items() if value is not None}
