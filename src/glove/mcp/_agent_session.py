@@ -29,7 +29,15 @@ from glove.actors import settle
 from glove.mcp._contracts import PendingAudit, Refusal
 from glove.mcp._features import page
 from glove.mcp._framing import encode_error, encode_notification, encode_request, encode_result
-from glove.mcp._messages import ErrorResponse, Message, Notification, Request, RequestId, Response
+from glove.mcp._messages import (
+    ErrorResponse,
+    McpObject,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
 from glove.mcp._upstream import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
 from glove.mcp.errors import (
     INVALID_PARAMS,
@@ -97,8 +105,8 @@ class AgentSession:
         self.initialized = False
         self.protocol_version: str | None = None
         #: The agent's declared client capabilities (``sampling``, ``elicitation``, ``roots``).
-        self.client_capabilities: dict[str, Any] = {}
-        self.capabilities: dict[str, Any] = {}
+        self.client_capabilities: McpObject = {}
+        self.capabilities: McpObject = {}
         self._calls: dict[RequestId, asyncio.Task[None]] = {}
         #: In-flight agent request -> the upstream it went to (for relating relays).
         self._targets: dict[RequestId, str | None] = {}
@@ -185,7 +193,7 @@ class AgentSession:
             error = f"method not found: {method[:64]}"
             self._reply(request.id, encode_error(request.id, METHOD_NOT_FOUND, error))
 
-    def _initialize(self, params: dict[str, Any] | None) -> dict[str, Any]:
+    def _initialize(self, params: McpObject | None) -> McpObject:
         params = params or {}
         asked = params.get("protocolVersion")
         self.protocol_version = asked if asked in LEGACY_VERSIONS else LATEST_LEGACY_VERSION
@@ -315,12 +323,12 @@ class AgentSession:
             return mediator.set_level(request.id, params)
         return mediator.resource_request(request.id, method, params)
 
-    def _progress_sink(self, request: Request) -> Callable[[dict[str, Any]], None] | None:
+    def _progress_sink(self, request: Request) -> Callable[[McpObject], None] | None:
         meta = (request.params or {}).get("_meta")
         if not isinstance(meta, dict) or meta.get("progressToken") is None:
             return None
 
-        def progress(params: dict[str, Any]) -> None:
+        def progress(params: McpObject) -> None:
             if request.id in self._calls:
                 frame = encode_notification("notifications/progress", params)
                 self._emit_after_records(frame, request.id)
@@ -330,14 +338,14 @@ class AgentSession:
     # -- Glove's own traffic to the agent ---------------------------------------------------------
 
     def notify(
-        self, method: str, params: dict[str, Any] | None = None, *, related: RequestId | None = None
+        self, method: str, params: McpObject | None = None, *, related: RequestId | None = None
     ) -> None:
         """Send the agent a notification (once it has initialized)."""
         if self.initialized:
             self._emit_after_records(encode_notification(method, params), related)
 
     async def request(
-        self, method: str, params: dict[str, Any] | None, *, related: RequestId | None = None
+        self, method: str, params: McpObject | None, *, related: RequestId | None = None
     ) -> msgspec.Raw:
         """Send the agent a request (a relayed sampling, elicitation or roots request) and
         wait for its answer.

@@ -9,13 +9,13 @@ the same :class:`~glove.mcp._kernel.ToolRegistry` the mediator uses, and stops t
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import msgspec
 
 from glove.actors import ChildSpec, Supervisor, race, start_node
 from glove.mcp._config import McpConfig
 from glove.mcp._kernel import ToolRegistry
+from glove.mcp._messages import McpObject
 from glove.mcp._service import (
     STARTUP_MARGIN_S,
     _definition_factory,
@@ -38,7 +38,7 @@ class ToolListing(msgspec.Struct, frozen=True):
     description: str | None = None
 
 
-async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, dict[str, Any]]:
+async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, McpObject]:
     """Start every upstream, collect its tools, stop them; return the registry and the
     policy definitions by exposed name.
 
