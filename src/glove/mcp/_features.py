@@ -16,7 +16,7 @@ import base64
 import binascii
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 import msgspec
 
@@ -107,6 +107,37 @@ def _text(value: object, limit: int) -> str:
     return value[:limit] if isinstance(value, str) else repr(value)[:limit]
 
 
+class ListChanged(TypedDict):
+    """A capability whose lists Glove announces changes of."""
+
+    listChanged: bool
+
+
+class ResourcesCapability(ListChanged):
+    """The ``resources`` capability: lists, and subscriptions when every upstream has them."""
+
+    subscribe: bool
+
+
+class EmptyCapability(TypedDict):
+    """A capability with no options (``logging``, ``completions``)."""
+
+
+class ServerCapabilities(TypedDict, total=False):
+    """The server capabilities Glove advertises to the agent (``tools`` always)."""
+
+    tools: ListChanged
+    prompts: ListChanged
+    resources: ResourcesCapability
+    logging: EmptyCapability
+    completions: EmptyCapability
+
+
+#: The client capabilities Glove declares to an upstream: capability -> its options (the
+#: agent's own declaration when it is passed on, which is MCP's boundary JSON).
+ClientCapabilities = dict[str, McpObject]
+
+
 class FeatureMediation:
     """Prompts, resources, logging, completion and server-to-client requests under policy."""
 
@@ -181,11 +212,11 @@ class FeatureMediation:
         """Whether the policy lets ``upstream_id`` use ``feature``."""
         return self.policy.check_feature(upstream_id, feature).allowed
 
-    def agent_capabilities(self) -> McpObject:
+    def agent_capabilities(self) -> ServerCapabilities:
         """The server capabilities Glove advertises: exactly what the policy can let through
         from what the upstreams offer."""
         upstreams = list(self.catalog.modes)
-        caps: McpObject = {"tools": {"listChanged": True}}
+        caps: ServerCapabilities = {"tools": {"listChanged": True}}
         if self.policy.allows_any("prompts") and any(
             self.upstream_offers(u, "prompts") for u in upstreams
         ):
@@ -487,7 +518,7 @@ class FeatureMediation:
 
     def client_capabilities_for(
         self, upstream_id: str, agent: Mapping[str, Any] | None = None
-    ) -> McpObject:
+    ) -> ClientCapabilities:
         """The client capabilities Glove declares to ``upstream_id`` (see
         :func:`client_capabilities`)."""
         return client_capabilities(self.policy, upstream_id, agent)
@@ -521,11 +552,11 @@ class FeatureMediation:
 
 def client_capabilities(
     policy: PolicyEngine, upstream_id: str, agent: Mapping[str, Any] | None = None
-) -> McpObject:
+) -> ClientCapabilities:
     """The client capabilities Glove declares to ``upstream_id``: each server-to-client
     feature the policy allows it and, when the agent's capabilities are known, the agent
     supports too (its own declaration is passed on)."""
-    caps: McpObject = {}
+    caps: ClientCapabilities = {}
     for feature, capability in CLIENT_CAPABILITY.items():
         if not policy.check_feature(upstream_id, feature).allowed:
             continue

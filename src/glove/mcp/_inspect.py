@@ -9,13 +9,13 @@ the same :class:`~glove.mcp._kernel.ToolRegistry` the mediator uses, and stops t
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from glove.actors import ChildSpec, Supervisor, race, start_node
 from glove.mcp._config import McpConfig
 from glove.mcp._kernel import ToolRegistry
-from glove.mcp._messages import McpObject
 from glove.mcp._service import (
     STARTUP_MARGIN_S,
     _definition_factory,
@@ -24,6 +24,9 @@ from glove.mcp._service import (
     wait_started,
 )
 from glove.mcp._upstream import UpstreamActor
+
+if TYPE_CHECKING:
+    from glove.policy import ToolDefinition
 
 
 class ToolListing(msgspec.Struct, frozen=True):
@@ -38,7 +41,7 @@ class ToolListing(msgspec.Struct, frozen=True):
     description: str | None = None
 
 
-async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, McpObject]:
+async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, dict[str, ToolDefinition]]:
     """Start every upstream, collect its tools, stop them; return the registry and the
     policy definitions by exposed name.
 

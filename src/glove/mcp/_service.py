@@ -26,6 +26,7 @@ import secrets
 import signal
 import socket
 import stat
+import subprocess
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -438,7 +439,7 @@ def build_mediation(
     audit_factory: Callable[[str], Any] | None = None,
     client_capabilities: McpObject | None = None,
     run_id: str | None = None,
-    prestarted: McpObject | None = None,
+    prestarted: dict[str, subprocess.Popen[bytes]] | None = None,
 ) -> Mediation:
     """Build (not start) the mediation tree: ``audit``, one ``mcp-<id>`` per upstream, then
     the ``kernel``. Run :attr:`Mediation.supervisor` as a child of a session tree and await
@@ -500,7 +501,7 @@ async def start_mediation(
     audit_factory: Callable[[str], Any] | None = None,
     client_capabilities: McpObject | None = None,
     run_id: str | None = None,
-    prestarted: McpObject | None = None,
+    prestarted: dict[str, subprocess.Popen[bytes]] | None = None,
 ) -> Mediation:
     """Start the upstreams and the audit log, build the catalog, then serve the agent.
 
@@ -615,7 +616,7 @@ async def serve(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     *,
-    prestarted: McpObject | None = None,
+    prestarted: dict[str, subprocess.Popen[bytes]] | None = None,
 ) -> int:
     """Serve one agent until it hangs up or a stop signal comes (0), or the session fails (1).
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -276,7 +276,7 @@ class UpstreamActor(Actor):
         *,
         on_tools_changed: ToolsChanged | None = None,
         events: UpstreamEvents | None = None,
-        client_capabilities: McpObject | None = None,
+        client_capabilities: Mapping[str, McpObject] | None = None,
         max_frame_bytes: int = MAX_UPSTREAM_FRAME_BYTES,
         process: subprocess.Popen[bytes] | None = None,
     ) -> None:
