@@ -76,7 +76,9 @@ class PiToolJson(TypedDict):
     annotations: dict[str, bool]
 
 
-class _PiResultJson(TypedDict):
+class PiResultJson(TypedDict):
+    """A result as Pi reads it (:meth:`PiToolResult.to_json`); details are the status fields."""
+
     content: list[_Text]
     details: NotRequired[dict[str, Any]]
     isError: NotRequired[bool]
@@ -121,9 +123,9 @@ class PiToolResult:
     details: Mapping[str, Any] | None
     is_error: bool
 
-    def to_json(self) -> _PiResultJson:
+    def to_json(self) -> PiResultJson:
         """The result as Pi reads it."""
-        body: _PiResultJson = {"content": [{"type": "text", "text": self.text}]}
+        body: PiResultJson = {"content": [{"type": "text", "text": self.text}]}
         if self.details is not None:
             body["details"] = dict(self.details)
         if self.is_error:
