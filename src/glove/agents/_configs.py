@@ -40,6 +40,8 @@ CLAUDE_KEY_SUFFIX_CHARS: Final = 20
 MAX_APPROVED_KEYS: Final = 16
 
 
+# Claude Code's and Codex's settings are their documents, not Glove's: Glove edits the few
+# members it owns and keeps every other member as it found it (free-form JSON/TOML).
 def _table(document: dict[str, Any], key: str) -> dict[str, Any]:
     """``document[key]`` as a dict (replacing a non-dict value, which the agent would reject)."""
     value = document.get(key)

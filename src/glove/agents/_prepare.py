@@ -119,6 +119,7 @@ def codex_words(words: list[str]) -> list[str]:
     return [words[0], CODEX_SKIP_REPO_CHECK, *words[1:]]
 
 
+# The agent's own settings documents (see agents/_configs.py): free-form on purpose.
 def _json_document(home: Path, relative: str) -> dict[str, Any]:
     data = read_home_file(home, relative)
     if data is None or not data.strip():

@@ -67,6 +67,7 @@ def _is_subtable(value: Any) -> bool:
     return isinstance(value, dict) or _is_table_array(value)
 
 
+# Any TOML document of the agent's (see agents/_configs.py): free-form on purpose.
 def _table(lines: list[str], path: list[str], table: dict[str, Any], depth: int) -> None:
     if depth > MAX_TOML_DEPTH:
         raise AgentConfigError(f"TOML nested deeper than {MAX_TOML_DEPTH} levels")

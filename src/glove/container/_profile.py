@@ -153,6 +153,8 @@ class Profile(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     agent: AgentSection | None = None
 
 
+# Profile tables stay raw TOML until they are merged (``extends``); the merged table is then
+# decoded strictly into the profile's Struct.
 def _toml_table(data: bytes, origin: str) -> dict[str, Any]:
     if len(data) > MAX_PROFILE_BYTES:
         raise ProfileError(f"profile {origin} is larger than {MAX_PROFILE_BYTES} bytes")

@@ -29,7 +29,7 @@ import os
 import socket
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from glove.control._address import socket_address
 from glove.control._client_base import (
@@ -98,22 +98,48 @@ def call_once(
         except OSError as exc:
             raise foreign(exc, connecting=True, where=sock_path) from exc
         wire = _Wire(sock, sock_path)
-        hello: dict[str, Any] = {"secret": read_secret(secret_path), "client": client_name}
-        hello["protocol"] = PROTOCOL_VERSION
+        hello: _Hello = {
+            "secret": read_secret(secret_path),
+            "client": client_name,
+            "protocol": PROTOCOL_VERSION,
+        }
         wire.exchange(_request(_HELLO_ID, "hello", hello, timeout), _HELLO_ID, timeout)
         return wire.exchange(_request(_CALL_ID, method, params or {}, timeout), _CALL_ID, timeout)
     finally:
         sock.close()
 
 
-def _request(request_id: int, method: str, params: Mapping[str, Any], timeout: float) -> bytes:
+class _Hello(TypedDict):
+    """The ``hello`` params (``protocol.HelloParams``, as sent)."""
+
+    secret: str
+    client: str
+    protocol: int
+
+
+class _Request(TypedDict):
+    """One request frame (``protocol.control.Request``, as sent)."""
+
+    id: int
+    method: str
+    params: Mapping[str, Any] | _Hello
+    deadline_ms: int
+
+
+def _request(
+    request_id: int, method: str, params: Mapping[str, Any] | _Hello, timeout: float
+) -> bytes:
     """A framed request, encoded as the typed clients encode it (compact, UTF-8).
 
     Raises:
         RequestInvalid: the params are not encodable or the frame exceeds the cap.
     """
-    request: dict[str, Any] = {"id": request_id, "method": method, "params": params}
-    request["deadline_ms"] = deadline_ms(timeout)
+    request: _Request = {
+        "id": request_id,
+        "method": method,
+        "params": params,
+        "deadline_ms": deadline_ms(timeout),
+    }
     try:
         payload = json.dumps(
             request, separators=(",", ":"), ensure_ascii=False, allow_nan=False

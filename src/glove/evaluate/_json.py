@@ -96,6 +96,7 @@ def loads_located(data: bytes, *, max_depth: int) -> Any:
     return _checked(tree, max_depth)
 
 
+# The strict decoder itself: the fixture tree is free-form JSON until its checks pass.
 def _checked(tree: Any, max_depth: int) -> Any:
     """``tree`` with member lists turned into dicts, or the first fault (document order)."""
     root: list[Any] = [None]

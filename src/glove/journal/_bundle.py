@@ -25,9 +25,9 @@ change without the bundle failing (an edit that keeps the meaning, such as ``1e5
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NotRequired, TypedDict
 
 from glove.journal._checkpoint import MAX_TREE_SIZE, SignedCheckpoint, open_checkpoint
 from glove.journal._codec import MAX_PAYLOAD_BYTES, RecordKind
@@ -90,6 +90,8 @@ class ReceiptBundle:
     """A decoded bundle (not yet verified)."""
 
     session_id: str
+    #: Any receipt payload ever signed, as it is (journal sits below glove.records, and a
+    #: bundle exported by any version must verify): free-form JSON on purpose.
     receipt: dict[str, Any]
     checkpoint: str
     tree_size: int
@@ -105,7 +107,7 @@ class VerifiedReceipt:
     signed checkpoint (origin, size, root) is ``checkpoint``."""
 
     session_id: str
-    receipt: dict[str, Any]
+    receipt: dict[str, Any]  # the verified payload as signed (see ReceiptBundle.receipt)
     leaf_index: int
     checkpoint: SignedCheckpoint
     consistency_from: tuple[int, bytes] | None = None
@@ -130,7 +132,7 @@ def parse_receipt_payload(payload: bytes) -> dict[str, Any]:
     return value
 
 
-def envelope_kind(entry: dict[str, Any]) -> RecordKind | None:
+def envelope_kind(entry: Mapping[str, object]) -> RecordKind | None:
     """The record kind whose envelope domain ``entry`` carries, or None for neither."""
     domain = entry.get("receipt")
     for kind, name in ENVELOPE_DOMAINS.items():
@@ -139,7 +141,7 @@ def envelope_kind(entry: dict[str, Any]) -> RecordKind | None:
     return None
 
 
-def check_envelope_domain(entry: dict[str, Any], kind: RecordKind) -> None:
+def check_envelope_domain(entry: Mapping[str, object], kind: RecordKind) -> None:
     """Refuse an entry that is not of ``kind``'s envelope domain.
 
     Raises:
@@ -160,9 +162,29 @@ def _hashes_json(hashes: tuple[bytes, ...]) -> list[str]:
     return [b64encode(h) for h in hashes]
 
 
+class _Consistency(TypedDict):
+    from_size: int
+    from_root: str
+    proof: list[str]
+
+
+class _BundleDocument(TypedDict):
+    """A bundle as written (``BUNDLE_FORMAT``); ``receipt`` is the signed payload as it is."""
+
+    format: str
+    session_id: str
+    receipt: Mapping[str, object]
+    checkpoint: str
+    tree_size: int
+    leaf_index: int
+    leaf: str
+    inclusion_proof: list[str]
+    consistency: NotRequired[_Consistency]
+
+
 def encode_bundle(bundle: ReceiptBundle) -> bytes:
     """The canonical bytes of ``bundle`` (two-space indented JSON, UTF-8, final newline)."""
-    doc: dict[str, Any] = {
+    doc: _BundleDocument = {
         "format": BUNDLE_FORMAT,
         "session_id": bundle.session_id,
         "receipt": bundle.receipt,
@@ -181,14 +203,14 @@ def encode_bundle(bundle: ReceiptBundle) -> bytes:
     return dumps_pretty(doc).encode("utf-8")
 
 
-def _int(doc: dict[str, Any], name: str, low: int) -> int:
+def _int(doc: Mapping[str, object], name: str, low: int) -> int:
     value = doc[name]
     if type(value) is not int or not low <= value <= MAX_TREE_SIZE:
         raise BundleMalformed(f"{name} must be an integer from {low} to {MAX_TREE_SIZE}")
     return value
 
 
-def _str(doc: dict[str, Any], name: str) -> str:
+def _str(doc: Mapping[str, object], name: str) -> str:
     value = doc[name]
     if not isinstance(value, str):
         raise BundleMalformed(f"{name} must be a string")

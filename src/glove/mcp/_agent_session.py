@@ -20,16 +20,24 @@ import collections
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 import msgspec
 
 from glove._version import __version__
 from glove.actors import settle
 from glove.mcp._contracts import PendingAudit, Refusal
-from glove.mcp._features import page
+from glove.mcp._features import ServerCapabilities, page
 from glove.mcp._framing import encode_error, encode_notification, encode_request, encode_result
-from glove.mcp._messages import ErrorResponse, Message, Notification, Request, RequestId, Response
+from glove.mcp._messages import (
+    ErrorResponse,
+    McpObject,
+    Message,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
 from glove.mcp._upstream import LATEST_LEGACY_VERSION, LEGACY_VERSIONS
 from glove.mcp.errors import (
     INVALID_PARAMS,
@@ -48,7 +56,16 @@ MAX_INFLIGHT_CALLS: Final = 64
 #: Glove's own requests to the agent waiting for an answer at once.
 MAX_OUTGOING_REQUESTS: Final = 16
 SESSION_ENDED: Final = "the mediation session ended before the call completed"
-SERVER_INFO: Final = {"name": "glove", "version": __version__}
+
+
+class ServerInfo(TypedDict):
+    """Who answers the agent (``serverInfo``)."""
+
+    name: str
+    version: str
+
+
+SERVER_INFO: Final[ServerInfo] = {"name": "glove", "version": __version__}
 INSTRUCTIONS: Final = (
     "Tools, prompts and resources are mediated by Glove: each is checked by policy and "
     "audited; names may carry their server's id (<server>__<name>, <server>+<uri>)."
@@ -77,6 +94,15 @@ Emit = Callable[[bytes, RequestId | None, bool], None]
 Spawn = Callable[[Coroutine[Any, Any, None], str], "asyncio.Task[None]"]
 
 
+class InitializeReply(TypedDict):
+    """Glove's ``initialize`` result to the agent."""
+
+    protocolVersion: str
+    capabilities: ServerCapabilities
+    serverInfo: ServerInfo
+    instructions: str
+
+
 class AgentSession:
     """One agent's protocol state: handshake, in-flight requests, Glove's own requests."""
 
@@ -97,8 +123,8 @@ class AgentSession:
         self.initialized = False
         self.protocol_version: str | None = None
         #: The agent's declared client capabilities (``sampling``, ``elicitation``, ``roots``).
-        self.client_capabilities: dict[str, Any] = {}
-        self.capabilities: dict[str, Any] = {}
+        self.client_capabilities: McpObject = {}
+        self.capabilities: ServerCapabilities = {}
         self._calls: dict[RequestId, asyncio.Task[None]] = {}
         #: In-flight agent request -> the upstream it went to (for relating relays).
         self._targets: dict[RequestId, str | None] = {}
@@ -185,7 +211,7 @@ class AgentSession:
             error = f"method not found: {method[:64]}"
             self._reply(request.id, encode_error(request.id, METHOD_NOT_FOUND, error))
 
-    def _initialize(self, params: dict[str, Any] | None) -> dict[str, Any]:
+    def _initialize(self, params: McpObject | None) -> InitializeReply:
         params = params or {}
         asked = params.get("protocolVersion")
         self.protocol_version = asked if asked in LEGACY_VERSIONS else LATEST_LEGACY_VERSION
@@ -315,12 +341,12 @@ class AgentSession:
             return mediator.set_level(request.id, params)
         return mediator.resource_request(request.id, method, params)
 
-    def _progress_sink(self, request: Request) -> Callable[[dict[str, Any]], None] | None:
+    def _progress_sink(self, request: Request) -> Callable[[McpObject], None] | None:
         meta = (request.params or {}).get("_meta")
         if not isinstance(meta, dict) or meta.get("progressToken") is None:
             return None
 
-        def progress(params: dict[str, Any]) -> None:
+        def progress(params: McpObject) -> None:
             if request.id in self._calls:
                 frame = encode_notification("notifications/progress", params)
                 self._emit_after_records(frame, request.id)
@@ -330,14 +356,14 @@ class AgentSession:
     # -- Glove's own traffic to the agent ---------------------------------------------------------
 
     def notify(
-        self, method: str, params: dict[str, Any] | None = None, *, related: RequestId | None = None
+        self, method: str, params: McpObject | None = None, *, related: RequestId | None = None
     ) -> None:
         """Send the agent a notification (once it has initialized)."""
         if self.initialized:
             self._emit_after_records(encode_notification(method, params), related)
 
     async def request(
-        self, method: str, params: dict[str, Any] | None, *, related: RequestId | None = None
+        self, method: str, params: McpObject | None, *, related: RequestId | None = None
     ) -> msgspec.Raw:
         """Send the agent a request (a relayed sampling, elicitation or roots request) and
         wait for its answer.

@@ -19,11 +19,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 
-from glove.mcp._messages import ToolInfo
+from glove.mcp._messages import McpObject, ToolInfo
 from glove.mcp.errors import ToolNameError
 
 _log = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class ExposedTool(msgspec.Struct, frozen=True):
     upstream_id: str
     info: ToolInfo
 
-    def listing(self) -> dict[str, Any]:
+    def listing(self) -> McpObject:
         """The tool definition to list to the agent: the upstream's, renamed."""
         return {**self.info.raw, "name": self.name}
 
@@ -87,9 +87,9 @@ class Entry(msgspec.Struct, frozen=True):
     name: str
     upstream_id: str
     original: str
-    raw: dict[str, Any]
+    raw: McpObject
 
-    def listing(self) -> dict[str, Any]:
+    def listing(self) -> McpObject:
         """The definition to list to the agent: the upstream's, renamed."""
         return {**self.raw, _KEYS[self.kind]: self.name}
 
@@ -171,7 +171,7 @@ class Table:
     def set_upstream(
         self,
         upstream_id: str,
-        items: Iterable[dict[str, Any]],
+        items: Iterable[McpObject],
         *,
         strict: bool,
         expose: Expose = "prefix",
@@ -270,9 +270,9 @@ class Catalog:
         upstream_id: str,
         *,
         tools: Sequence[ToolInfo] | None = None,
-        prompts: Sequence[dict[str, Any]] | None = None,
-        resources: Sequence[dict[str, Any]] | None = None,
-        templates: Sequence[dict[str, Any]] | None = None,
+        prompts: Sequence[McpObject] | None = None,
+        resources: Sequence[McpObject] | None = None,
+        templates: Sequence[McpObject] | None = None,
         strict: bool,
     ) -> None:
         """Replace what ``upstream_id`` offers (a ``None`` list is left as it was).

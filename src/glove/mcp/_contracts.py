@@ -13,13 +13,15 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 import msgspec
 
+from glove.mcp._messages import McpObject
+
 MAX_AUDITED_ID_CHARS: Final = 128
 #: Audited digests of arguments and params: canonical JSON, keys sorted.
 _CANONICAL: Final = msgspec.json.Encoder(order="sorted")
 
-ProgressSink = Callable[[dict[str, Any]], None]
+ProgressSink = Callable[[McpObject], None]
 UpstreamRequest = Callable[
-    [str, str, dict[str, Any] | None, int | str | None, ProgressSink | None],
+    [str, str, McpObject | None, int | str | None, ProgressSink | None],
     Awaitable[msgspec.Raw],
 ]
 """Forward ``method`` with ``params`` to upstream ``id`` (progress token and sink optional)."""

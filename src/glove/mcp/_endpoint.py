@@ -21,7 +21,7 @@ from glove.actors import Actor
 from glove.mcp._agent_session import INSTRUCTIONS, MAX_INFLIGHT_CALLS, SERVER_INFO, AgentSession
 from glove.mcp._framing import OVERSIZED, LineSplitter, decode_message
 from glove.mcp._kernel import Mediator
-from glove.mcp._messages import RequestId
+from glove.mcp._messages import McpObject, RequestId
 from glove.mcp.errors import INVALID_REQUEST, FramingError
 
 __all__ = [
@@ -136,4 +136,4 @@ class Notify(msgspec.Struct, frozen=True):
     """Send the agent a notification (a list change, a log message, a resource update)."""
 
     method: str
-    params: dict[str, Any] | None = None
+    params: McpObject | None = None

@@ -16,13 +16,13 @@ import base64
 import binascii
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 import msgspec
 
 from glove.mcp._catalog import Entry, expose_uri
 from glove.mcp._contracts import Refusal, arguments_digest, audit_id
-from glove.mcp._messages import ToolInfo
+from glove.mcp._messages import McpObject, ToolInfo
 from glove.mcp.errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -88,7 +88,7 @@ def decode_cursor(kind: str, cursor: object) -> int:
     return int(number)
 
 
-def page(kind: str, key: str, items: Sequence[dict[str, Any]], params: Any) -> dict[str, Any]:
+def page(kind: str, key: str, items: Sequence[McpObject], params: Any) -> McpObject:
     """One page of a merged list, with ``nextCursor`` when more follow.
 
     Raises:
@@ -97,7 +97,7 @@ def page(kind: str, key: str, items: Sequence[dict[str, Any]], params: Any) -> d
     cursor = params.get("cursor") if isinstance(params, dict) else None
     start = 0 if cursor is None else decode_cursor(kind, cursor)
     chunk = list(items[start : start + LIST_PAGE_SIZE])
-    result: dict[str, Any] = {key: chunk}
+    result: McpObject = {key: chunk}
     if start + LIST_PAGE_SIZE < len(items):
         result["nextCursor"] = encode_cursor(kind, start + LIST_PAGE_SIZE)
     return result
@@ -105,6 +105,37 @@ def page(kind: str, key: str, items: Sequence[dict[str, Any]], params: Any) -> d
 
 def _text(value: object, limit: int) -> str:
     return value[:limit] if isinstance(value, str) else repr(value)[:limit]
+
+
+class ListChanged(TypedDict):
+    """A capability whose lists Glove announces changes of."""
+
+    listChanged: bool
+
+
+class ResourcesCapability(ListChanged):
+    """The ``resources`` capability: lists, and subscriptions when every upstream has them."""
+
+    subscribe: bool
+
+
+class EmptyCapability(TypedDict):
+    """A capability with no options (``logging``, ``completions``)."""
+
+
+class ServerCapabilities(TypedDict, total=False):
+    """The server capabilities Glove advertises to the agent (``tools`` always)."""
+
+    tools: ListChanged
+    prompts: ListChanged
+    resources: ResourcesCapability
+    logging: EmptyCapability
+    completions: EmptyCapability
+
+
+#: The client capabilities Glove declares to an upstream: capability -> its options (the
+#: agent's own declaration when it is passed on, which is MCP's boundary JSON).
+ClientCapabilities = dict[str, McpObject]
 
 
 class FeatureMediation:
@@ -181,11 +212,11 @@ class FeatureMediation:
         """Whether the policy lets ``upstream_id`` use ``feature``."""
         return self.policy.check_feature(upstream_id, feature).allowed
 
-    def agent_capabilities(self) -> dict[str, Any]:
+    def agent_capabilities(self) -> ServerCapabilities:
         """The server capabilities Glove advertises: exactly what the policy can let through
         from what the upstreams offer."""
         upstreams = list(self.catalog.modes)
-        caps: dict[str, Any] = {"tools": {"listChanged": True}}
+        caps: ServerCapabilities = {"tools": {"listChanged": True}}
         if self.policy.allows_any("prompts") and any(
             self.upstream_offers(u, "prompts") for u in upstreams
         ):
@@ -224,7 +255,7 @@ class FeatureMediation:
             )
         )
 
-    def visible_prompts(self) -> list[dict[str, Any]]:
+    def visible_prompts(self) -> list[McpObject]:
         """The prompt definitions the policy lets the agent see, renamed."""
         return [
             entry.listing()
@@ -237,11 +268,11 @@ class FeatureMediation:
             entry.name, upstream=entry.upstream_id, upstream_uri=entry.original
         ).allowed
 
-    def visible_resources(self) -> list[dict[str, Any]]:
+    def visible_resources(self) -> list[McpObject]:
         """The resources the policy lets the agent see, their URIs exposed."""
         return [e.listing() for e in self.catalog.resources.entries() if self._resource_allowed(e)]
 
-    def visible_templates(self) -> list[dict[str, Any]]:
+    def visible_templates(self) -> list[McpObject]:
         """The resource templates whose ``uriTemplate`` the policy allows (reads are judged
         again on each concrete URI)."""
         return [e.listing() for e in self.catalog.templates.entries() if self._resource_allowed(e)]
@@ -252,7 +283,7 @@ class FeatureMediation:
         self,
         upstream_id: str,
         method: str,
-        params: dict[str, Any] | None,
+        params: McpObject | None,
         record: dict[str, object],
         progress: tuple[int | str, ProgressSink] | None = None,
     ) -> msgspec.Raw:
@@ -293,7 +324,7 @@ class FeatureMediation:
 
     # -- prompts -----------------------------------------------------------------------------
 
-    async def get_prompt(self, request_id: int | str, params: dict[str, Any] | None) -> msgspec.Raw:
+    async def get_prompt(self, request_id: int | str, params: McpObject | None) -> msgspec.Raw:
         """Run one ``prompts/get``: resolve, check (name and argument rules), audit, forward.
 
         Raises:
@@ -323,7 +354,7 @@ class FeatureMediation:
         hidden = not decision.allowed and not self.policy.check_prompt(name, definition).allowed
         await self.record_decision(record, decision, inspected=True)
         self.refuse_denied(name, decision, hidden=hidden, kind="prompt", action="prompt")
-        forwarded: dict[str, Any] = {"name": entry.original}
+        forwarded: McpObject = {"name": entry.original}
         if arguments is not None:
             forwarded["arguments"] = arguments
         return await self.forward_request(entry.upstream_id, "prompts/get", forwarded, record)
@@ -331,7 +362,7 @@ class FeatureMediation:
     # -- resources ---------------------------------------------------------------------------
 
     async def resource_request(
-        self, request_id: int | str, method: str, params: dict[str, Any] | None
+        self, request_id: int | str, method: str, params: McpObject | None
     ) -> msgspec.Raw:
         """Run ``resources/read``, ``resources/subscribe`` or ``resources/unsubscribe``.
 
@@ -372,7 +403,7 @@ class FeatureMediation:
             return raw
         return _rename_contents(raw, upstream_id)
 
-    def exposed_update(self, upstream_id: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    def exposed_update(self, upstream_id: str, params: McpObject) -> McpObject | None:
         """A ``notifications/resources/updated`` as the agent may see it, or ``None``."""
         uri = params.get("uri")
         if not isinstance(uri, str):
@@ -385,7 +416,7 @@ class FeatureMediation:
 
     # -- logging -----------------------------------------------------------------------------
 
-    async def set_level(self, request_id: int | str, params: dict[str, Any] | None) -> Any:
+    async def set_level(self, request_id: int | str, params: McpObject | None) -> Any:
         """``logging/setLevel``: forwarded to every upstream that offers logging and may use
         it; the agent gets ``{}``.
 
@@ -420,7 +451,7 @@ class FeatureMediation:
             self.log_levels[upstream_id] = str(level)
         return {}
 
-    def exposed_log(self, upstream_id: str, params: dict[str, Any]) -> dict[str, Any] | None:
+    def exposed_log(self, upstream_id: str, params: McpObject) -> McpObject | None:
         """A ``notifications/message`` tagged with its upstream, or ``None`` if not allowed."""
         if not self.feature_allowed(upstream_id, "logging"):
             return None
@@ -432,7 +463,7 @@ class FeatureMediation:
 
     # -- completion --------------------------------------------------------------------------
 
-    async def complete(self, request_id: int | str, params: dict[str, Any] | None) -> msgspec.Raw:
+    async def complete(self, request_id: int | str, params: McpObject | None) -> msgspec.Raw:
         """``completion/complete`` for a prompt or resource template argument.
 
         The referenced prompt or template must be visible to the agent and its upstream
@@ -487,13 +518,13 @@ class FeatureMediation:
 
     def client_capabilities_for(
         self, upstream_id: str, agent: Mapping[str, Any] | None = None
-    ) -> dict[str, Any]:
+    ) -> ClientCapabilities:
         """The client capabilities Glove declares to ``upstream_id`` (see
         :func:`client_capabilities`)."""
         return client_capabilities(self.policy, upstream_id, agent)
 
     async def decide_server_request(
-        self, upstream_id: str, method: str, params: dict[str, Any] | None
+        self, upstream_id: str, method: str, params: McpObject | None
     ) -> str:
         """Audit and decide a server-to-client request; return the capability to relay it under.
 
@@ -521,11 +552,11 @@ class FeatureMediation:
 
 def client_capabilities(
     policy: PolicyEngine, upstream_id: str, agent: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+) -> ClientCapabilities:
     """The client capabilities Glove declares to ``upstream_id``: each server-to-client
     feature the policy allows it and, when the agent's capabilities are known, the agent
     supports too (its own declaration is passed on)."""
-    caps: dict[str, Any] = {}
+    caps: ClientCapabilities = {}
     for feature, capability in CLIENT_CAPABILITY.items():
         if not policy.check_feature(upstream_id, feature).allowed:
             continue

@@ -22,6 +22,7 @@ from glove.mcp._messages import (
     JSONRPC_VERSION,
     ErrorObject,
     ErrorResponse,
+    McpObject,
     Message,
     Notification,
     Request,
@@ -107,7 +108,7 @@ class _Wire(msgspec.Struct, frozen=True):
     jsonrpc: str | msgspec.UnsetType = msgspec.UNSET
     id: RequestId | msgspec.UnsetType | None = msgspec.UNSET
     method: str | msgspec.UnsetType = msgspec.UNSET
-    params: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+    params: McpObject | msgspec.UnsetType = msgspec.UNSET
     result: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
     error: ErrorObject | msgspec.UnsetType = msgspec.UNSET
 
@@ -173,13 +174,13 @@ class _RequestOut(msgspec.Struct, frozen=True, omit_defaults=True):
     jsonrpc: str
     id: RequestId
     method: str
-    params: dict[str, Any] | None = None
+    params: McpObject | None = None
 
 
 class _NotificationOut(msgspec.Struct, frozen=True, omit_defaults=True):
     jsonrpc: str
     method: str
-    params: dict[str, Any] | None = None
+    params: McpObject | None = None
 
 
 class _ResultOut(msgspec.Struct, frozen=True):
@@ -208,12 +209,12 @@ def _line(struct: msgspec.Struct) -> bytes:
     return _ENCODER.encode(struct) + NEWLINE
 
 
-def encode_request(request_id: RequestId, method: str, params: dict[str, Any] | None) -> bytes:
+def encode_request(request_id: RequestId, method: str, params: McpObject | None) -> bytes:
     """Encode a request as one newline-terminated frame."""
     return _line(_RequestOut(JSONRPC_VERSION, request_id, method, params))
 
 
-def encode_notification(method: str, params: dict[str, Any] | None = None) -> bytes:
+def encode_notification(method: str, params: McpObject | None = None) -> bytes:
     """Encode a notification as one newline-terminated frame."""
     return _line(_NotificationOut(JSONRPC_VERSION, method, params))
 

@@ -9,7 +9,7 @@ the same :class:`~glove.mcp._kernel.ToolRegistry` the mediator uses, and stops t
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -25,6 +25,9 @@ from glove.mcp._service import (
 )
 from glove.mcp._upstream import UpstreamActor
 
+if TYPE_CHECKING:
+    from glove.policy import ToolDefinition
+
 
 class ToolListing(msgspec.Struct, frozen=True):
     """One tool an upstream offers, as the agent would see it, and the policy's decision."""
@@ -38,7 +41,7 @@ class ToolListing(msgspec.Struct, frozen=True):
     description: str | None = None
 
 
-async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, dict[str, Any]]:
+async def upstream_tools(config: McpConfig) -> tuple[ToolRegistry, dict[str, ToolDefinition]]:
     """Start every upstream, collect its tools, stop them; return the registry and the
     policy definitions by exposed name.
 

@@ -39,7 +39,7 @@ from glove.mcp._contracts import (
     digest_of,
 )
 from glove.mcp._features import FeatureMediation
-from glove.mcp._messages import ToolInfo
+from glove.mcp._messages import McpObject, ToolInfo
 from glove.mcp.errors import (
     AUDIT_FAILED,
     INTERNAL_ERROR,
@@ -68,9 +68,9 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 
-ProgressSink = Callable[[dict[str, Any]], None]
+ProgressSink = Callable[[McpObject], None]
 CallUpstream = Callable[
-    [ExposedTool, dict[str, Any] | msgspec.Raw | None, int | str | None, ProgressSink | None],
+    [ExposedTool, McpObject | msgspec.Raw | None, int | str | None, ProgressSink | None],
     Awaitable[msgspec.Raw],
 ]
 """Forward a call of the upstream's own tool; returns the raw JSON result."""
@@ -172,7 +172,7 @@ class Mediator(FeatureMediation):
         if self.first_denied is None:
             self.first_denied = name[:MAX_AUDITED_ID_CHARS]
 
-    def visible_tools(self) -> list[dict[str, Any]]:
+    def visible_tools(self) -> list[McpObject]:
         """The tool definitions the policy lets the agent see, renamed."""
         return [
             tool.listing()
@@ -213,8 +213,8 @@ class Mediator(FeatureMediation):
     async def call_tool(
         self,
         request_id: int | str,
-        params: dict[str, Any] | None,
-        progress: Callable[[dict[str, Any]], None] | None,
+        params: McpObject | None,
+        progress: Callable[[McpObject], None] | None,
     ) -> msgspec.Raw:
         """Run one ``tools/call``: resolve, check, audit, forward.
 
@@ -334,7 +334,7 @@ class Mediator(FeatureMediation):
         request_id: int | str,
         tool: ExposedTool,
         forwarded: Any,
-        progress: tuple[int | str | None, Callable[[dict[str, Any]], None] | None],
+        progress: tuple[int | str | None, Callable[[McpObject], None] | None],
     ) -> msgspec.Raw:
         """Forward an allowed, audited call; audit and map an upstream's failure.
 

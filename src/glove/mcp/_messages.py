@@ -8,11 +8,18 @@ are decoded, and then into the typed results below.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgspec
 
 JSONRPC_VERSION = "2.0"
+
+#: A JSON object at MCP's JSON-RPC boundary: what passes through Glove as the peers wrote it
+#: (params and results of tools, prompts, resources, completions and logging; an upstream's
+#: own capabilities, server info and definitions; the agent's declared capabilities). Its
+#: members are whatever the peer's schemas say, so Glove reads only the few it checks.
+#: Glove's own shapes (what it advertises, its records and reports) are typed instead.
+McpObject: TypeAlias = dict[str, Any]
 
 RequestId = int | str
 
@@ -22,14 +29,14 @@ class Request(msgspec.Struct, frozen=True):
 
     id: RequestId
     method: str
-    params: dict[str, Any] | None = None
+    params: McpObject | None = None
 
 
 class Notification(msgspec.Struct, frozen=True):
     """A notification: no id, never answered."""
 
     method: str
-    params: dict[str, Any] | None = None
+    params: McpObject | None = None
 
 
 class Response(msgspec.Struct, frozen=True):
@@ -62,14 +69,14 @@ class ToolInfo(msgspec.Struct, frozen=True):
 
     name: str
     description: str | None
-    input_schema: dict[str, Any]
-    raw: dict[str, Any]
+    input_schema: McpObject
+    raw: McpObject
 
 
 class ListToolsPage(msgspec.Struct, frozen=True, rename="camel"):
     """One page of a ``tools/list`` result."""
 
-    tools: list[dict[str, Any]]
+    tools: list[McpObject]
     next_cursor: str | None = None
 
 
@@ -77,12 +84,12 @@ class InitializeResult(msgspec.Struct, frozen=True, rename="camel"):
     """The parts of an ``initialize`` result Glove reads from an upstream."""
 
     protocol_version: str
-    capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
-    server_info: dict[str, Any] = msgspec.field(default_factory=dict)
+    capabilities: McpObject = msgspec.field(default_factory=dict)
+    server_info: McpObject = msgspec.field(default_factory=dict)
 
 
 class DiscoverResult(msgspec.Struct, frozen=True, rename="camel"):
     """The parts of a 2026-07-28 ``server/discover`` result Glove reads."""
 
     supported_versions: list[str]
-    capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+    capabilities: McpObject = msgspec.field(default_factory=dict)

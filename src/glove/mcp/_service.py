@@ -26,6 +26,7 @@ import secrets
 import signal
 import socket
 import stat
+import subprocess
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -50,7 +51,7 @@ from glove.mcp._contracts import Refusal, arguments_digest
 from glove.mcp._endpoint import AgentEndpoint, Notify, ToolsChanged
 from glove.mcp._features import client_capabilities as declared_capabilities
 from glove.mcp._kernel import RUN_ID_BYTES, ExposedTool, Mediator
-from glove.mcp._messages import ToolInfo
+from glove.mcp._messages import McpObject, ToolInfo
 from glove.mcp._text import printable
 from glove.mcp._upstream import CallTool, Forward, UpstreamActor
 from glove.mcp.errors import METHOD_NOT_FOUND, McpError, UpstreamError
@@ -134,7 +135,7 @@ class Mediation:
             if id(session) not in stdio:
                 session.notify("notifications/tools/list_changed")
 
-    def notify_agents(self, method: str, params: dict[str, Any] | None = None) -> None:
+    def notify_agents(self, method: str, params: McpObject | None = None) -> None:
         """Send every connected agent a notification (stdio endpoints through their actor)."""
         stdio = {id(endpoint.session) for endpoint in self.endpoints}
         for endpoint in list(self.endpoints):
@@ -252,7 +253,7 @@ class _Events:
             )
         self._mediation.notify_agents(LIST_CHANGED_METHODS[kind])
 
-    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> str | None:
+    def notification(self, upstream_id: str, method: str, params: McpObject) -> str | None:
         if method not in RELAYED_NOTIFICATIONS:
             # Anything else from a server (its own cancellations, ...) stays here.
             return "a notification Glove does not relay"
@@ -271,9 +272,7 @@ class _Events:
             session.notify(method, shown, related=session.related_for(upstream_id))
         return None
 
-    async def server_request(
-        self, upstream_id: str, method: str, params: dict[str, Any] | None
-    ) -> Any:
+    async def server_request(self, upstream_id: str, method: str, params: McpObject | None) -> Any:
         mediator = self._mediation.mediator
         if mediator is None:
             # Asked during the upstreams' start-up (server-filesystem asks for roots right
@@ -373,9 +372,9 @@ class KernelActor(Actor):
 
         async def forward(
             tool: ExposedTool,
-            arguments: dict[str, Any] | msgspec.Raw | None,
+            arguments: McpObject | msgspec.Raw | None,
             token: int | str | None,
-            progress: Callable[[dict[str, Any]], None] | None,
+            progress: Callable[[McpObject], None] | None,
         ) -> msgspec.Raw:
             node = supervisor.child(f"mcp-{tool.upstream_id}")
             result: msgspec.Raw = await node.ask(  # type: ignore[union-attr]
@@ -387,9 +386,9 @@ class KernelActor(Actor):
         async def request(
             upstream_id: str,
             method: str,
-            params: dict[str, Any] | None,
+            params: McpObject | None,
             token: int | str | None,
-            progress: Callable[[dict[str, Any]], None] | None,
+            progress: Callable[[McpObject], None] | None,
         ) -> msgspec.Raw:
             node = supervisor.child(f"mcp-{upstream_id}")
             result: msgspec.Raw = await node.ask(  # type: ignore[union-attr]
@@ -397,7 +396,7 @@ class KernelActor(Actor):
             )
             return result
 
-        def capabilities_of(upstream_id: str) -> dict[str, Any]:
+        def capabilities_of(upstream_id: str) -> McpObject:
             node = supervisor.child(f"mcp-{upstream_id}")
             return node.capabilities if isinstance(node, UpstreamActor) else {}
 
@@ -438,9 +437,9 @@ def build_mediation(
     config: McpConfig,
     *,
     audit_factory: Callable[[str], Any] | None = None,
-    client_capabilities: dict[str, Any] | None = None,
+    client_capabilities: McpObject | None = None,
     run_id: str | None = None,
-    prestarted: dict[str, Any] | None = None,
+    prestarted: dict[str, subprocess.Popen[bytes]] | None = None,
 ) -> Mediation:
     """Build (not start) the mediation tree: ``audit``, one ``mcp-<id>`` per upstream, then
     the ``kernel``. Run :attr:`Mediation.supervisor` as a child of a session tree and await
@@ -500,9 +499,9 @@ async def start_mediation(
     writer: asyncio.StreamWriter | None = None,
     *,
     audit_factory: Callable[[str], Any] | None = None,
-    client_capabilities: dict[str, Any] | None = None,
+    client_capabilities: McpObject | None = None,
     run_id: str | None = None,
-    prestarted: dict[str, Any] | None = None,
+    prestarted: dict[str, subprocess.Popen[bytes]] | None = None,
 ) -> Mediation:
     """Start the upstreams and the audit log, build the catalog, then serve the agent.
 
@@ -617,7 +616,7 @@ async def serve(
     reader: asyncio.StreamReader,
     writer: asyncio.StreamWriter,
     *,
-    prestarted: dict[str, Any] | None = None,
+    prestarted: dict[str, subprocess.Popen[bytes]] | None = None,
 ) -> int:
     """Serve one agent until it hangs up or a stop signal comes (0), or the session fails (1).
 

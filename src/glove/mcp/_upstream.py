@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -56,6 +56,7 @@ from glove.mcp._messages import (
     ErrorResponse,
     InitializeResult,
     ListToolsPage,
+    McpObject,
     Notification,
     Request,
     Response,
@@ -123,7 +124,7 @@ LIST_CHANGED: Final = {
     "notifications/resources/list_changed": "resources",
 }
 
-ProgressSink = Callable[[dict[str, Any]], None]
+ProgressSink = Callable[[McpObject], None]
 ToolsChanged = Callable[[str], None]
 #: Hands the actor one frame; an awaitable result must be awaited before the next frame
 #: is read (an audit record the frame needs, or the refusal it gets).
@@ -139,12 +140,12 @@ class UpstreamEvents(Protocol):
     def list_changed(self, upstream_id: str, kind: str) -> None:
         """``kind`` (tools, prompts, resources) was re-listed after a list_changed."""
 
-    def notification(self, upstream_id: str, method: str, params: dict[str, Any]) -> str | None:
+    def notification(self, upstream_id: str, method: str, params: McpObject) -> str | None:
         """A notification the actor does not handle itself (log messages, resource updates);
         return why it was dropped, or ``None`` when it went on to the agents."""
 
     def server_request(
-        self, upstream_id: str, method: str, params: dict[str, Any] | None
+        self, upstream_id: str, method: str, params: McpObject | None
     ) -> Awaitable[Any]:
         """A server-to-client request; the awaitable's result is the answer, an exception
         carrying ``code`` and ``message`` (or any other) an error answer."""
@@ -185,7 +186,7 @@ class CallTool(msgspec.Struct, frozen=True):
     """
 
     name: str
-    arguments: dict[str, Any] | msgspec.Raw | None
+    arguments: McpObject | msgspec.Raw | None
     progress_token: int | str | None = None
     progress: ProgressSink | None = None
 
@@ -194,7 +195,7 @@ class Forward(msgspec.Struct, frozen=True):
     """Forward any request (``prompts/get``, ``resources/read``, ...); reply is the raw result."""
 
     method: str
-    params: dict[str, Any] | None
+    params: McpObject | None
     progress_token: int | str | None = None
     progress: ProgressSink | None = None
 
@@ -203,7 +204,7 @@ class Notify(msgspec.Struct, frozen=True):
     """Send a notification upstream (``notifications/roots/list_changed``)."""
 
     method: str
-    params: dict[str, Any] | None = None
+    params: McpObject | None = None
 
 
 class ListTools(msgspec.Struct, frozen=True):
@@ -232,7 +233,7 @@ def _consume(future: asyncio.Future[Any]) -> None:
         future.exception()
 
 
-def tool_info(raw: dict[str, Any]) -> ToolInfo:
+def tool_info(raw: McpObject) -> ToolInfo:
     """Read the parts of one tool definition Glove needs.
 
     Raises:
@@ -246,7 +247,7 @@ def tool_info(raw: dict[str, Any]) -> ToolInfo:
     return ToolInfo(name, description if isinstance(description, str) else None, schema, raw)
 
 
-_ItemsPage = dict[str, Any]
+_ItemsPage = McpObject
 
 
 def _make_transport(
@@ -275,7 +276,7 @@ class UpstreamActor(Actor):
         *,
         on_tools_changed: ToolsChanged | None = None,
         events: UpstreamEvents | None = None,
-        client_capabilities: dict[str, Any] | None = None,
+        client_capabilities: Mapping[str, McpObject] | None = None,
         max_frame_bytes: int = MAX_UPSTREAM_FRAME_BYTES,
         process: subprocess.Popen[bytes] | None = None,
     ) -> None:
@@ -283,13 +284,13 @@ class UpstreamActor(Actor):
         self.upstream_id = upstream_id
         self.config = config
         self.era: str | None = None
-        self.server_info: dict[str, Any] = {}
+        self.server_info: McpObject = {}
         #: What the server advertised (``tools``, ``prompts``, ``resources``, ``logging``...).
-        self.capabilities: dict[str, Any] = {}
+        self.capabilities: McpObject = {}
         self.tools: list[ToolInfo] = []
-        self.prompts: list[dict[str, Any]] = []
-        self.resources: list[dict[str, Any]] = []
-        self.templates: list[dict[str, Any]] = []
+        self.prompts: list[McpObject] = []
+        self.resources: list[McpObject] = []
+        self.templates: list[McpObject] = []
         #: Non-JSON lines and unwanted messages dropped so far, and what was recorded.
         self._lines = DropCounter()
         self._messages = DropCounter()
@@ -425,7 +426,7 @@ class UpstreamActor(Actor):
         takes it from the asker's task (the idle fast path, see :mod:`glove.actors`): a
         call's frame is written to the upstream before the asker first waits."""
         if isinstance(msg, CallTool):
-            params: dict[str, Any] = {"name": msg.name}
+            params: McpObject = {"name": msg.name}
             if msg.arguments is not None:
                 params["arguments"] = msg.arguments
             return Deferred(
@@ -451,7 +452,7 @@ class UpstreamActor(Actor):
     def _request(
         self,
         method: str,
-        params: dict[str, Any] | None,
+        params: McpObject | None,
         *,
         progress_token: int | str | None = None,
         progress: ProgressSink | None = None,
@@ -504,7 +505,7 @@ class UpstreamActor(Actor):
         if self._failure is None:
             self._transport.send(frame, expects_reply=expects_reply)
 
-    async def _call(self, method: str, params: dict[str, Any] | None) -> msgspec.Raw:
+    async def _call(self, method: str, params: McpObject | None) -> msgspec.Raw:
         return await self._request(method, params)  # type: ignore[no-any-return]
 
     # -- handshake and lists --------------------------------------------------------------------
@@ -645,8 +646,8 @@ class UpstreamActor(Actor):
             cursor = page.next_cursor
         raise UpstreamProtocolError(self.upstream_id, f"more than {MAX_TOOL_PAGES} pages")
 
-    async def _list_items(self, method: str, key: str) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
+    async def _list_items(self, method: str, key: str) -> list[McpObject]:
+        items: list[McpObject] = []
         cursor: str | None = None
         for _ in range(MAX_TOOL_PAGES):
             try:
@@ -846,7 +847,7 @@ class UpstreamActor(Actor):
         why = self._events.notification(self.upstream_id, method, params)
         return None if why is None else self._dropped(method, why)
 
-    def _on_progress(self, params: dict[str, Any]) -> Awaitable[None] | None:
+    def _on_progress(self, params: McpObject) -> Awaitable[None] | None:
         token = params.get("progressToken")
         pending = self._pending.get(token) if isinstance(token, int) else None
         if pending is None or pending.progress is None:

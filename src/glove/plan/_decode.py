@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
@@ -277,7 +278,7 @@ def _member_problems(raw: Any) -> list[PlanProblem]:
 
 
 def _sort_members(
-    obj: dict[str, Any],
+    obj: Mapping[str, object],
     path: str,
     fields: frozenset[str],
     named: list[PlanProblem],
@@ -296,7 +297,7 @@ def _sort_members(
             )
 
 
-def _network_object(network: dict[str, Any]) -> PlanProblem | None:
+def _network_object(network: Mapping[str, object]) -> PlanProblem | None:
     """The object form is ``{"mode": "proxy", ...}``; the mode is never implied (the
     canonical form is the plan as sent, so a missing tag must not be filled in)."""
     mode = network.get("mode")

@@ -11,6 +11,7 @@ the two to the same verdict on every vector and on generated frames, so they can
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Final
 
 from glove.protocol._json import loads_strict
@@ -52,7 +53,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _unknown(obj: dict[str, Any], allowed: frozenset[str], what: str) -> None:
+def _unknown(obj: Mapping[str, object], allowed: frozenset[str], what: str) -> None:
     extra = sorted(obj.keys() - allowed)
     if extra:
         raise MalformedFrame(f"malformed {what}: unknown field {extra[0]!r}")

@@ -243,6 +243,7 @@ _IDENTIFIER: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 T = TypeVar("T")
 
 
+# The strict decoder reads the raw object to refuse it precisely, before a type applies.
 def _strict_object(payload: bytes, what: str) -> dict[str, Any]:
     value = loads_strict(payload, MalformedFrame, duplicate_error=DuplicateKey)
     if not isinstance(value, dict):

@@ -21,7 +21,7 @@ or not, is ``method_not_found``.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 import msgspec
 
@@ -51,13 +51,13 @@ class ExecutorRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         id: echoed in the response (0..2**53-1).
         method: the method name.
         ttl_ms: how long the sender waits for the response, in milliseconds.
-        params: method parameters (no method reads any today).
+        params: method parameters, each left undecoded (no method reads any today).
     """
 
     id: int
     method: str
     ttl_ms: int
-    params: dict[str, Any] = msgspec.field(default_factory=dict)
+    params: dict[str, msgspec.Raw] = msgspec.field(default_factory=dict)
 
 
 class HealthResult(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

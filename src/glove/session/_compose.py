@@ -12,7 +12,7 @@ freeze method. The terminal receipt commits to it, so a receipt says exactly wha
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import msgspec
 
@@ -56,6 +56,30 @@ def compose_spec(
     )
 
 
+class _Digests(TypedDict):
+    sha256: str
+    blake3: str
+
+
+class _BoundExposure(TypedDict):
+    path: str
+    dev: int
+    ino: int
+    generation: int
+    mode: str
+    target: str
+
+
+class _LaunchBinding(TypedDict):
+    """What ``launch_binding`` hashes (``glove-launch-binding/v1``, RFC 8785)."""
+
+    binding: str
+    plan: _Digests
+    spec: Any  # the SandboxSpec's builtins: its own type is the Struct
+    exposures: dict[str, _BoundExposure]
+    projections: NotRequired[list[Any]]
+
+
 def launch_binding(
     spec: SandboxSpec,
     plan_sha256: str,
@@ -65,7 +89,7 @@ def launch_binding(
 ) -> str:
     """The digest of everything the launch uses (``sha256:<hex>``); ``projections`` (each
     projection's receipt entry) are in it only when there are some."""
-    binding: dict[str, Any] = {
+    binding: _LaunchBinding = {
         "binding": "glove-launch-binding/v1",
         "plan": {"sha256": plan_sha256, "blake3": plan_blake3},
         "spec": msgspec.to_builtins(spec, order="sorted", str_keys=True),

@@ -70,6 +70,7 @@ class RawPeer:
         """The daemon's current bootstrap secret."""
         return self.paths.secret.read_text().strip()
 
+    # Frames here are raw JSON objects on purpose: the fake peer sends malformed ones.
     async def hello(self, *, secret: str | None = None, request_id: int = 1) -> dict[str, Any]:
         """Send ``hello`` (with the real secret unless one is given) and return the reply."""
         await self.send(

@@ -32,7 +32,7 @@ import asyncio
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, NotRequired, Protocol, TypedDict, TypeVar
 
 import msgspec
 
@@ -55,7 +55,36 @@ DISCONNECTED_TEXT: Final = "Wallet is not connected."
 ABSENT_TEXT: Final = "Wallet status is not available."
 
 
-def empty_object_schema() -> dict[str, Any]:
+class _EmptySchema(TypedDict):
+    type: str
+    properties: dict[str, object]
+    additionalProperties: bool
+
+
+class _Text(TypedDict):
+    type: str
+    text: str
+
+
+class PiToolJson(TypedDict):
+    """The descriptor as Pi reads it (:meth:`PiToolDescriptor.to_json`)."""
+
+    name: str
+    label: str
+    description: str
+    parameters: dict[str, Any]  # a JSON Schema: MCP's boundary, free-form by definition
+    annotations: dict[str, bool]
+
+
+class PiResultJson(TypedDict):
+    """A result as Pi reads it (:meth:`PiToolResult.to_json`); details are the status fields."""
+
+    content: list[_Text]
+    details: NotRequired[dict[str, Any]]
+    isError: NotRequired[bool]
+
+
+def empty_object_schema() -> _EmptySchema:
     """The tool's exact input schema: an object with no properties and nothing else."""
     return {"type": "object", "properties": {}, "additionalProperties": False}
 
@@ -75,7 +104,7 @@ class PiToolDescriptor:
     parameters: Mapping[str, Any] = field(default_factory=empty_object_schema)
     annotations: Mapping[str, bool] = field(default_factory=tool_annotations)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PiToolJson:
         """The descriptor as Pi reads it."""
         return {
             "name": self.name,
@@ -94,9 +123,9 @@ class PiToolResult:
     details: Mapping[str, Any] | None
     is_error: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PiResultJson:
         """The result as Pi reads it."""
-        body: dict[str, Any] = {"content": [{"type": "text", "text": self.text}]}
+        body: PiResultJson = {"content": [{"type": "text", "text": self.text}]}
         if self.details is not None:
             body["details"] = dict(self.details)
         if self.is_error:
