@@ -57,7 +57,7 @@ import secrets
 import shutil
 import stat
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -466,18 +466,18 @@ class SessionRegistry(_Actor):
         generations = {alias: e.generation for alias, e in validated.exposures.items()}
         live = _Live()
         self._live[session_id] = live
-        created = self.store.created(
-            session_id,
-            json.loads(validated.canonical),
-            validated.digests.sha256,
-            validated.digests.blake3,
-            generations,
-        )
+        store = self.store
 
         async def persist() -> object:
             # A refused write is this request's refusal (a full journal), as before.
             try:
-                record = await created
+                record = await store.created(
+                    session_id,
+                    json.loads(validated.canonical),
+                    validated.digests.sha256,
+                    validated.digests.blake3,
+                    generations,
+                )
                 self._start_session(record, validated, live)
             except Exception as exc:  # noqa: BLE001 - the asker's refusal
                 self._live.pop(session_id, None)
@@ -487,7 +487,7 @@ class SessionRegistry(_Actor):
                 raise
             return view_of(record)
 
-        return self._deferred(persist(), f"create-{session_id}", live)
+        return self._deferred(persist, f"create-{session_id}", live)
 
     def _start_session(self, record: SessionRecord, validated: ValidatedPlan, live: _Live) -> None:
         """Start ``session-<id>`` (its driver first) under ``sessions`` and watch it."""
@@ -673,10 +673,11 @@ class SessionRegistry(_Actor):
         return binds, exposures, checks
 
     def _deferred(
-        self, work: Coroutine[Any, Any, object], name: str, live: _Live | None
+        self, work: Callable[[], Awaitable[object]], name: str, live: _Live | None
     ) -> Deferred:
-        """Run ``work`` (a session's step: its write is started in order by the caller's
-        coroutine's first step) in a task of the registry and reply with its result.
+        """Run ``work`` (a session's step) in a task of the registry and reply with its
+        result. Tasks start in the order they are made, so the records are written in the
+        order the messages came.
 
         The task is the session's ``live.step`` until it ends. It outlives an asker that
         gave up (a step half done is never abandoned), and an exception out of it crashes
@@ -687,7 +688,7 @@ class SessionRegistry(_Actor):
 
         async def run() -> None:
             try:
-                result = await work
+                result = await work()
             except asyncio.CancelledError:
                 if not reply.done():
                     reply.set_exception(ActorDead(self.name, "stopped while handling it"))
@@ -711,14 +712,14 @@ class SessionRegistry(_Actor):
         assert self.store is not None
         session_id = msg.session_id
         record = self._record(session_id)
-        written = self.store.transition(session_id, msg.state, msg.details, durable=msg.durable)
+        store = self.store
 
         async def persist() -> None:
-            await written
+            await store.transition(session_id, msg.state, msg.details, durable=msg.durable)
             if msg.durable:
                 self._watchers.publish(record)
 
-        return self._deferred(persist(), f"step-{session_id}", self._live.get(session_id))
+        return self._deferred(persist, f"step-{session_id}", self._live.get(session_id))
 
     async def _on_drain_opened(self, msg: m.DrainOpened) -> None:
         self.terminals.opened(msg.session_id, msg.drain)
@@ -728,7 +729,9 @@ class SessionRegistry(_Actor):
         of sessions that end together share a checkpoint)."""
         record = self._record(msg.session_id)
         live = self._live.get(msg.session_id) or _Live()
-        finishing = self._terminal(record, msg.payload, msg.outcome, msg.evaluation)
+        finishing = functools.partial(
+            self._terminal, record, msg.payload, msg.outcome, msg.evaluation
+        )
         deferred = self._deferred(finishing, f"finish-{msg.session_id}", live)
         assert live.step is not None
         self._finishing.add(live.step)
