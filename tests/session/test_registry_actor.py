@@ -127,6 +127,47 @@ async def test_a_driver_that_crashes_gives_its_session_an_internal_error_receipt
     assert done.outcome.kind == "exited"
 
 
+async def test_a_crashed_drivers_receipt_waits_for_its_step_in_flight(
+    service: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver crashes while its ``running`` step is still being made durable (the
+    injected fault holds the write): the registry's ``internal_error`` receipt and terminal
+    record come only after that step, so the journal never holds a state after a
+    terminal record."""
+    held = asyncio.Event()
+    entered = asyncio.Event()
+    order: list[str] = []
+    transition = SessionStore.transition
+    terminal = SessionStore.terminal
+
+    async def slow_transition(
+        self: SessionStore, session_id: str, state: Any, *a: Any, **k: Any
+    ) -> None:
+        if state == "running":
+            entered.set()
+            await held.wait()
+        await transition(self, session_id, state, *a, **k)
+        order.append(state)
+
+    async def noted_terminal(self: SessionStore, *a: Any, **k: Any) -> None:
+        order.append("terminal")
+        await terminal(self, *a, **k)
+
+    monkeypatch.setattr(SessionStore, "transition", slow_transition)
+    monkeypatch.setattr(SessionStore, "terminal", noted_terminal)
+    view = await service.registry.create(plan("sleep"))
+    await entered.wait()
+    driver = _driver(service, view.session_id)
+    driver.tell(object())
+    await asyncio.sleep(0.3)
+    assert "terminal" not in order, "the receipt overtook the step in flight"
+    held.set()
+    final = await service.until_terminal(view.session_id)
+    assert final.outcome is not None
+    assert final.outcome.kind == "internal_error"
+    assert order[-2:] == ["running", "terminal"], order
+
+
 async def test_a_driver_crash_before_launch_is_a_prepare_internal_error(
     service: Running,
 ) -> None:
