@@ -48,7 +48,7 @@ BENCHES = (
     Bench(
         "sessions",
         "benchmarks/sessions/bench.py",
-        ("--sessions", "20", "--warmup", "3", "--held", "20", "--status-calls", "100"),
+        ("--sessions", "20", "--warmup", "3", "--held", "100", "--status-calls", "200"),
     ),
     Bench("mcp-call", "benchmarks/mcp/bench_call.py", ("--calls", "300", "--rounds", "2")),
     Bench("mcp", "benchmarks/mcp/bench_mcp.py", ("--calls", "200", "--rounds", "2")),

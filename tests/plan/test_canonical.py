@@ -184,6 +184,34 @@ def test_agrees_with_the_rfc8785_package(value: Any) -> None:
     assert jcs_dumps(value) == rfc8785.dumps(value)
 
 
+#: Values with ASCII keys and integral floats (a launch binding, a receipt): msgspec's path.
+_plain_values: st.SearchStrategy[Any] = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53) + 1, max_value=2**53 - 1)
+    | st.integers(min_value=-(2**53) - 4, max_value=2**53 + 4).map(float)
+    | st.sampled_from([0.0, -0.0, 1e21, 2.0**60, 900.0])
+    | st.text(st.characters(exclude_categories=["Cs"])),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.tuples(children, children)
+        | st.dictionaries(st.text(st.characters(max_codepoint=127), max_size=6), children)
+    ),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(_plain_values)
+def test_values_with_ascii_keys_and_integral_floats_agree_with_the_rfc8785_package(
+    value: Any,
+) -> None:
+    """The fast path (msgspec, for ASCII keys, integral floats as integers) writes the
+    bytes rfc8785 writes: every escape, every non-ASCII character, the key order, 900.0
+    as 900 and 2**60 as ECMAScript's digits."""
+    assert jcs_dumps(value) == rfc8785.dumps(value)
+
+
 def test_keys_sort_by_utf16_code_units_not_code_points() -> None:
     """U+1F600 (surrogates D83D DE00) sorts before U+E000 and U+FB33, as RFC 8785 requires."""
     value = {"\ufb33": 1, "\U0001f600": 2, "\ue000": 3, "a": 4, "\u00f6": 5}

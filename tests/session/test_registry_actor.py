@@ -1,6 +1,7 @@
-"""The registry as an actor: one message at a time, each session's lifecycle in its own
-driver (the first child of ``session-<id>``), and a driver's crash is its session's
-``internal_error`` receipt, written by the registry from the exit reason."""
+"""The registry as an actor: one message at a time (the wait for a record's sync in a task
+of its own), each session's lifecycle in its own driver (the first child of
+``session-<id>``), and a driver's crash is its session's ``internal_error`` receipt,
+written by the registry from the exit reason."""
 
 from __future__ import annotations
 
@@ -17,9 +18,6 @@ from glove.session._tree import SANDBOX_CHILD
 from glove.session.errors import SessionLimit
 
 from .conftest import Running, plan
-
-#: Loop turns a parked handler is given to show whether another message got past it.
-TURNS = 200
 
 
 def _sessions(service: Running) -> Supervisor:
@@ -44,17 +42,13 @@ async def _until_running(service: Running, session_id: str) -> None:
     assert seen is not None, "it ended before it ran"
 
 
-async def _turns() -> None:
-    for _ in range(TURNS):
-        await asyncio.sleep(0)
-
-
-async def test_a_request_racing_another_waits_for_it_whole(
+async def test_a_create_waiting_for_its_sync_holds_no_request_and_shows_nothing_early(
     service: Running, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A create parked in the middle of its handler (its journal write held back: the
-    injected fault) holds every other request behind it: a status and a list sent
-    meanwhile are answered only after it, and they see the created session whole."""
+    """A create whose journal write is held back (the injected fault) waits in a task of
+    the registry, not in its handler: a list sent meanwhile is answered at once and does
+    not show the session (nothing is shown before it is durable), and once the create
+    returns the session is listed whole."""
     registry = service.registry
     held = asyncio.Event()
     entered = asyncio.Event()
@@ -68,15 +62,13 @@ async def test_a_request_racing_another_waits_for_it_whole(
     monkeypatch.setattr(SessionStore, "created", slow_created)
     create = asyncio.ensure_future(registry.create(plan("hello")))
     await entered.wait()
-    assert registry.busy is not None
-    assert registry.busy[0] == "Create"
-    listing = asyncio.ensure_future(registry.list(state=None, after=None, limit=100))
-    await _turns()
-    assert not listing.done(), "a list was handled while a create was half done"
-    assert registry.mailbox_depth == 1
+    page, _ = await registry.list(state=None, after=None, limit=100)
+    assert page == [], "a session was shown before its created record was durable"
+    assert registry.busy is None
+    assert not create.done()
     held.set()
     view = await create
-    page, _ = await listing
+    page, _ = await registry.list(state=None, after=None, limit=100)
     assert [v.session_id for v in page] == [view.session_id]
     await service.until_terminal(view.session_id)
 
@@ -133,6 +125,47 @@ async def test_a_driver_that_crashes_gives_its_session_an_internal_error_receipt
     done = await service.until_terminal(after.session_id)
     assert done.outcome is not None
     assert done.outcome.kind == "exited"
+
+
+async def test_a_crashed_drivers_receipt_waits_for_its_step_in_flight(
+    service: Running, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver crashes while its ``running`` step is still being made durable (the
+    injected fault holds the write): the registry's ``internal_error`` receipt and terminal
+    record come only after that step, so the journal never holds a state after a
+    terminal record."""
+    held = asyncio.Event()
+    entered = asyncio.Event()
+    order: list[str] = []
+    transition = SessionStore.transition
+    terminal = SessionStore.terminal
+
+    async def slow_transition(
+        self: SessionStore, session_id: str, state: Any, *a: Any, **k: Any
+    ) -> None:
+        if state == "running":
+            entered.set()
+            await held.wait()
+        await transition(self, session_id, state, *a, **k)
+        order.append(state)
+
+    async def noted_terminal(self: SessionStore, *a: Any, **k: Any) -> None:
+        order.append("terminal")
+        await terminal(self, *a, **k)
+
+    monkeypatch.setattr(SessionStore, "transition", slow_transition)
+    monkeypatch.setattr(SessionStore, "terminal", noted_terminal)
+    view = await service.registry.create(plan("sleep"))
+    await entered.wait()
+    driver = _driver(service, view.session_id)
+    driver.tell(object())
+    await asyncio.sleep(0.3)
+    assert "terminal" not in order, "the receipt overtook the step in flight"
+    held.set()
+    final = await service.until_terminal(view.session_id)
+    assert final.outcome is not None
+    assert final.outcome.kind == "internal_error"
+    assert order[-2:] == ["running", "terminal"], order
 
 
 async def test_a_driver_crash_before_launch_is_a_prepare_internal_error(

@@ -35,6 +35,8 @@ from glove.plan.errors import CanonicalError, member_path
 _PLAIN_MAX_EXPONENT: Final = 21
 _PLAIN_MIN_EXPONENT: Final = -6
 
+#: Sorted keys, compact: RFC 8785's form of a value :func:`_plain` accepts.
+_SORTED: Final = msgspec.json.Encoder(order="sorted")
 _MUST_ESCAPE: Final = re.compile(r'[\x00-\x1f"\\]')
 _SHORT_ESCAPES: Final = {
     '"': '\\"',
@@ -214,14 +216,60 @@ def _find_lone_surrogate(value: object) -> _Fault | None:
     return None
 
 
+class _NotPlain(Exception):
+    """A value :func:`_plain` leaves to the general encoder."""
+
+
+def _plain(value: object, depth: int) -> object:
+    """``value`` as msgspec writes in its RFC 8785 form, or :class:`_NotPlain`.
+
+    Accepted: containers within the depth limit whose object keys are ASCII (byte order is
+    then UTF-16 order), strings, booleans, null, integers within +-(2**53 - 1), all of their
+    exact built-in types, and integral floats within +-2**53 (ECMAScript writes those as
+    the integer: ``900.0`` is ``900``; they are returned as ints). Any other float is the
+    general encoder's (its notation is not msgspec's). msgspec escapes strings exactly as
+    RFC 8785 does (the controls, ``"`` and ``\\``) and refuses a lone surrogate, as
+    :func:`jcs_dumps` does.
+
+    Raises:
+        _NotPlain: the value needs the general encoder.
+    """
+    kind = type(value)
+    if kind is str or kind is bool or value is None:
+        return value
+    if kind is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:  # type: ignore[operator]
+            return value
+    elif kind is float:
+        if value.is_integer() and -(2**53) <= value <= 2**53:  # type: ignore[attr-defined,operator]
+            return int(value)  # type: ignore[call-overload]
+    elif depth < MAX_PLAN_DEPTH and kind is dict:
+        out: dict[str, object] = {}
+        for key, item in value.items():  # type: ignore[attr-defined]
+            if type(key) is not str or not key.isascii():
+                raise _NotPlain
+            out[key] = _plain(item, depth + 1)
+        return out
+    elif depth < MAX_PLAN_DEPTH and (kind is list or kind is tuple):
+        return [_plain(item, depth + 1) for item in value]  # type: ignore[attr-defined]
+    raise _NotPlain
+
+
 def jcs_dumps(value: object) -> bytes:
     """The RFC 8785 canonical encoding of a JSON value (dicts with str keys, lists, tuples,
     str, int, float, bool, None), as UTF-8 bytes.
+
+    A value :func:`_plain` accepts (a launch binding, a receipt: ASCII keys, no fraction)
+    is encoded by msgspec, byte for byte the same, several times faster.
 
     Raises:
         CanonicalError: the value is not JSON, holds a lone surrogate, NaN, an infinity or an
             integer outside +-(2**53 - 1), or nests deeper than MAX_PLAN_DEPTH.
     """
+    try:
+        return _SORTED.encode(_plain(value, 0))
+    except (_NotPlain, UnicodeEncodeError):
+        pass  # the general path (a lone surrogate: it says where)
     out: list[str] = []
     try:
         _encode(value, 0, out)

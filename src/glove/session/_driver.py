@@ -460,9 +460,10 @@ class SessionDriver(Actor):
                     f"projection {item.alias!r}: its target {conflict}",
                     alias=item.alias,
                 )
-        run.projections = await self.run_blocking(
-            prepare_projections, self._ctx.library, validated.projections
-        )
+        if validated.projections:  # without any, no thread hop (nor a thread) for nothing
+            run.projections = await self.run_blocking(
+                prepare_projections, self._ctx.library, validated.projections
+            )
         mounted = [projection.receipt() for projection in run.projections]
         tools = await session_tools(
             session_id=record.session_id,

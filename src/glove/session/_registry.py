@@ -30,6 +30,18 @@ it ends with may crash the registry, and only when the journal refuses them. Slo
 a request (a cleanup's files removed, an exposure's tree walked, a receipts page read) run
 in this actor's tasks off its mailbox and come back as a message of its own or a
 :class:`~glove.actors.Deferred` reply, so ``session.status`` never waits behind them.
+
+So does the wait for durability. A session's record (``created``, a ``Moved`` step, its
+receipt and checkpoint) is written in the order the messages come, and each record is
+applied and shown only once durable, as before; but the handler returns as soon as the
+write is under way and a task of the registry waits for the fdatasync and replies
+(:meth:`SessionRegistry._deferred`). The steps of many sessions then share one group
+commit (and their receipts one checkpoint) instead of queueing behind each other's syncs.
+Each session has at most one step in flight (its driver waits for each reply); what must
+not overtake a session's step waits for it: the ``internal_error`` receipt of a crashed
+driver (:class:`_Live` ``.step``), and an acknowledgement of receipts (every receipt being
+finished has its terminal record written first). A task whose write the journal refuses
+crashes the registry, as the handler did (fail closed).
 """
 
 from __future__ import annotations
@@ -45,7 +57,7 @@ import secrets
 import shutil
 import stat
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -158,6 +170,8 @@ class _Live:
     driver: SessionDriver | None = None
     #: session.stop came before the driver existed: it starts stopped.
     stop_requested: bool = False
+    #: The session's step being made durable (its ``created``, a ``Moved``, its receipt).
+    step: asyncio.Task[None] | None = None
 
 
 def new_session_id() -> str:
@@ -210,6 +224,8 @@ class SessionRegistry(_Actor):
             sockets_gated=probe_unix_gate().mechanism is not None,
         )
         self._live: dict[str, _Live] = {}
+        #: Receipts being appended, sealed and made terminal (``_on_finish``'s tasks).
+        self._finishing: set[asyncio.Task[None]] = set()
         self._watchers = Watchers()
         self._mechanisms: dict[str, str | None] = {}
         self.recovered: list[str] = []
@@ -438,7 +454,7 @@ class SessionRegistry(_Actor):
     async def _on_validate(self, msg: m.Validate) -> ValidatedPlan:
         return self._validate(msg.data)
 
-    async def _on_create(self, msg: m.Create) -> SessionView:
+    async def _on_create(self, msg: m.Create) -> object:
         assert self.store is not None
         validated = self._validate(msg.data)
         if len(self._live) >= self.config.sessions.max_running:
@@ -450,19 +466,28 @@ class SessionRegistry(_Actor):
         generations = {alias: e.generation for alias, e in validated.exposures.items()}
         live = _Live()
         self._live[session_id] = live
-        try:
-            record = await self.store.created(
-                session_id,
-                json.loads(validated.canonical),
-                validated.digests.sha256,
-                validated.digests.blake3,
-                generations,
-            )
-        except BaseException:
-            self._live.pop(session_id, None)
-            raise
-        self._start_session(record, validated, live)
-        return view_of(record)
+        store = self.store
+
+        async def persist() -> object:
+            # A refused write is this request's refusal (a full journal), as before.
+            try:
+                record = await store.created(
+                    session_id,
+                    json.loads(validated.canonical),
+                    validated.digests.sha256,
+                    validated.digests.blake3,
+                    generations,
+                )
+                self._start_session(record, validated, live)
+            except Exception as exc:  # noqa: BLE001 - the asker's refusal
+                self._live.pop(session_id, None)
+                return m.Refused(exc)
+            except BaseException:
+                self._live.pop(session_id, None)
+                raise
+            return view_of(record)
+
+        return self._deferred(persist, f"create-{session_id}", live)
 
     def _start_session(self, record: SessionRecord, validated: ValidatedPlan, live: _Live) -> None:
         """Start ``session-<id>`` (its driver first) under ``sessions`` and watch it."""
@@ -581,7 +606,10 @@ class SessionRegistry(_Actor):
         assert self.store is not None
         # An acknowledged receipt may be pruned with its segment: the terminal records
         # written without an fdatasync of their own must be durable first (recovery
-        # makes those sessions terminal from the receipts, which are then gone).
+        # makes those sessions terminal from the receipts, which are then gone), and a
+        # receipt still being finished must have its terminal record written first.
+        if self._finishing:
+            await asyncio.wait(set(self._finishing))
         await self.store.sync()
         return await self._receipts.ack(msg.seq)
 
@@ -644,25 +672,80 @@ class SessionRegistry(_Actor):
             checks.append(self.exposures.contents_check(alias))
         return binds, exposures, checks
 
-    async def _on_moved(self, msg: m.Moved) -> None:
+    def _deferred(
+        self, work: Callable[[], Awaitable[object]], name: str, live: _Live | None
+    ) -> Deferred:
+        """Run ``work`` (a session's step) in a task of the registry and reply with its
+        result. Tasks start in the order they are made, so the records are written in the
+        order the messages came.
+
+        The task is the session's ``live.step`` until it ends. It outlives an asker that
+        gave up (a step half done is never abandoned), and an exception out of it crashes
+        the registry (a refused durable write: fail closed).
+        """
+        reply: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+        reply.add_done_callback(_retrieved)
+
+        async def run() -> None:
+            try:
+                result = await work()
+            except asyncio.CancelledError:
+                if not reply.done():
+                    reply.set_exception(ActorDead(self.name, "stopped while handling it"))
+                raise
+            except BaseException as exc:
+                if not reply.done():
+                    reply.set_exception(exc)
+                raise
+            if not reply.done():
+                reply.set_result(result)
+
+        task = self.spawn_task(run(), name=name)
+        if live is not None:
+            live.step = task
+        return Deferred(reply)
+
+    async def _on_moved(self, msg: m.Moved) -> object:
         """Persist a transition, then show it (``durable=False``: written now, shown by the
         store once the next commit made it durable; for a state recovery treats as the one
-        before it)."""
+        before it). The wait for its fdatasync is a task's (:meth:`_deferred`)."""
         assert self.store is not None
-        await self.store.transition(msg.session_id, msg.state, msg.details, durable=msg.durable)
-        if msg.durable:
-            self._watchers.publish(self._record(msg.session_id))
+        session_id = msg.session_id
+        record = self._record(session_id)
+        store = self.store
+
+        async def persist() -> None:
+            await store.transition(session_id, msg.state, msg.details, durable=msg.durable)
+            if msg.durable:
+                self._watchers.publish(record)
+
+        return self._deferred(persist, f"step-{session_id}", self._live.get(session_id))
 
     async def _on_drain_opened(self, msg: m.DrainOpened) -> None:
         self.terminals.opened(msg.session_id, msg.drain)
 
-    async def _on_finish(self, msg: m.Finish) -> None:
-        await self._terminal(self._record(msg.session_id), msg.payload, msg.outcome, msg.evaluation)
+    async def _on_finish(self, msg: m.Finish) -> object:
+        """Append the receipt, seal it, make the session terminal: in a task (the receipts
+        of sessions that end together share a checkpoint)."""
+        record = self._record(msg.session_id)
+        live = self._live.get(msg.session_id) or _Live()
+        finishing = functools.partial(
+            self._terminal, record, msg.payload, msg.outcome, msg.evaluation
+        )
+        deferred = self._deferred(finishing, f"finish-{msg.session_id}", live)
+        assert live.step is not None
+        self._finishing.add(live.step)
+        live.step.add_done_callback(self._finishing.discard)
+        return deferred
 
     async def _on_session_exited(self, msg: m.SessionExited) -> None:
         """``session-<id>`` ended; one that ended before its receipt (its driver crashed)
         gets the ``internal_error`` receipt from the exit reason."""
         live = self._live.get(msg.session_id)
+        if live is not None and live.step is not None and not live.step.done():
+            # Its last step (or its receipt) is being made durable: after it, never before.
+            await asyncio.wait({live.step})
+            live = self._live.get(msg.session_id)
         if live is None:
             return  # it handed over its receipt: a normal end
         record = self._record(msg.session_id)
@@ -851,6 +934,13 @@ class SessionRegistry(_Actor):
     async def live_exposures(self) -> builtins.list[Any]:
         """Every live exposure."""
         return await self._request(m.Exposures(deadline=deadline_in()))  # type: ignore[no-any-return]
+
+
+def _retrieved(future: asyncio.Future[object]) -> None:
+    """Mark a reply's exception seen (its asker may have given up; the registry's crash
+    already carries it)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def registry_spec(**kwargs: Any) -> ChildSpec:
