@@ -323,13 +323,16 @@ EXEC = LIGHT | {
     "glove.container.linux._mounts",
     "glove.container.linux._pty", "glove.container.linux._reaper",
     "glove.container.linux._retained", "glove.container.linux._seccomp",
-    "glove.container.linux._supervise", "glove.container.linux._syscalls",
+    "glove.container.linux._seccomp_packed", "glove.container.linux._supervise",
+    "glove.container.linux._syscalls",
     "glove.container.linux._unix_gate",
 }  # fmt: skip
 #: What ``glove exec`` must never load: the stacks it has no use for, tomllib (the embedded
-#: profiles ship decoded), ``ctypes.util`` and its ``subprocess`` (libseccomp by soname).
+#: profiles ship decoded), ``ctypes.util`` and its ``subprocess`` (libseccomp by soname),
+#: pyseccomp and hashlib (the filters ship compiled and are verified with ``_sha256``).
 NOT_FOR_EXEC = (
     "typer", "click", "rich", "pydantic", "asyncio", "tomllib", "ctypes.util", "subprocess",
+    "pyseccomp", "hashlib",
     "glove.session", "glove.mcp", "glove.daemon", "glove.control", "glove.journal",
     "glove.host", "glove.actors", "glove.egress", "glove.policy", "glove.agents",
     "glove.container._describe", "glove.container.linux._describe",
@@ -341,7 +344,7 @@ NOT_FOR_EXEC = (
 def test_exec_loads_only_its_launch_path(env: dict[str, str], tmp_path: Path) -> None:
     """``glove exec -- /bin/true`` (default profile, output not a terminal) loads the
     modules of its own path and, outside the standard library, msgspec (with the
-    typing_extensions it imports) and pyseccomp only:
+    typing_extensions it imports) only (the seccomp filters ship compiled):
     no typer, no asyncio, no session, MCP, daemon, control or journal stack."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -350,4 +353,4 @@ def test_exec_loads_only_its_launch_path(env: dict[str, str], tmp_path: Path) ->
     ours = {name for name in modules if name.partition(".")[0] == "glove"}
     assert ours - EXEC == set()
     assert _within(modules, NOT_FOR_EXEC) == set()
-    assert _third_party(modules) == {"msgspec", "pyseccomp", "typing_extensions"}  # msgspec's
+    assert _third_party(modules) == {"msgspec", "typing_extensions"}  # msgspec's
