@@ -10,6 +10,7 @@ its arguments here.
 # No ``from __future__ import annotations`` here: typer reads the stub's annotations at
 # registration time, and ``typer`` is imported inside ``register`` only.
 import argparse
+import sys
 from typing import TYPE_CHECKING, Final
 
 from glove.usage import UsageParser
@@ -42,8 +43,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _import_msgspec_alone() -> None:
+    """Import msgspec without ``typing_extensions`` (a third of msgspec's import here).
+
+    msgspec takes ``get_type_hints``, ``Required`` and ``NotRequired`` from
+    ``typing_extensions`` when it is installed (it is: typer and the MCP SDK need it), and
+    from ``typing`` otherwise; on Python 3.11+ those are the same functions and markers for
+    every annotation Glove's Structs use (Glove imports nothing from ``typing_extensions``),
+    and ``typing_extensions`` itself imports ``inspect``, ``ast``, ``dis`` and ``tokenize``.
+    So while msgspec is first imported, ``typing_extensions`` is refused (its
+    ``sys.modules`` entry is None); the entry is removed right after, so a later import of
+    ``typing_extensions`` finds the real module. ``glove exec`` is one thread here.
+    """
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]
+    try:
+        import msgspec  # noqa: F401 - kept in sys.modules
+    finally:
+        del sys.modules["typing_extensions"]
+
+
 def main(argv: list[str]) -> int:
     """Parse ``argv`` (what follows ``glove exec``), run the sandbox, return the exit code."""
+    _import_msgspec_alone()
     parser = build_parser()
     from glove.run import exec_command, sandbox_options
 
