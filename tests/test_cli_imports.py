@@ -41,7 +41,7 @@ LIGHT = frozenset({
 #: Every glove module a one-call control client command may load: the JSON-only one-shot
 #: call (glove.control.call_once) and what it reads, never the typed clients or their codec.
 CLIENT = LIGHT | {
-    "glove.cli._status",
+    "glove._lazy", "glove.cli._status",
     "glove.config", "glove.config._runtime_rule", "glove.config.errors",
     "glove.control", "glove.control._oneshot", "glove.control._client_base",
     "glove.control._address", "glove.control._secret", "glove.control.errors",
@@ -307,7 +307,7 @@ def test_what_the_fast_path_does_not_understand_goes_to_typer(
 #: (``_supervise``, and ``_launch_guard``, which ``launch`` asks whether this process may
 #: clone): never the asyncio shell, the launcher client or ``--dry-run``'s description.
 EXEC = LIGHT | {
-    "glove.usage", "glove.cli._exec",
+    "glove._lazy", "glove.usage", "glove.cli._exec",
     "glove.run", "glove.run._egress", "glove.run._exec", "glove.run._options",
     "glove.run._prepare", "glove.run._report", "glove.run._terminal",
     "glove.container", "glove.container._backend", "glove.container._cgroupfs",
