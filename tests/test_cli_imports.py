@@ -60,11 +60,14 @@ STACKS = (
 NEVER = ("typer", "click", "rich", "pydantic", "asyncio", *STACKS)
 #: Run as the console script runs, then write ``sys.modules`` to the file named in argv[1].
 WITH_MODULES = (
-    "import sys; out, script = sys.argv[1], sys.argv[2]; sys.argv = sys.argv[2:]\n"
+    "import os, sys; out, script = sys.argv[1], sys.argv[2]; sys.argv = sys.argv[2:]\n"
+    "def record(): open(out, 'w').write('\\n'.join(sorted(sys.modules)))\n"
+    "def record_and_exit(code, _exit=os._exit): record(); _exit(code)\n"
+    "os._exit = record_and_exit  # glove exec ends without the interpreter's teardown\n"
     "try:\n"
     "    exec(compile(open(script).read(), script, 'exec'), {'__name__': '__main__'})\n"
     "finally:\n"
-    "    open(out, 'w').write('\\n'.join(sorted(sys.modules)))\n"
+    "    record()\n"
 )
 
 
