@@ -332,10 +332,11 @@ EXEC = LIGHT | {
 }  # fmt: skip
 #: What ``glove exec`` must never load: the stacks it has no use for, tomllib (the embedded
 #: profiles ship decoded), ``ctypes.util`` and its ``subprocess`` (libseccomp by soname),
-#: pyseccomp and hashlib (the filters ship compiled and are verified with ``_sha256``).
+#: pyseccomp and hashlib (the filters ship compiled and are verified with ``_sha256``),
+#: shutil (argparse's formatter is sized without it).
 NOT_FOR_EXEC = (
     "typer", "click", "rich", "pydantic", "asyncio", "tomllib", "ctypes.util", "subprocess",
-    "pyseccomp", "hashlib",
+    "pyseccomp", "hashlib", "shutil",
     "glove.session", "glove.mcp", "glove.daemon", "glove.control", "glove.journal",
     "glove.host", "glove.actors", "glove.egress", "glove.policy", "glove.agents",
     "glove.container._describe", "glove.container.linux._describe",
