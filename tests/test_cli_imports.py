@@ -41,7 +41,7 @@ LIGHT = frozenset({
 #: Every glove module a one-call control client command may load: the JSON-only one-shot
 #: call (glove.control.call_once) and what it reads, never the typed clients or their codec.
 CLIENT = LIGHT | {
-    "glove.cli._status",
+    "glove._lazy", "glove.cli._status",
     "glove.config", "glove.config._runtime_rule", "glove.config.errors",
     "glove.control", "glove.control._oneshot", "glove.control._client_base",
     "glove.control._address", "glove.control._secret", "glove.control.errors",
@@ -60,11 +60,14 @@ STACKS = (
 NEVER = ("typer", "click", "rich", "pydantic", "asyncio", *STACKS)
 #: Run as the console script runs, then write ``sys.modules`` to the file named in argv[1].
 WITH_MODULES = (
-    "import sys; out, script = sys.argv[1], sys.argv[2]; sys.argv = sys.argv[2:]\n"
+    "import os, sys; out, script = sys.argv[1], sys.argv[2]; sys.argv = sys.argv[2:]\n"
+    "def record(): open(out, 'w').write('\\n'.join(sorted(sys.modules)))\n"
+    "def record_and_exit(code, _exit=os._exit): record(); _exit(code)\n"
+    "os._exit = record_and_exit  # glove exec ends without the interpreter's teardown\n"
     "try:\n"
     "    exec(compile(open(script).read(), script, 'exec'), {'__name__': '__main__'})\n"
     "finally:\n"
-    "    open(out, 'w').write('\\n'.join(sorted(sys.modules)))\n"
+    "    record()\n"
 )
 
 
@@ -307,7 +310,7 @@ def test_what_the_fast_path_does_not_understand_goes_to_typer(
 #: (``_supervise``, and ``_launch_guard``, which ``launch`` asks whether this process may
 #: clone): never the asyncio shell, the launcher client or ``--dry-run``'s description.
 EXEC = LIGHT | {
-    "glove.usage", "glove.cli._exec",
+    "glove._lazy", "glove.usage", "glove.cli._exec",
     "glove.run", "glove.run._egress", "glove.run._exec", "glove.run._options",
     "glove.run._prepare", "glove.run._report", "glove.run._terminal",
     "glove.container", "glove.container._backend", "glove.container._cgroupfs",
@@ -323,13 +326,17 @@ EXEC = LIGHT | {
     "glove.container.linux._mounts",
     "glove.container.linux._pty", "glove.container.linux._reaper",
     "glove.container.linux._retained", "glove.container.linux._seccomp",
-    "glove.container.linux._supervise", "glove.container.linux._syscalls",
+    "glove.container.linux._seccomp_packed", "glove.container.linux._supervise",
+    "glove.container.linux._syscalls",
     "glove.container.linux._unix_gate",
 }  # fmt: skip
 #: What ``glove exec`` must never load: the stacks it has no use for, tomllib (the embedded
-#: profiles ship decoded), ``ctypes.util`` and its ``subprocess`` (libseccomp by soname).
+#: profiles ship decoded), ``ctypes.util`` and its ``subprocess`` (libseccomp by soname),
+#: pyseccomp and hashlib (the filters ship compiled and are verified with ``_sha256``),
+#: shutil (argparse's formatter is sized without it).
 NOT_FOR_EXEC = (
     "typer", "click", "rich", "pydantic", "asyncio", "tomllib", "ctypes.util", "subprocess",
+    "pyseccomp", "hashlib", "shutil",
     "glove.session", "glove.mcp", "glove.daemon", "glove.control", "glove.journal",
     "glove.host", "glove.actors", "glove.egress", "glove.policy", "glove.agents",
     "glove.container._describe", "glove.container.linux._describe",
@@ -340,14 +347,18 @@ NOT_FOR_EXEC = (
 
 def test_exec_loads_only_its_launch_path(env: dict[str, str], tmp_path: Path) -> None:
     """``glove exec -- /bin/true`` (default profile, output not a terminal) loads the
-    modules of its own path and, outside the standard library, msgspec (with the
-    typing_extensions it imports) and pyseccomp only:
+    modules of its own path and, outside the standard library, msgspec only (imported
+    without ``typing_extensions``; the seccomp filters ship compiled):
     no typer, no asyncio, no session, MCP, daemon, control or journal stack."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    done, modules = _run(["exec", "--workspace", str(workspace), "--", "/bin/true"], env)
+    at_exit = tmp_path / "modules.txt"
+    argv = ["exec", "--workspace", str(workspace), "--", "/bin/true"]
+    done, modules = _run(argv, env, at_exit)
     assert done.returncode == 0, done.stderr
     ours = {name for name in modules if name.partition(".")[0] == "glove"}
     assert ours - EXEC == set()
     assert _within(modules, NOT_FOR_EXEC) == set()
-    assert _third_party(modules) == {"msgspec", "pyseccomp", "typing_extensions"}  # msgspec's
+    # importtime names typing_extensions too: msgspec asked for it and was refused
+    assert _third_party(modules) - {"typing_extensions"} == {"msgspec"}
+    assert "typing_extensions" not in at_exit.read_text().split()

@@ -18,7 +18,6 @@ import os
 import secrets
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from glove.container._cgroupfs import parse_proc_cgroups
 from glove.container.linux._cgroup_v2 import probe_v2
 from glove.container.linux._cgroups import CGROUP_V1_ROOT
 from tests.conftest import Unpriv, readable_copy
+from tests.container.cgroup_helpers import delegated_group, rmdir_when_empty
 from tests.container.conftest import _workspace_for
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="makes cgroups (root only)")
@@ -101,8 +101,8 @@ def v1_base(unpriv: Unpriv) -> Iterator[str]:
     finally:
         for base in made:
             for child in (p for p in base.iterdir() if p.is_dir()):
-                _rmdir(child)
-            _rmdir(base)
+                rmdir_when_empty(child)
+            rmdir_when_empty(base)
 
 
 @pytest.fixture
@@ -110,28 +110,8 @@ def delegated(unpriv: Unpriv) -> Iterator[Path]:
     """A v2 cgroup handed to the unprivileged user (as systemd's Delegate= does)."""
     site = probe_v2().site
     assert site is not None
-    cg = site.base.parent / f"glove-test-place-{os.getpid()}-{secrets.token_hex(3)}"
-    cg.mkdir()
-    for entry in (cg, cg / "cgroup.procs", cg / "cgroup.subtree_control", cg / "cgroup.threads"):
-        os.chown(entry, unpriv.uid, unpriv.gid)
-    try:
+    with delegated_group(unpriv, site.base.parent, "glove-test-place") as cg:
         yield cg
-    finally:
-        (cg / "cgroup.kill").write_text("1")
-        for child in (p for p in cg.iterdir() if p.is_dir()):
-            _rmdir(child)
-        _rmdir(cg)
-
-
-def _rmdir(path: Path) -> None:
-    for _ in range(100):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)
 
 
 @pytest.mark.skipif(not UNPRIV_V1, reason="no v1 memory or pids hierarchy here")

@@ -15,7 +15,6 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from glove.container.errors import SandboxSetupError
 from glove.container.linux._cgroup_v2 import V2Group, V2Site, probe_v2
 from glove.container.linux._cgroups import SandboxCgroups, probe_host_limits
 from tests.conftest import Unpriv
+from tests.container.cgroup_helpers import delegated_group, rmdir_when_empty
 from tests.container.conftest import _workspace_for
 
 pytestmark = pytest.mark.skipif(os.getuid() != 0, reason="makes cgroups (root only)")
@@ -181,32 +181,9 @@ def test_planner_chooses_per_limit_on_the_hybrid_host() -> None:
 
 @pytest.fixture
 def delegated(unpriv: Unpriv) -> Iterator[Path]:
-    """A v2 cgroup handed to the test user (directory and its procs, subtree_control and
-    threads files chowned, as systemd's Delegate= does), removed afterwards."""
-    site = _site()
-    top = site.base.parent
-    cg = top / f"glove-test-deleg-{os.getpid()}-{secrets.token_hex(3)}"
-    cg.mkdir()
-    for entry in (cg, cg / "cgroup.procs", cg / "cgroup.subtree_control", cg / "cgroup.threads"):
-        os.chown(entry, unpriv.uid, unpriv.gid)
-    try:
+    """A v2 cgroup handed to the test user, removed afterwards."""
+    with delegated_group(unpriv, _site().base.parent, "glove-test-deleg") as cg:
         yield cg
-    finally:
-        (cg / "cgroup.kill").write_text("1")
-        for child in sorted((p for p in cg.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
-            _rmdir(child)
-        _rmdir(cg)
-
-
-def _rmdir(path: Path) -> None:
-    for _ in range(100):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)
 
 
 def _exec_in(cg: Path, unpriv: Unpriv, workspace: Path, *args: str) -> tuple[int, dict]:  # type: ignore[type-arg]
@@ -306,4 +283,4 @@ def test_groups_of_a_killed_launcher_are_swept() -> None:
         sleeper.wait()
         for path in (live, busy):
             (path / "cgroup.kill").write_text("1")
-            _rmdir(path)
+            rmdir_when_empty(path)

@@ -119,6 +119,18 @@ def test_a_launch_cannot_smuggle_descriptor_numbers_or_name_a_target_twice() -> 
     assert _refused(msgspec.msgpack.encode(raw), 2) == "malformed"
 
 
+@pytest.mark.parametrize("target", [-1, 0, 1, 2, 256])
+def test_a_launch_cannot_pass_a_descriptor_onto_stdio_or_past_the_limit(target: int) -> None:
+    """A pass-fd target of 0-2 would replace the command's stdio: refused by the sender and
+    by the launcher's decoder alike, as a protocol error (the launcher would otherwise meet
+    it only as the spec's SpecError, outside its reply path, when it fills ``pass_fds``)."""
+    low = Launch(id=1, spec=SPEC, stdio=(False, False, False), pass_targets=(target,))
+    with pytest.raises(LauncherProtocolError) as caught:
+        encode(low)
+    assert caught.value.code == "malformed"
+    assert _refused(msgspec.msgpack.encode(msgspec.to_builtins(low)), 1) == "malformed"
+
+
 def test_the_sender_refuses_what_the_channel_cannot_carry() -> None:
     big = SandboxSpec(argv=("/bin/true",), env={"X": "y" * MAX_FRAME_BYTES})
     with pytest.raises(LauncherProtocolError) as caught:

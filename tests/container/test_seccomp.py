@@ -112,13 +112,13 @@ def test_foreign_architecture_entry_is_killed_and_reported(glove_exec: GloveExec
 
 
 #: In a fresh interpreter: load pyseccomp (by soname, or with ``find_library`` when argv[1] is
-#: ``broken``: a soname that does not exist), build both filters, say what was loaded.
+#: ``broken``: a soname that does not exist), compile both filters, say what was loaded.
 LOAD_BY_SONAME = """
 import ctypes, json, sys
 from glove.container.linux import _seccomp
 if sys.argv[1] == "broken":
     _seccomp._SONAMES = {"c": "libc.so.6", "seccomp": "libseccomp.so.999"}
-plain, notify = _seccomp.seccomp_program(), _seccomp.seccomp_program(notify=True)
+plain, notify = _seccomp.compile_program(False, False), _seccomp.compile_program(True, False)
 loaded = {name: name in sys.modules for name in ("pyseccomp", "subprocess", "tempfile")}
 import ctypes.util
 loaded["lookup"] = ctypes.util.find_library("c")

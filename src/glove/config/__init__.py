@@ -13,8 +13,9 @@ are imported with the package (every control client reads them); the rest on fir
 file helpers, so ``glove capabilities`` loads neither ``dataclasses`` nor ``pathlib``.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from glove._lazy import lazy_exports
 from glove.config._runtime_rule import (
     RUNTIME_DIR_NAME,
     STATE_RUNTIME_NAME,
@@ -93,15 +94,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'glove.config' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

@@ -5,7 +5,9 @@ msgspec. Every name is imported from its module on first use (PEP 562), so a cli
 needs only the light parts (``glove capabilities``'s one-shot call) never loads msgspec.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from glove._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from glove.protocol._frames import HEADER_BYTES, FrameDecoder, encode_frame
@@ -130,15 +132,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'glove.protocol' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

@@ -1,7 +1,9 @@
 """Sessions: the ``session-<id>`` subtree that owns one contained run (``glove run`` and
 ``gloved`` alike), and the daemon's session lifecycle."""
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from glove._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from glove.session._attach import SIGNALS
@@ -103,15 +105,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'glove.session' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

@@ -6,7 +6,9 @@ launcher, and on another platform nothing here runs until asked for (``glove.con
 chooses the backend by ``sys.platform``).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from glove._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from glove.container._filter import OutputFilter
@@ -78,15 +80,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'glove.container.linux' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

@@ -28,7 +28,7 @@ from typing import Final, Literal
 import msgspec
 
 from glove.container._limits import LimitPlan
-from glove.container._spec import ProjectionRecord, SandboxSpec
+from glove.container._spec import MAX_PASSED_FD, ProjectionRecord, SandboxSpec
 from glove.container.errors import SandboxError
 
 #: Version of this wire format; the launcher says it first (:class:`Hello`). gloved and its
@@ -178,5 +178,7 @@ def _check_launch(message: Launch) -> None:
         raise LauncherProtocolError("malformed", "spec.pass_fds travel as descriptors")
     if len(set(message.pass_targets)) != len(message.pass_targets):
         raise LauncherProtocolError("malformed", "a descriptor target named twice")
-    if any(target < 0 for target in message.pass_targets):
-        raise LauncherProtocolError("malformed", "a negative descriptor target")
+    if any(not 3 <= target <= MAX_PASSED_FD for target in message.pass_targets):
+        # 0-2 are the command's stdio; refused here, in the protocol, rather than by the
+        # spec's own check when the launcher fills pass_fds (outside its reply path)
+        raise LauncherProtocolError("malformed", f"a descriptor target outside 3..{MAX_PASSED_FD}")

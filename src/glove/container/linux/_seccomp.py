@@ -21,10 +21,11 @@ import os
 import platform
 import sys
 import types
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from glove.container.errors import UnsupportedPlatform
 from glove.container.linux import _syscalls as sc
+from glove.container.linux._seccomp_packed import pack, packed_program
 
 #: Syscalls denied outright with EPERM.
 DENIED_SYSCALLS: Final = (
@@ -125,36 +126,45 @@ _MODE_SYSCALLS: Final = (
 #: The sonames pyseccomp's ``find_library`` lookups resolve to on glibc Linux.
 _SONAMES: Final = {"c": "libc.so.6", "seccomp": "libseccomp.so.2"}
 
+#: One rule: (action, syscall, conditions, optional). ``deny`` is EPERM, or a notification
+#: when the filter notifies; ``enosys`` answers ENOSYS; ``notify`` always notifies. Each
+#: condition is (argument index, operator name, datum, datum). An optional rule names a
+#: syscall this libseccomp or architecture may not know (one that cannot be called either).
+Rule: TypeAlias = tuple[str, str | int, tuple[tuple[int, str, int, int], ...], bool]
+
 _cached_programs: dict[tuple[bool, bool], bytes] = {}
 _syscall_names: dict[int, str] = {}
 
 
-def _deny_setuid_creation(seccomp: Any, filt: Any, deny: int) -> None:
+def _arg(index: int, op: str, datum: int, datum_b: int = 0) -> tuple[int, str, int, int]:
+    return (index, op, datum, datum_b)
+
+
+def _setuid_rules(deny: str) -> list[Rule]:
     """Refuse to create or chmod a file with the setuid or setgid bit.
 
     The workspace is a host directory: a setuid file made there by a root launcher's sandbox
     (host uid 0 inside) would be a setuid-root program on the host. ``openat2`` hides its
     mode in a struct the filter cannot read, so it answers ENOSYS and libc falls back.
     """
-    rules: list[tuple[str | int, int, int | None]] = list(_MODE_SYSCALLS)
+    calls: list[tuple[str | int, int, int | None]] = list(_MODE_SYSCALLS)
     if platform.machine() == "x86_64":
-        rules.append((SYS_FCHMODAT2_X86_64, 2, None))
-    for name, mode_arg, flags_arg in rules:
+        calls.append((SYS_FCHMODAT2_X86_64, 2, None))
+    rules: list[Rule] = []
+    for name, mode_arg, flags_arg in calls:
         for bit in (S_ISUID, S_ISGID):
-            mode = seccomp.Arg(mode_arg, seccomp.MASKED_EQ, bit, bit)
-            try:
-                if flags_arg is None:
-                    filt.add_rule(deny, name, mode)
-                    continue
-                for create in (O_CREAT, O_TMPFILE):
-                    flags = seccomp.Arg(flags_arg, seccomp.MASKED_EQ, create, create)
-                    filt.add_rule(deny, name, flags, mode)
-            except (ValueError, OSError, RuntimeError):
-                continue  # not on this architecture
-    filt.add_rule(seccomp.ERRNO(errno.ENOSYS), "openat2")
+            mode = _arg(mode_arg, "MASKED_EQ", bit, bit)
+            if flags_arg is None:
+                rules.append((deny, name, (mode,), True))
+                continue
+            for create in (O_CREAT, O_TMPFILE):
+                flags = _arg(flags_arg, "MASKED_EQ", create, create)
+                rules.append((deny, name, (flags, mode), True))
+    rules.append(("enosys", "openat2", (), False))
+    return rules
 
 
-def _deny_unix_datagrams(seccomp: Any, filt: Any, deny: int) -> None:
+def _unix_datagram_rules(deny: str) -> list[Rule]:
     """Refuse datagram Unix sockets, from ``socket`` and ``socketpair`` alike.
 
     A datagram socket names its destination with every ``sendto``/``sendmsg`` (a
@@ -162,13 +172,53 @@ def _deny_unix_datagrams(seccomp: Any, filt: Any, deny: int) -> None:
     socket by path. With none in the sandbox, ``connect`` is the only call that resolves a
     socket path, and the gate (``_unix_gate``) performs every one (decision 0034).
     """
-    for call in ("socket", "socketpair"):
-        filt.add_rule(
+    return [
+        (
             deny,
             call,
-            seccomp.Arg(0, seccomp.EQ, AF_UNIX),
-            seccomp.Arg(1, seccomp.MASKED_EQ, SOCK_TYPE_MASK, SOCK_DGRAM),
+            (_arg(0, "EQ", AF_UNIX), _arg(1, "MASKED_EQ", SOCK_TYPE_MASK, SOCK_DGRAM)),
+            False,
         )
+        for call in ("socket", "socketpair")
+    ]
+
+
+def filter_rules(*, gate: bool = False) -> tuple[Rule, ...]:
+    """The filter's rules, in the order they are added (cheap: no libseccomp)."""
+    deny = "deny"
+    rules: list[Rule] = [(deny, name, (), True) for name in dict.fromkeys(DENIED_SYSCALLS)]
+    rules.append(("enosys", "clone3", (), False))
+    rules += [(deny, "clone", (_arg(0, "MASKED_EQ", f, f),), False) for f in _NAMESPACE_FLAGS]
+    for request in (TIOCSTI, TIOCLINUX):
+        rules.append((deny, "ioctl", (_arg(1, "MASKED_EQ", IOCTL_REQUEST_MASK, request),), False))
+    # Socket families: an allowlist of AF_UNIX, AF_INET and AF_INET6, plus netlink's
+    # NETLINK_ROUTE for socket(). Everything else is refused: other netlink protocols and
+    # packet sockets reach kernel surfaces, and AF_VSOCK is not isolated by the network
+    # namespace at all (it reaches the hypervisor host on a VM). NETLINK_ROUTE is harmless
+    # here: it reads the sandbox's own network namespace (only `lo`), and changing anything
+    # needs CAP_NET_ADMIN, which nothing inside has; glibc's getaddrinfo (AI_ADDRCONFIG),
+    # getifaddrs and Node's os.networkInterfaces() open it (see _denials).
+    for call in ("socket", "socketpair"):
+        rules.append((deny, call, (_arg(0, "GT", AF_NETLINK),), False))
+        for family in (*DENIED_LOW_FAMILIES, *DENIED_MID_FAMILIES):
+            rules.append((deny, call, (_arg(0, "EQ", family),), False))
+    rules.append((deny, "socketpair", (_arg(0, "EQ", AF_NETLINK),), False))
+    rules.append((deny, "socket", (_arg(0, "EQ", AF_NETLINK), _arg(2, "NE", NETLINK_ROUTE)), False))
+    for family in (AF_INET, AF_INET6):  # no raw IP sockets
+        rules.append(
+            (
+                deny,
+                "socket",
+                (_arg(0, "EQ", family), _arg(1, "MASKED_EQ", SOCK_TYPE_MASK, SOCK_RAW)),
+                False,
+            )
+        )
+    rules += _setuid_rules(deny)
+    rules += _unix_datagram_rules(deny)
+    if gate:
+        # Every connect is performed by the launcher on the caller's behalf (_unix_gate).
+        rules.append(("notify", "connect", (), False))
+    return tuple(rules)
 
 
 def _pyseccomp() -> Any:
@@ -225,53 +275,25 @@ def _import_by_soname() -> None:
         del package.util
 
 
-def _build(notify: bool, gate: bool) -> bytes:
+def compile_program(notify: bool, gate: bool) -> bytes:
+    """Compile the filter with libseccomp (pyseccomp) and export it as classic BPF."""
     seccomp = _pyseccomp()
     # notify: every denial goes to the launcher, which answers EPERM and records the call.
-    deny = seccomp.NOTIFY if notify else seccomp.ERRNO(errno.EPERM)
+    actions = {
+        "deny": seccomp.NOTIFY if notify else seccomp.ERRNO(errno.EPERM),
+        "enosys": seccomp.ERRNO(errno.ENOSYS),
+        "notify": seccomp.NOTIFY,
+    }
     filt = seccomp.SyscallFilter(seccomp.ALLOW)
     filt.set_attr(seccomp.Attr.ACT_BADARCH, seccomp.KILL_PROCESS)
-    for name in dict.fromkeys(DENIED_SYSCALLS):
+    for action, call, conditions, optional in filter_rules(gate=gate):
+        args = [seccomp.Arg(i, getattr(seccomp, op), a, b) for i, op, a, b in conditions]
         try:
-            filt.add_rule(deny, name)
+            filt.add_rule(actions[action], call, *args)
         except (ValueError, OSError, RuntimeError):
+            if not optional:
+                raise
             # A syscall unknown to this libseccomp/arch cannot be called either.
-            continue
-    filt.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
-    for flag in _NAMESPACE_FLAGS:
-        filt.add_rule(deny, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, flag, flag))
-    for request in (TIOCSTI, TIOCLINUX):
-        filt.add_rule(deny, "ioctl", seccomp.Arg(1, seccomp.MASKED_EQ, IOCTL_REQUEST_MASK, request))
-    # Socket families: an allowlist of AF_UNIX, AF_INET and AF_INET6, plus netlink's
-    # NETLINK_ROUTE for socket(). Everything else is refused: other netlink protocols and
-    # packet sockets reach kernel surfaces, and AF_VSOCK is not isolated by the network
-    # namespace at all (it reaches the hypervisor host on a VM). NETLINK_ROUTE is harmless
-    # here: it reads the sandbox's own network namespace (only `lo`), and changing anything
-    # needs CAP_NET_ADMIN, which nothing inside has; glibc's getaddrinfo (AI_ADDRCONFIG),
-    # getifaddrs and Node's os.networkInterfaces() open it (see _denials).
-    for call in ("socket", "socketpair"):
-        filt.add_rule(deny, call, seccomp.Arg(0, seccomp.GT, AF_NETLINK))
-        for family in (*DENIED_LOW_FAMILIES, *DENIED_MID_FAMILIES):
-            filt.add_rule(deny, call, seccomp.Arg(0, seccomp.EQ, family))
-    filt.add_rule(deny, "socketpair", seccomp.Arg(0, seccomp.EQ, AF_NETLINK))
-    filt.add_rule(
-        deny,
-        "socket",
-        seccomp.Arg(0, seccomp.EQ, AF_NETLINK),
-        seccomp.Arg(2, seccomp.NE, NETLINK_ROUTE),
-    )
-    for family in (AF_INET, AF_INET6):  # no raw IP sockets
-        filt.add_rule(
-            deny,
-            "socket",
-            seccomp.Arg(0, seccomp.EQ, family),
-            seccomp.Arg(1, seccomp.MASKED_EQ, SOCK_TYPE_MASK, SOCK_RAW),
-        )
-    _deny_setuid_creation(seccomp, filt, deny)
-    _deny_unix_datagrams(seccomp, filt, deny)
-    if gate:
-        # Every connect is performed by the launcher on the caller's behalf (_unix_gate).
-        filt.add_rule(seccomp.NOTIFY, "connect")
     fd = os.memfd_create("glove-seccomp", os.MFD_CLOEXEC)
     try:
         with os.fdopen(os.dup(fd), "rb") as handle:
@@ -295,11 +317,27 @@ def seccomp_program(*, notify: bool = False, gate: bool = False) -> bytes:
     program = _cached_programs.get(key)
     if program is None:
         try:
-            program = _build(*key)
+            program = packed_program(*key, filter_rules(gate=key[1]), MAX_BPF_BYTES)
+            if program is None:
+                program = compile_program(*key)
         except OSError as exc:
             raise UnsupportedPlatform(f"cannot build the seccomp filter: {exc}") from exc
         _cached_programs[key] = program
     return program
+
+
+def pack_seccomp_programs() -> bytes:
+    """Compile every variant of the filter and return the packed file's bytes (written to
+    ``seccomp-programs.json`` when the rules change; a test checks it is current).
+
+    Raises:
+        UnsupportedPlatform: libseccomp cannot be loaded or rejects the rules.
+    """
+    variants = ((False, False), (True, False), (True, True))
+    try:
+        return pack({key: (filter_rules(gate=key[1]), compile_program(*key)) for key in variants})
+    except OSError as exc:
+        raise UnsupportedPlatform(f"cannot build the seccomp filter: {exc}") from exc
 
 
 def syscall_name(number: int) -> str:
