@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 
 import msgspec
 import pytest
@@ -15,6 +16,7 @@ from glove.actors import (
     DeadlineExceeded,
     Deferred,
     Supervisor,
+    current_deadline,
     running,
 )
 from tests.actors._helpers import Record, Sleep, Worker, until
@@ -182,3 +184,51 @@ async def test_a_fast_path_crash_is_a_strike_to_the_supervisor() -> None:
             await task
     assert info.value.path == "sup/w"
     assert isinstance(info.value.cause, ValueError)
+
+
+_WHO: contextvars.ContextVar[str] = contextvars.ContextVar("test_fast_path_who", default="unset")
+
+
+class Context(msgspec.Struct, frozen=True):
+    """Reply with what the handler sees: ``_WHO`` and its deadline."""
+
+
+class ContextWorker(Worker):
+    """Sets ``_WHO`` in its own context as it starts; answers :class:`Context` either way."""
+
+    def __init__(self) -> None:
+        super().__init__("context")
+        self.where: list[str] = []
+
+    async def on_start(self) -> None:
+        _WHO.set("actor")
+
+    def handle_now(self, msg: object) -> object:
+        if isinstance(msg, Context):
+            self.where.append("now")
+            return (_WHO.get(), current_deadline())
+        return NOT_NOW
+
+    async def handle(self, msg: object) -> object:
+        if isinstance(msg, Context):
+            self.where.append("mailbox")
+            return (_WHO.get(), current_deadline())
+        return await super().handle(msg)
+
+
+async def test_the_fast_path_runs_in_the_actors_context_with_the_messages_deadline() -> None:
+    """``handle_now`` sees what a mailbox delivery sees: the actor's own context variables
+    and the message's deadline, not the asker's variables."""
+    async with running(ContextWorker()) as w:
+        _WHO.set("asker")
+        loop = asyncio.get_running_loop()
+        before = loop.time()
+        fast = await w.ask(Context(), timeout=30)
+        queued = await asyncio.gather(w.ask(Context(), timeout=30), w.ask(Context(), timeout=30))
+        assert w.where == ["now", "now", "mailbox"]
+        for who, deadline in (fast, *queued):
+            assert who == "actor"
+            assert deadline is not None
+            assert before + 30 <= deadline <= loop.time() + 30
+        assert _WHO.get() == "asker"  # the asker's own context is untouched
+        assert current_deadline() is None

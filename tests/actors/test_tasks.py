@@ -101,6 +101,34 @@ async def test_spawn_node_returns_once_the_node_started() -> None:
     await asyncio.wait({task})
 
 
+class _SlowToStart(Actor):
+    """Starts only once ``go`` is set; records that its teardown ran."""
+
+    def __init__(self) -> None:
+        super().__init__("slow")
+        self.go = asyncio.Event()
+        self.stopped = False
+
+    async def on_start(self) -> None:
+        await self.go.wait()
+
+    async def on_stop(self) -> None:
+        self.stopped = True
+
+
+async def test_a_cancelled_spawn_node_stops_the_node_it_started() -> None:
+    node = _SlowToStart()
+    before = _ours()
+    waiter = asyncio.get_running_loop().create_task(spawn_node(node))
+    await _settled()
+    assert len(_ours()) == len(before) + 3  # the spawn, the node, race's wrapper
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert node.stopped  # the node's teardown ran before the cancel went on
+    assert _ours() == before
+
+
 class _FailsToStart(Actor):
     async def on_start(self) -> None:
         raise RuntimeError("no start")

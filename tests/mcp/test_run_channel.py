@@ -233,7 +233,9 @@ async def test_the_agent_channel_serves_relayed_connections_and_leaks_nothing(
     loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(STEP_TIMEOUT_S):
-            await mediation.ready
+            await mediation.ready.wait()
+            # A wait on a start: the mediation is ready once its kernel has started.
+            assert mediation.ready is mediation.supervisor.child("kernel").started
             await channel.started.wait()
         with guest_end:
             for _ in range(2):

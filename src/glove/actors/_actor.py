@@ -25,11 +25,14 @@ message is being handled), a stale deadline drops it, an exception crashes the a
 asker gets it, the supervisor gets the exit reason), a :class:`Deferred` is awaited under the
 message's deadline and cancelled when the asker gives up. A second ask in the same loop
 iteration takes the mailbox, so the work of asks that arrive together is still batched.
+The handler sees what a mailbox delivery sees: the actor's own context variables (its run
+task's, as ``on_start`` left them) with the message's deadline, never the asker's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
@@ -91,6 +94,8 @@ class Actor:
         self._actor_crash: BaseException | None = None
         self._actor_fast = type(self).handle_now is not Actor.handle_now
         self._actor_turn = False  # a fast-path message was handled in this loop iteration
+        #: The run task's context as ``on_start`` left it: ``handle_now`` runs in it.
+        self._actor_context: contextvars.Context | None = None
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -204,20 +209,29 @@ class Actor:
             self.dropped_stale += 1
             raise DeadlineExceeded(self.name, msg_type)
         self._actor_busy = (msg_type, now)
-        token = set_deadline(deadline)
+        context = self._actor_context
+        assert context is not None  # set before the actor is running
         try:
-            result = self.handle_now(msg)
+            # A copy of the run task's context, entered only here: a synchronous handler
+            # cannot come back into it.
+            result = context.run(self._actor_now_in, msg, deadline)
         except BaseException as exc:
             self.crash(exc)
             raise
         finally:
-            reset_deadline(token)
             self._actor_busy = None
         if result is not NOT_NOW:
             self.handled += 1
             self._actor_turn = True
             loop.call_soon(self._actor_turn_over)
         return result
+
+    def _actor_now_in(self, msg: object, deadline: float) -> object:
+        token = set_deadline(deadline)
+        try:
+            return self.handle_now(msg)
+        finally:
+            reset_deadline(token)
 
     def _actor_turn_over(self) -> None:
         self._actor_turn = False
@@ -345,6 +359,7 @@ class Actor:
         try:
             self.state = "starting"
             await self.on_start()
+            self._actor_context = contextvars.copy_context()
             self.state = "running"
             self.started.set()
             while True:

@@ -16,6 +16,7 @@ rest there are three shapes, and ``tests/test_tasks_owned.py`` holds the code to
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, Protocol, TypeVar
@@ -96,10 +97,21 @@ def start_node(node: Node, *, name: str | None = None) -> asyncio.Task[None]:
 async def spawn_node(node: Node, *, name: str | None = None) -> asyncio.Task[None]:
     """:func:`start_node`, then wait until ``node`` has started or its task has ended.
 
-    The caller tells which from ``task.done()``; a task that ended holds the reason.
+    The caller tells which from ``task.done()``; a task that ended holds the reason. If
+    the caller is cancelled (or the wait fails) meanwhile, the node is stopped (its task
+    cancelled and awaited) before that goes on: nothing is left without an owner.
     """
     task = start_node(node, name=name)
-    await race(task, node.started.wait())
+    try:
+        await race(task, node.started.wait())
+    except BaseException:
+        task.cancel()
+        # Awaited once more even if cancelled again, so the node's teardown is not orphaned.
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait({task})
+        if task.done() and not task.cancelled():
+            task.exception()  # retrieved: the caller goes on with its own reason
+        raise
     return task
 
 

@@ -204,7 +204,7 @@ class AgentChannel(Actor):
 
     async def on_start(self) -> None:
         """Wait for the mediation to be ready, then start receiving connections."""
-        await self._mediation.ready
+        await self._mediation.ready.wait()
         self._attacher = _Attacher(
             self._mediation, lambda coro: self.spawn_task(coro, name="attach")
         )

@@ -64,7 +64,6 @@ class AgentEndpoint(Actor):
             live=lambda: self.state == "running",
             on_roots_changed=on_roots_changed,
         )
-        self.closed = asyncio.Event()
         self.closed_callback: Callable[[AgentEndpoint], None] | None = None
 
     async def on_start(self) -> None:
@@ -74,7 +73,6 @@ class AgentEndpoint(Actor):
     async def on_stop(self) -> None:
         """Close the agent's stream."""
         self._writer.close()
-        self.closed.set()
         if self.closed_callback is not None:
             self.closed_callback(self)
 

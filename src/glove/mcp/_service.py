@@ -80,14 +80,23 @@ class Mediation:
     def __init__(self, supervisor: Supervisor, task: asyncio.Task[None] | None = None) -> None:
         self.supervisor = supervisor
         self._task = task
-        #: Resolved once every upstream has started and the mediator is built.
-        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.endpoint: AgentEndpoint | None = None
         self.endpoints: list[AgentEndpoint] = []
         self.mediator: Mediator | None = None
         #: Every live agent session (stdio endpoints and HTTP sessions alike).
         self.sessions: list[AgentSession] = []
         self._attached = 0
+        self._first_endpoint = ""
+        self._kernel: KernelActor | None = None  # the supervisor's last child (build_mediation)
+
+    @property
+    def ready(self) -> asyncio.Event:
+        """Set once every upstream has started and the mediator is built: the runtime's own
+        ``started`` of the supervisor's last child, the kernel (which builds the mediator as
+        it starts, after every upstream has), so whoever waits for it waits on a start, as a
+        supervisor does, never on a future of ours."""
+        assert self._kernel is not None  # set by build_mediation
+        return self._kernel.started
 
     @property
     def failed(self) -> asyncio.Task[None]:
@@ -117,11 +126,11 @@ class Mediation:
             self.sessions.remove(gone.session)
 
         endpoint.closed_callback = closed
+        name = f"endpoint-{self._attached}"
         if self.endpoint is None:
             self.endpoint = endpoint
-        self.supervisor.start_child(
-            ChildSpec(f"endpoint-{self._attached}", lambda: endpoint, restart="temporary")
-        )
+            self._first_endpoint = name
+        self.supervisor.start_child(ChildSpec(name, lambda: endpoint, restart="temporary"))
         return endpoint
 
     def tools_changed(self) -> None:
@@ -183,8 +192,11 @@ class Mediation:
         Returns the session's failure, if it failed; the session is stopped either way.
         """
         assert self.endpoint is not None
-        extra = () if interrupt is None else (interrupt.wait(),)
-        await race(self.endpoint.closed.wait(), self.failed, *extra)
+        # The endpoint's exit, as its supervisor sees it (its task ends once it has closed).
+        hung_up = self.supervisor.child_task(self._first_endpoint)
+        if hung_up is not None:
+            extra = () if interrupt is None else (interrupt.wait(),)
+            await race(hung_up, self.failed, *extra)
         return await self.stop()
 
     async def stop(self) -> BaseException | None:
@@ -325,9 +337,10 @@ def _load_policy(config: McpConfig) -> Any:
 
 class KernelActor(Actor):
     """The mediation's last child: once every upstream sibling has started, it fills the
-    catalog and builds the :class:`Mediator` (policy, audit, forwarding), then resolves
-    :attr:`Mediation.ready`. An upstream that fails to start crashes its actor, which ends
-    the whole mediation (one strike) before this one is ready."""
+    catalog and builds the :class:`Mediator` (policy, audit, forwarding); once it has
+    started, so has the mediation (:attr:`Mediation.ready`). An upstream that fails to
+    start crashes its actor, which ends the whole mediation (one strike) before this one is
+    ready."""
 
     def __init__(
         self,
@@ -415,8 +428,6 @@ class KernelActor(Actor):
             request=request,
             upstream_capabilities=capabilities_of,
         )
-        if not self._mediation.ready.done():
-            self._mediation.ready.set_result(None)
 
 
 async def wait_started(nodes: list[Actor | Supervisor], limit_s: float) -> None:
@@ -442,8 +453,8 @@ def build_mediation(
     prestarted: dict[str, subprocess.Popen[bytes]] | None = None,
 ) -> Mediation:
     """Build (not start) the mediation tree: ``audit``, one ``mcp-<id>`` per upstream, then
-    the ``kernel``. Run :attr:`Mediation.supervisor` as a child of a session tree and await
-    :attr:`Mediation.ready` before attaching agents.
+    the ``kernel``. Run :attr:`Mediation.supervisor` as a child of a session tree and wait
+    for :attr:`Mediation.ready` before attaching agents.
 
     ``audit_factory(path)`` builds the audit actor (default: a shared
     :class:`glove.audit.AuditLog`); tests inject failing storage through it.
@@ -485,10 +496,13 @@ def build_mediation(
                 lambda i=upstream_id, u=upstream: make_upstream(i, u),  # type: ignore[misc]
             )
         )
-    # The factories run when the supervisor starts, after `mediation` below exists.
-    specs.append(ChildSpec("kernel", lambda: KernelActor(mediation, config, policy, catalog, run)))
+    # The factories run when the supervisor starts, after `kernel` below exists; one built
+    # ahead is enough: the tree is one strike (intensity 0), never restarted.
+    specs.append(ChildSpec("kernel", lambda: kernel))
     supervisor = Supervisor("mcp", specs, strategy="one_for_all", intensity=0)
     mediation = Mediation(supervisor)
+    kernel = KernelActor(mediation, config, policy, catalog, run)
+    mediation._kernel = kernel
     events = _Events(mediation, catalog, run, policy.digest)
     return mediation
 
@@ -525,11 +539,11 @@ async def start_mediation(
     task = start_node(mediation.supervisor, name="mcp-supervisor")
     mediation._task = task
     try:
-        await asyncio.wait({mediation.ready, task}, return_when=asyncio.FIRST_COMPLETED)
+        await race(task, mediation.ready.wait())
     except BaseException:
         await mediation.stop()
         raise
-    if not mediation.ready.done():
+    if not mediation.ready.is_set():
         await mediation.stop()
         raise startup_failure(mediation.supervisor)
     if reader is not None and writer is not None:

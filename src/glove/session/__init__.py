@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from glove.session._methods import SESSION_ERROR_CODES, SessionMethods
     from glove.session._projections import load_projections
     from glove.session._registry import SessionRegistry
-    from glove.session._sandbox import Kill, SandboxActor, SendSignal
+    from glove.session._sandbox import AwaitResult, Kill, SandboxActor, SendSignal
     from glove.session._service import LIFECYCLE_METHODS, SessionService, load_service
     from glove.session._tree import (
         SANDBOX_CHILD,
@@ -72,6 +72,7 @@ _LAZY: dict[str, str] = {
     "FAULT_STAGES": "glove.session._faults",
     "KILL_STAGES": "glove.session._faults",
     "arm_fault_hook": "glove.session._faults",
+    "AwaitResult": "glove.session._sandbox",
     "Kill": "glove.session._sandbox",
     "SandboxActor": "glove.session._sandbox",
     "SendSignal": "glove.session._sandbox",
@@ -115,6 +116,7 @@ __all__ = [
     "SANDBOX_CHILD",
     "SESSION_ERROR_CODES",
     "SIGNALS",
+    "AwaitResult",
     "EscapeFilter",
     "ExposureError",
     "FilterMode",

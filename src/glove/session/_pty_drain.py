@@ -44,7 +44,7 @@ from glove.records import TranscriptEntry
 from glove.session._drain import StreamDigest
 from glove.session._escape import ModeTracker, TerminalModes
 from glove.session._messages import Refused
-from glove.session._sandbox import SandboxActor, SendSignal
+from glove.session._sandbox import RESULT_WAIT_S, AwaitResult, SandboxActor, SendSignal
 from glove.session._terminals import (
     RaiseSignal,
     SetSize,
@@ -287,8 +287,10 @@ class PtyDrain(Actor):
         set_winsize(self._pty, self.size)
         self._opened = True
         self._notify()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.shield(sandbox.result)
+        # The command ended (the reply), or the sandbox stopped without a result: either
+        # way its terminal is done; our own stop cancels the ask and closes it too.
+        with contextlib.suppress(asyncio.CancelledError, ActorDead):
+            await sandbox.ask(AwaitResult(), timeout=RESULT_WAIT_S, wait=True)
         self._close_input()
 
     def _require_open(self) -> int:

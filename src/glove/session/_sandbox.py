@@ -4,25 +4,34 @@ It launches the session's :class:`~glove.container.SandboxSpec` on start (the cl
 gloved's launcher process when one is installed, else in the actor's own executor; then
 everything on the loop through
 :class:`~glove.container.AsyncSandbox`), and keeps running after the command ends, holding
-the :class:`~glove.container.SandboxResult` in :attr:`SandboxActor.result`, until its session
-tree is stopped: a permanent child of a one-strike tree must not exit on its own. Stopping it
-(the session's teardown, or a sibling's failure) kills the whole tree first.
+the :class:`~glove.container.SandboxResult`, until its session tree is stopped: a permanent
+child of a one-strike tree must not exit on its own. Stopping it (the session's teardown, or
+a sibling's failure) kills the whole tree first.
+
+Who needs the result while the sandbox runs asks for it (:class:`AwaitResult`: the reply
+comes once the command has ended and drained); once the sandbox has stopped, its
+:attr:`SandboxActor.result` is read as its exit reason is, after a supervisor's wait.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import signal
 from typing import Final
 
 import msgspec
 
-from glove.actors import Actor
+from glove.actors import Actor, ActorDead, Deferred
 from glove.container import AsyncSandbox, FileProjection, SandboxResult, SandboxSpec
 from glove.container.linux import OutputHandler
 
 #: How long a stop waits for the killed tree to end and drain before forcing it.
 STOP_GRACE_S: Final = 5.0
+
+#: An :class:`AwaitResult` waits as long as the command runs: the asker's own cancellation
+#: (its session stopped, its tree failed) ends the wait, not a deadline.
+RESULT_WAIT_S: Final = math.inf
 
 
 class SendSignal(msgspec.Struct, frozen=True):
@@ -34,6 +43,12 @@ class SendSignal(msgspec.Struct, frozen=True):
 
 class Kill(msgspec.Struct, frozen=True):
     """Cancel: kill the whole tree now."""
+
+
+class AwaitResult(msgspec.Struct, frozen=True):
+    """Reply with the command's :class:`~glove.container.SandboxResult` once it has ended and
+    drained (at once if it has). A sandbox that stops without one (it never launched)
+    answers :class:`~glove.actors.ActorDead`."""
 
 
 class SandboxActor(Actor):
@@ -63,8 +78,15 @@ class SandboxActor(Actor):
         self._start_after = start_after
         self._projections = projections
         self._box: AsyncSandbox | None = None
-        #: Resolved with the sandbox's result once it has ended and drained.
-        self.result: asyncio.Future[SandboxResult] = asyncio.get_running_loop().create_future()
+        self._result: SandboxResult | None = None
+        #: The replies of the :class:`AwaitResult` asks still waiting (ours: resolved here).
+        self._awaiting: set[asyncio.Future[SandboxResult]] = set()
+
+    @property
+    def result(self) -> SandboxResult | None:
+        """The command's result once it has ended and drained; read after the sandbox has
+        stopped (its exit, as a supervisor sees it). While it runs, ask :class:`AwaitResult`."""
+        return self._result
 
     @property
     def launched(self) -> asyncio.Event:
@@ -99,9 +121,16 @@ class SandboxActor(Actor):
         self.spawn_task(self._await_result(box), name="result")
 
     async def _await_result(self, box: AsyncSandbox) -> None:
-        result = await box.wait()
-        if not self.result.done():
-            self.result.set_result(result)
+        self._ended(await box.wait())
+
+    def _ended(self, result: SandboxResult) -> None:
+        """Keep the result (the first one) and answer every ask waiting for it."""
+        if self._result is None:
+            self._result = result
+        for reply in self._awaiting:
+            if not reply.done():
+                reply.set_result(self._result)
+        self._awaiting.clear()
 
     async def handle(self, msg: object) -> object:
         """Signal or kill the sandbox.
@@ -110,6 +139,13 @@ class SandboxActor(Actor):
             TypeError: an unknown message.
         """
         box = self._box
+        if isinstance(msg, AwaitResult):
+            if self._result is not None:
+                return self._result
+            reply: asyncio.Future[SandboxResult] = asyncio.get_running_loop().create_future()
+            self._awaiting.add(reply)
+            reply.add_done_callback(self._awaiting.discard)  # an asker that gave up
+            return Deferred(reply)
         if isinstance(msg, SendSignal):
             if box is not None:
                 box.send_signal(msg.signum)
@@ -123,15 +159,20 @@ class SandboxActor(Actor):
     async def on_stop(self) -> None:
         """Kill the tree and wait (bounded) for it to end; its result is kept."""
         box = self._box
-        if box is None:
-            return
-        if not box.done():
-            result = await box.stop(STOP_GRACE_S)
-        else:
-            result = await box.wait()
-        box.close()
-        if not self.result.done():
-            self.result.set_result(result)
+        try:
+            if box is None:
+                return
+            if not box.done():
+                result = await box.stop(STOP_GRACE_S)
+            else:
+                result = await box.wait()
+            box.close()
+            self._ended(result)
+        finally:
+            for reply in self._awaiting:
+                if not reply.done():
+                    reply.set_exception(ActorDead(self.name, "stopped without a result"))
+            self._awaiting.clear()
 
     def force_kill(self) -> None:
         """SIGKILL the sandbox's init at once (teardown overran its grace)."""

@@ -22,13 +22,13 @@ import asyncio
 import contextlib
 import socket
 from collections.abc import Awaitable, Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from glove.actors import Actor, ChildFailed, ChildSpec, Supervisor, race, start_node
 from glove.container import SandboxResult, setup_failure
 from glove.errors import GloveError
 from glove.exits import EXIT_HOST_PART_FAILED
-from glove.session._sandbox import SandboxActor
+from glove.session._sandbox import RESULT_WAIT_S, AwaitResult, SandboxActor
 
 #: The sandbox child's name in every session tree.
 SANDBOX_CHILD = "sandbox"
@@ -111,15 +111,16 @@ async def run_session(
         else:
             if on_started is not None:
                 on_started(tree)
-            # race never cancels a future it is given: the result stays the sandbox's.
-            await race(task, sandbox.result, *(() if stop is None else (stop.wait(),)))
-        if (
-            before_stop is not None
-            and sandbox is not None
-            and sandbox.result.done()
-            and not task.done()
-        ):
-            await before_stop()
+            # The result is the reply to an ask; a sandbox that stopped meanwhile (a
+            # sibling's failure) answers ActorDead, and the tree's end says why.
+            _, asked, *_ = await race(
+                task,
+                sandbox.ask(AwaitResult(), timeout=RESULT_WAIT_S, wait=True),
+                *(() if stop is None else (stop.wait(),)),
+            )
+            answered = _answered(asked)  # a failed ask's reason is retrieved here
+            if before_stop is not None and answered and not task.done():
+                await before_stop()
     finally:
         if not task.done():
             tree.stop()
@@ -128,12 +129,16 @@ async def run_session(
         if not task.cancelled():
             task.exception()  # retrieved: the reason is read from the tree
     failure, child = _failure_of(tree)
-    result = None
-    if sandbox is not None and sandbox.result.done() and not sandbox.result.cancelled():
-        result = sandbox.result.result()
+    # The tree has ended: the sandbox's result is read as its exit is.
+    result = sandbox.result if sandbox is not None else None
     if failure is not None and child == SANDBOX_CHILD:
         result = None  # the sandbox itself failed (its launch): there is no command result
     return SessionOutcome(result, failure, child)
+
+
+def _answered(asked: asyncio.Future[Any]) -> bool:
+    """The ask for the result has its reply (not cancelled, not failed)."""
+    return asked.done() and not asked.cancelled() and asked.exception() is None
 
 
 async def all_started(*actors: Actor) -> None:

@@ -83,17 +83,17 @@ class SessionWiring:
         self._mcp = mediation is not None
         if mediation is not None:
             self.before.append(ChildSpec("mcp", lambda: mediation.supervisor))
-        self.ready: asyncio.Future[None] | None = mediation.ready if mediation is not None else None
+        actors: list[Actor] = []
         if rules is not None:
             self._wire_network(run_id, mediation, rules, hostname, private, audit_path)
-            actors: list[Actor] = [
-                node for node in (self._channel, self._audit, self.proxy) if node is not None
-            ]
-            self.ready = self.waiters.start(
-                _all_ready(mediation.ready if mediation is not None else None, *actors),
-                name="ready",
-                report=False,  # awaited by the tree's readiness barrier, which reads it
-            )
+            actors = [node for node in (self._channel, self._audit, self.proxy) if node is not None]
+        #: The session's one readiness barrier, owned here: the sandbox waits on it.
+        self.ready: asyncio.Future[None] = self.waiters.start(
+            _all_ready(mediation, *actors),
+            name="ready",
+            report=False,  # awaited by the tree's readiness barrier, which reads it
+        )
+        if rules is not None:
             return
         assert mediation is not None
         assert private is not None
@@ -206,9 +206,10 @@ def _mcp_env() -> dict[str, str]:
     return guest_env()
 
 
-async def _all_ready(mediation: asyncio.Future[None] | None, *actors: Actor) -> None:
+async def _all_ready(mediation: Mediation | None, *actors: Actor) -> None:
     """The session's one readiness barrier: the mediation (if any) is ready and the channel,
-    audit log and proxy have started (no connection before the proxy and its log are up)."""
+    audit log and proxy have started (no connection before the proxy and its log are up):
+    waits on the runtime's own ``started``, a supervisor's and the actors'."""
     if mediation is not None:
-        await asyncio.shield(mediation)
+        await mediation.ready.wait()
     await all_started(*actors)
