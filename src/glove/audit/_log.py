@@ -48,7 +48,6 @@ in the HMAC-chained receipt journal (:mod:`glove.journal`).
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -65,7 +64,7 @@ from glove.audit.errors import (
     AuditUnavailable,
     AuditWriteFailed,
 )
-from glove.journal import GroupCommit, LockHeld, PosixStorage, Storage, SyncPacer
+from glove.journal import FileStat, GroupCommit, LockHeld, PosixStorage, Storage, SyncPacer
 
 MAX_AUDIT_RECORD_BYTES: Final = 64 * 1024
 """Largest encoded activity record (one JSON line, newline included)."""
@@ -139,6 +138,8 @@ class PendingRecord:
             AuditWriteFailed: its fdatasync failed (the log has failed closed).
             AuditUnavailable: the log stopped, or the deadline passed first.
         """
+        if self._durable.done():
+            return self._durable.result()  # no deadline to arm: the usual case of an answer
         try:
             # Awaited directly, not shielded: a waiter that gives up cancels only its own
             # notification (the log skips it), and a failure reaches it one hop sooner.
@@ -167,9 +168,23 @@ class _Append(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     two_phase: bool = False
 
 
-def _utc_timestamp(t_ns: int) -> str:
-    moment = dt.datetime.fromtimestamp(t_ns / 1e9, tz=dt.UTC)
-    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+class _Timestamps:
+    """ISO 8601 UTC timestamps with microseconds (``2026-12-02T16:49:32.771500Z``), from
+    integer nanoseconds (truncated, never rounded up into the next second); the date and
+    time of day are formatted once per second, not per record."""
+
+    __slots__ = ("_prefix", "_second")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def __call__(self, t_ns: int) -> str:
+        second, micros = divmod(t_ns // 1000, 1_000_000)
+        if second != self._second:
+            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
+            self._second = second
+        return "%s%06dZ" % (self._prefix, micros)  # noqa: UP031 - the fastest spelling here
 
 
 def _retrieve(future: asyncio.Future[AuditAck]) -> None:
@@ -224,6 +239,7 @@ class AuditLog(Actor):
         self._keep = keep_files
         self._storage: Storage = storage if storage is not None else PosixStorage()
         self._clock = clock
+        self._timestamp = _Timestamps()
         self._fd = -1
         self._size = 0
         self._seq = 0
@@ -236,6 +252,7 @@ class AuditLog(Actor):
         self._flushing = False
         self._last_batch = 0  # waiters in the last batch written
         self._sync_task: asyncio.Task[None] | None = None
+        self._sync_handle: asyncio.Handle | None = None
         #: Batches being committed in the executor: a rotation or a reopen there closes the
         #: file a sync on the loop would use, so the loop syncs only when this is 0.
         self._committing_elsewhere = 0
@@ -306,6 +323,9 @@ class AuditLog(Actor):
 
     async def on_stop(self) -> None:
         """Fail what is not durable, close the descriptors (acknowledged records are)."""
+        if self._sync_handle is not None:
+            self._sync_handle.cancel()
+            self._sync_handle = None
         self._fail(AuditUnavailable(f"audit log {self.path} stopped"), [])
         for fd in (self._fd, self._lock_fd):
             if fd >= 0:
@@ -326,7 +346,7 @@ class AuditLog(Actor):
         commit rather than committing alone first and splitting them into two phases."""
         if not isinstance(msg, _Append) or self._last_batch > 1:
             return NOT_NOW
-        if self._flushing or self._sync_task is not None or not self._core.idle:
+        if self._flushing or self._sync_scheduled or not self._core.idle:
             # It would wait for a batch: the mailbox, where appends that arrive with it
             # join the same batch, serves that better.
             return NOT_NOW
@@ -384,7 +404,9 @@ class AuditLog(Actor):
         synced on the loop while syncs are quick (no thread hop)."""
         overlapped = any(w.written is not None for w in batch)
         nbytes = sum(len(w.fields) for w in batch)
-        quick = not overlapped and self._sync_task is None and self.pacer.inline(len(batch), nbytes)
+        quick = (
+            not overlapped and not self._sync_scheduled and self.pacer.inline(len(batch), nbytes)
+        )
         return overlapped, quick
 
     def _commit_here(self, batch: list[_Waiting]) -> bool:
@@ -441,15 +463,43 @@ class AuditLog(Actor):
             # left behind by a rotation was synced before it was let go).
             self.pacer.observe(seconds, inline=on_loop)
             self._resolve(self._core.synced(self._core.written_upto))
-        elif self._core.pending_sync() and self._sync_task is None:
+        elif self._core.pending_sync() and not self._sync_scheduled:
+            # The sync runs once this caller's task has gone on and waits: the mediator that
+            # wrote a decision has forwarded the call by then, so the sync overlaps the
+            # upstream's work. A plain callback, not a task, for the usual quick sync.
+            self._sync_handle = asyncio.get_running_loop().call_soon(self._sync_soon)
+
+    @property
+    def _sync_scheduled(self) -> bool:
+        """A sync is due (its callback is scheduled) or running (the sync task)."""
+        return self._sync_handle is not None or self._sync_task is not None
+
+    def _sync_soon(self) -> None:
+        """The first sync after a write, on the loop while syncs are quick (no thread hop);
+        what it cannot do there (a slow disk lately, a commit running in the executor) or
+        what was written meanwhile goes on in the sync task."""
+        self._sync_handle = None
+        if self.state != "running":
+            return  # stopping: on_stop fails what is not durable
+        if self._committing_elsewhere == 0 and self.pacer.inline(1, 0):
+            target = self._core.sync_target()
+            if target is not None:
+                try:
+                    seconds = self._sync_blocking()
+                except BaseException as exc:  # noqa: BLE001 - a callback: crash the actor
+                    # (a simulated power cut too: out of a callback it would only be logged)
+                    self._fail_closed(exc, [])
+                    self.crash(exc)
+                    return
+                self.pacer.observe(seconds, inline=True)
+                self._resolve(self._core.synced(target))
+        if self._core.pending_sync() and self._sync_task is None:
             self._sync_task = self.spawn_task(self._syncs(), name="group-sync")
 
     async def _syncs(self) -> None:
-        # One fdatasync at a time, each covering everything written when it started. This
-        # task runs once its spawner's task has gone on and waits: the mediator that wrote
-        # a decision has forwarded the call by then, so the sync overlaps the upstream's
-        # work. While syncs are quick it runs on the loop (no thread hop), else in the
-        # executor, where writes go on meanwhile and the next sync covers them.
+        # One fdatasync at a time, each covering everything written when it started. While
+        # syncs are quick it runs on the loop (no thread hop), else in the executor, where
+        # writes go on meanwhile and the next sync covers them.
         try:
             while (target := self._core.sync_target()) is not None:
                 # In the executor, behind a commit that may rotate or reopen the file.
@@ -552,7 +602,10 @@ class AuditLog(Actor):
             OSError: the log cannot be synced, reopened or read.
         """
         storage = self._storage
-        current = storage.stat(self.path) if storage.exists(self.path) else None
+        try:
+            current: FileStat | None = storage.stat(self.path)
+        except FileNotFoundError:
+            current = None
         mine = storage.fstat(self._fd)
         if current is None or (current.dev, current.ino) != (mine.dev, mine.ino):
             if not may_reopen:
@@ -615,7 +668,7 @@ class AuditLog(Actor):
                 raise _SyncFailed(f"cannot take a turn at the shared audit log: {exc}") from exc
             try:
                 try:
-                    if not self._catch_up(may_reopen=self._sync_task is None):
+                    if not self._catch_up(may_reopen=not self._sync_scheduled):
                         return None
                 except OSError as exc:
                     raise _SyncFailed(f"cannot catch up with the shared audit log: {exc}") from exc
@@ -670,7 +723,7 @@ class AuditLog(Actor):
             size = self._size
             for fields in batch[index:]:
                 seq = self._seq + len(chunk) + 1
-                ts = _utc_timestamp(self._clock())
+                ts = self._timestamp(self._clock())
                 head = b'{"seq":%d,"ts":"%s"' % (seq, ts.encode())
                 line = head + (b"," + fields[1:] if fields != b"{}" else b"}") + b"\n"
                 if size + len(line) > self._max_bytes:
