@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import itertools
 import os
 import resource
 import shutil
@@ -88,7 +89,8 @@ def _instrument() -> None:
     _wrap(_endpoint, "decode_message", "agent frame decoded")
     _wrap(_kernel.Mediator, "call_tool", "call task runs", "call_tool returns")
     _wrap(_kernel.Mediator, "_write_decision", None, "decision written")
-    _wrap(_upstream_stdio.StdioTransport, "send", "frame to upstream", "write(2) to upstream returns")
+    sent = ("frame to upstream", "write(2) to upstream returns")
+    _wrap(_upstream_stdio.StdioTransport, "send", *sent)
     _wrap(_upstream, "decode_message", "upstream reply decoded")
     _wrap(audit_log.AuditLog, "_sync_blocking", "fdatasync starts", "fdatasync ends")
     _wrap(_endpoint.AgentEndpoint, "_emit", "answer emitted")
@@ -156,7 +158,7 @@ async def _trace(kind: str, calls: int, disk: Path) -> None:
             await call()
             got = [(name, STAMPS[name]) for name in POINTS if name in STAMPS]
             got.sort(key=lambda item: item[1])
-            for (a, ta), (b, tb) in zip(got, got[1:], strict=False):
+            for (a, ta), (b, tb) in itertools.pairwise(got):
                 hops.setdefault(f"{a} -> {b}", []).append((tb - ta) / 1e3)
             totals.append((got[-1][1] - got[0][1]) / 1e3)
         cpu = (_self_cpu() - cpu0) / calls * 1e6
@@ -287,23 +289,17 @@ async def _floors(disk: Path, count: int) -> None:
         writes.append((mid - started) / 1e3)
         syncs.append((_now() - mid) / 1e3)
     os.close(fd)
+    rows = (
+        ("socketpair round trip, echo protocol on the same loop", statistics.median(echo)),
+        ("cat over pipes (the direct shape)", statistics.median(direct)),
+        ("the same through a bare relay protocol (socketpair)", statistics.median(relayed)),
+        ("relay hop added", statistics.median(relayed) - statistics.median(direct)),
+        ("write(2) of a 300-byte line (O_APPEND, disk)", statistics.median(writes)),
+        ("fdatasync of it", statistics.median(syncs)),
+    )
     print("\nfloors (p50 us):")
-    print(f"  socketpair round trip, echo protocol on the same loop: {statistics.median(echo):.1f}")
-    print(
-        f"  cat over pipes (the direct shape):                      {statistics.median(direct):.1f}"
-    )
-    print(
-        f"  the same through a bare relay protocol (socketpair):    {statistics.median(relayed):.1f}"
-    )
-    print(
-        f"  relay hop added:                                        {statistics.median(relayed) - statistics.median(direct):+.1f}"
-    )
-    print(
-        f"  write(2) of a 300-byte line (O_APPEND, disk):           {statistics.median(writes):.1f}"
-    )
-    print(
-        f"  fdatasync of it:                                        {statistics.median(syncs):.1f}"
-    )
+    for name, value in rows:
+        print(f"  {name + ':':56s} {value:8.1f}")
 
 
 async def main() -> None:
