@@ -323,10 +323,13 @@ class _OrderStorage(FaultStorage):
         super().fdatasync(fd)
 
 
-async def test_a_quick_sync_runs_on_the_loop_after_the_forward(tmp_path: Path) -> None:
-    """While syncs are quick the decision's fdatasync runs on the loop (no thread hop), and
-    only once the call was written to the upstream, so the sync overlaps its work; the
-    answer still comes after it (decision 0046)."""
+async def test_the_decisions_sync_runs_in_the_executor_beside_the_forward(
+    tmp_path: Path,
+) -> None:
+    """The decision's fdatasync is handed to the log's executor thread, not left for the
+    loop after the forward (where the upstream, woken on the same CPU by the forward, ran
+    first), so it overlaps the upstream's work; the answer still comes after it (decision
+    0046)."""
     config = load_config(_echo_config(tmp_path))
     storage = _OrderStorage()
     glove_side, agent_side = socket.socketpair()
@@ -342,7 +345,7 @@ async def test_a_quick_sync_runs_on_the_loop_after_the_forward(tmp_path: Path) -
     storage.watch = lambda: len(upstream._pending) - before  # type: ignore[union-attr]
     reply = await agent.call("tools/call", {"name": "echo__echo", "arguments": {"text": "x"}})
     assert reply["result"]["content"][0]["text"] == "x"
-    assert storage.seen == [(True, 1)]  # on the loop, with the call in flight upstream
+    assert [on_loop for on_loop, _ in storage.seen] == [False]  # one sync, in the thread
     agent_writer.close()
     await mediation.stop()
 

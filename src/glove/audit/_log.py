@@ -15,9 +15,11 @@ the kernel, so it survives a ``kill -9`` of this process, not a power cut), and
 forwards the call while the sync runs, and answers the agent only once it is durable.
 
 Where the work runs: a small batch is written on the event loop (a ``write(2)`` into the
-page cache), its ``fdatasync`` on the loop too while syncs are quick and nobody overlaps
-with it, else in the actor's executor (:class:`glove.journal._group.SyncPacer`, decision
-0045); rotation and waiting for a shared writer's turn always run in the executor.
+page cache); a one-phase append's ``fdatasync`` runs on the loop too while syncs are quick,
+else in the actor's executor (:class:`glove.journal._group.SyncPacer`, decision 0045); a
+two-phase write's sync is handed to the executor before :meth:`AuditLog.write` returns, so
+it runs while the caller forwards (decision 0046); rotation and waiting for a shared
+writer's turn always run in the executor.
 
 Failure is fail-closed and typed (:mod:`glove.audit.errors`):
 
@@ -48,7 +50,7 @@ in the HMAC-chained receipt journal (:mod:`glove.journal`).
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -65,7 +67,7 @@ from glove.audit.errors import (
     AuditUnavailable,
     AuditWriteFailed,
 )
-from glove.journal import GroupCommit, LockHeld, PosixStorage, Storage, SyncPacer
+from glove.journal import FileStat, GroupCommit, LockHeld, PosixStorage, Storage, SyncPacer
 
 MAX_AUDIT_RECORD_BYTES: Final = 64 * 1024
 """Largest encoded activity record (one JSON line, newline included)."""
@@ -139,6 +141,8 @@ class PendingRecord:
             AuditWriteFailed: its fdatasync failed (the log has failed closed).
             AuditUnavailable: the log stopped, or the deadline passed first.
         """
+        if self._durable.done():
+            return self._durable.result()  # no deadline to arm: the usual case of an answer
         try:
             # Awaited directly, not shielded: a waiter that gives up cancels only its own
             # notification (the log skips it), and a failure reaches it one hop sooner.
@@ -167,9 +171,23 @@ class _Append(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     two_phase: bool = False
 
 
-def _utc_timestamp(t_ns: int) -> str:
-    moment = dt.datetime.fromtimestamp(t_ns / 1e9, tz=dt.UTC)
-    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+class _Timestamps:
+    """ISO 8601 UTC timestamps with microseconds (``2026-12-02T16:49:32.771500Z``), from
+    integer nanoseconds (truncated, never rounded up into the next second); the date and
+    time of day are formatted once per second, not per record."""
+
+    __slots__ = ("_prefix", "_second")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def __call__(self, t_ns: int) -> str:
+        second, micros = divmod(t_ns // 1000, 1_000_000)
+        if second != self._second:
+            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
+            self._second = second
+        return "%s%06dZ" % (self._prefix, micros)  # noqa: UP031 - the fastest spelling here
 
 
 def _retrieve(future: asyncio.Future[AuditAck]) -> None:
@@ -224,6 +242,7 @@ class AuditLog(Actor):
         self._keep = keep_files
         self._storage: Storage = storage if storage is not None else PosixStorage()
         self._clock = clock
+        self._timestamp = _Timestamps()
         self._fd = -1
         self._size = 0
         self._seq = 0
@@ -235,10 +254,8 @@ class AuditLog(Actor):
         """Decides whether a small commit's fdatasync runs on the loop (decision 0045)."""
         self._flushing = False
         self._last_batch = 0  # waiters in the last batch written
-        self._sync_task: asyncio.Task[None] | None = None
-        #: Batches being committed in the executor: a rotation or a reopen there closes the
-        #: file a sync on the loop would use, so the loop syncs only when this is 0.
-        self._committing_elsewhere = 0
+        #: The fdatasync running in the executor for overlapped writes, if any.
+        self._sync: asyncio.Future[float] | None = None
         self._shared = shared
         self._lock_fd = -1
 
@@ -326,7 +343,7 @@ class AuditLog(Actor):
         commit rather than committing alone first and splitting them into two phases."""
         if not isinstance(msg, _Append) or self._last_batch > 1:
             return NOT_NOW
-        if self._flushing or self._sync_task is not None or not self._core.idle:
+        if self._flushing or self._sync is not None or not self._core.idle:
             # It would wait for a batch: the mailbox, where appends that arrive with it
             # join the same batch, serves that better.
             return NOT_NOW
@@ -384,7 +401,7 @@ class AuditLog(Actor):
         synced on the loop while syncs are quick (no thread hop)."""
         overlapped = any(w.written is not None for w in batch)
         nbytes = sum(len(w.fields) for w in batch)
-        quick = not overlapped and self._sync_task is None and self.pacer.inline(len(batch), nbytes)
+        quick = not overlapped and self._sync is None and self.pacer.inline(len(batch), nbytes)
         return overlapped, quick
 
     def _commit_here(self, batch: list[_Waiting]) -> bool:
@@ -410,7 +427,6 @@ class AuditLog(Actor):
         if self._commit_here(batch):
             return
         overlapped, _quick = self._plan(batch)
-        self._committing_elsewhere += 1
         try:
             outcome = await self.run_blocking(
                 self._commit_blocking, [w.fields for w in batch], not overlapped
@@ -418,8 +434,6 @@ class AuditLog(Actor):
         except BaseException as exc:
             self._fail_closed(exc, batch)
             raise
-        finally:
-            self._committing_elsewhere -= 1
         self._finish(batch, outcome, on_loop=False)
 
     def _finish(self, batch: list[_Waiting], outcome: _Outcome, *, on_loop: bool) -> None:
@@ -441,30 +455,41 @@ class AuditLog(Actor):
             # left behind by a rotation was synced before it was let go).
             self.pacer.observe(seconds, inline=on_loop)
             self._resolve(self._core.synced(self._core.written_upto))
-        elif self._core.pending_sync() and self._sync_task is None:
-            self._sync_task = self.spawn_task(self._syncs(), name="group-sync")
+        elif self._core.pending_sync() and self._sync is None:
+            self._start_sync()
 
-    async def _syncs(self) -> None:
-        # One fdatasync at a time, each covering everything written when it started. This
-        # task runs once its spawner's task has gone on and waits: the mediator that wrote
-        # a decision has forwarded the call by then, so the sync overlaps the upstream's
-        # work. While syncs are quick it runs on the loop (no thread hop), else in the
-        # executor, where writes go on meanwhile and the next sync covers them.
-        try:
-            while (target := self._core.sync_target()) is not None:
-                # In the executor, behind a commit that may rotate or reopen the file.
-                inline = self._committing_elsewhere == 0 and self.pacer.inline(1, 0)
-                if inline:
-                    seconds = self._sync_blocking()
-                else:
-                    seconds = await self.run_blocking(self._sync_blocking)
-                self.pacer.observe(seconds, inline=inline)
-                self._resolve(self._core.synced(target))
-        except BaseException as exc:
-            self._fail_closed(exc, [])
-            raise
-        finally:
-            self._sync_task = None
+    def _start_sync(self) -> None:
+        """fdatasync what is written, in the executor, starting now (decision 0046).
+
+        Only a two-phase (overlapped) write leaves its sync for later, and its caller
+        forwards the call right after this returns. The sync is handed to the thread
+        first: writing the call to the upstream's pipe wakes the upstream on this CPU (a
+        pipe write is a synchronous wake-up), where it often runs before this thread gets
+        the CPU back, so a sync left for the loop after the forward waited for the
+        upstream's own work instead of overlapping it (docs/mcp.md, "Where the time goes").
+        Writes made while it runs join the next sync, started when this one returns.
+        """
+        target = self._core.sync_target()
+        if target is None:
+            return
+        sync = asyncio.get_running_loop().run_in_executor(self.executor, self._sync_blocking)
+        self._sync = sync
+        sync.add_done_callback(functools.partial(self._synced, target))
+
+    def _synced(self, target: int, sync: asyncio.Future[float]) -> None:
+        self._sync = None
+        if sync.cancelled():
+            return  # the log is stopping: on_stop failed what was not durable
+        failure = sync.exception()
+        if failure is not None:
+            # Never retried: every record not yet durable fails, and so does the log.
+            self._fail_closed(failure, [])
+            self.crash(failure)
+            return
+        self.pacer.observe(sync.result(), inline=False)
+        self._resolve(self._core.synced(target))
+        if self.state == "running" and self._core.pending_sync():
+            self._start_sync()
 
     def _resolve(self, done: list[_Waiting]) -> None:
         for waiting in done:
@@ -552,7 +577,10 @@ class AuditLog(Actor):
             OSError: the log cannot be synced, reopened or read.
         """
         storage = self._storage
-        current = storage.stat(self.path) if storage.exists(self.path) else None
+        try:
+            current: FileStat | None = storage.stat(self.path)
+        except FileNotFoundError:
+            current = None
         mine = storage.fstat(self._fd)
         if current is None or (current.dev, current.ino) != (mine.dev, mine.ino):
             if not may_reopen:
@@ -615,7 +643,7 @@ class AuditLog(Actor):
                 raise _SyncFailed(f"cannot take a turn at the shared audit log: {exc}") from exc
             try:
                 try:
-                    if not self._catch_up(may_reopen=self._sync_task is None):
+                    if not self._catch_up(may_reopen=self._sync is None):
                         return None
                 except OSError as exc:
                     raise _SyncFailed(f"cannot catch up with the shared audit log: {exc}") from exc
@@ -670,7 +698,7 @@ class AuditLog(Actor):
             size = self._size
             for fields in batch[index:]:
                 seq = self._seq + len(chunk) + 1
-                ts = _utc_timestamp(self._clock())
+                ts = self._timestamp(self._clock())
                 head = b'{"seq":%d,"ts":"%s"' % (seq, ts.encode())
                 line = head + (b"," + fields[1:] if fields != b"{}" else b"}") + b"\n"
                 if size + len(line) > self._max_bytes:
