@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 
 import pytest
 
@@ -37,6 +38,44 @@ async def test_stale_message_is_never_applied() -> None:
         assert w.applied == ["sync"]
         assert "grant" not in w.applied
         assert w.dropped_stale + w.handled >= 2
+
+
+class _Gated(Actor):
+    """Handles its first message by waiting for ``gate``; then replies with the message."""
+
+    def __init__(self, gate: asyncio.Future[None]) -> None:
+        super().__init__("gated")
+        self.gate = gate
+        self.applied: list[object] = []
+
+    async def handle(self, msg: object) -> object:
+        if msg == "hold":
+            await self.gate
+            return None
+        self.applied.append(msg)
+        return msg
+
+
+async def test_a_message_dropped_as_stale_as_its_askers_timer_fires_is_deadline_exceeded() -> None:
+    """The drop and the asker's own timeout in one loop step: the asker still gets the
+    typed ``DeadlineExceeded``, never a bare ``TimeoutError`` (its reply was already set)."""
+    loop = asyncio.get_running_loop()
+    gate: asyncio.Future[None] = loop.create_future()
+
+    def block_then_open() -> None:
+        # Past the ask's deadline with the loop blocked; the gate's wake-up of the actor is
+        # queued before the asker's timer, which the next step finds due: the actor drops
+        # the ask as stale (its reply set), then the timer cancels the asker.
+        time.sleep(0.1)
+        gate.set_result(None)
+
+    async with running(_Gated(gate)) as actor:
+        actor.tell("hold")
+        loop.call_later(0.01, block_then_open)
+        with pytest.raises(DeadlineExceeded):
+            await actor.ask("late", timeout=0.05)
+        assert actor.applied == []
+        assert actor.dropped_stale == 1
 
 
 async def test_handler_exception_crashes_actor_and_fails_queued_askers() -> None:

@@ -188,8 +188,10 @@ class Actor:
                 return await env.reply
         except TimeoutError as exc:
             if env.reply.done() and not env.reply.cancelled():
-                # The reply itself was a TimeoutError raised by the handler.
-                raise
+                # The reply was set before the timer cancelled this wait (in the same loop
+                # step: a drop as stale, an answer just in time) or is itself a
+                # TimeoutError the handler raised: it is the answer.
+                return env.reply.result()
             raise DeadlineExceeded(self.name, env.msg_type) from exc
 
     def _actor_idle(self) -> bool:
@@ -248,7 +250,9 @@ class Actor:
                 return await future
         except TimeoutError as exc:
             if future.done() and not future.cancelled():
-                raise  # the work itself failed with a TimeoutError
+                # Set before the timer cancelled this wait, or a TimeoutError of the work
+                # itself: it is the answer, as in :meth:`ask`.
+                return future.result()
             raise DeadlineExceeded(self.name, type(msg).__name__) from exc
 
     def _actor_check_alive(self) -> None:
