@@ -57,6 +57,7 @@ INVENTORY: Final[dict[str, tuple[str, ...]]] = {
     "session/_driver.py": ("internal",),  # _stop: the driver's own, to its contained task
     "session/_evaluation.py": ("backpressure",),  # the evaluator's room
     "session/_pty_drain.py": ("internal", "internal", "backpressure"),  # dirty, pressure, room
+    "session/_registry.py": ("reply",),  # a session step's Deferred reply (its task's)
     "session/_sandbox.py": ("reply",),  # an AwaitResult's Deferred reply
     "session/_viewers.py": ("doorbell", "doorbell"),  # a viewer's wake; a session's end
     "wallet/_worker.py": ("internal",),  # closed: the worker's exit, seen by its owner
