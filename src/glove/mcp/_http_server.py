@@ -439,7 +439,7 @@ class HttpFront(Actor):
 
 def _ended(mediation: Mediation) -> bool:
     """Whether a session's mediation has ended or is tearing down (one strike)."""
-    return mediation.failed.done() or mediation.supervisor.state != "running"
+    return mediation.failed.done() or mediation.supervisor.state != "running" or mediation.struck
 
 
 async def _read_head(

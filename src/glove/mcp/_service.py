@@ -99,6 +99,13 @@ class Mediation:
         return self._kernel.started
 
     @property
+    def struck(self) -> bool:
+        """Whether one of its children has crashed: one strike, the session is over, though
+        its supervisor sees the exit only once that child's own teardown (its last audit
+        records, its server's end) has run, while the agent has its failure already."""
+        return any(node.state == "crashed" for _, node, _ in self.supervisor.children())
+
+    @property
     def failed(self) -> asyncio.Task[None]:
         """The supervisor's task: done when the session has ended (failed or stopped).
 
@@ -206,9 +213,10 @@ class Mediation:
             RuntimeError: the mediation runs as a child of another tree (stop that tree).
         """
         task = self.failed
-        if self.supervisor.state == "running":
+        if self.supervisor.state == "running" and not self.struck:
             # Only a running supervisor is told to stop: cancelling one that is already
-            # tearing down after a failure would cut its teardown short.
+            # tearing down after a failure (or whose crashed child is still in its own
+            # teardown, which the supervisor's strike then follows) would cut it short.
             self.supervisor.stop()
         await asyncio.wait({task})
         if not task.cancelled():
