@@ -51,6 +51,7 @@ MEASUREMENT_FORMAT: Final = "glove-remote-executor-measurement-v1"
 #: against a real process, so code cannot join the executor without being measured).
 MEASURED_MODULES: Final = (
     "glove",
+    "glove._lazy",
     "glove._version",
     "glove.errors",
     "glove.exits",
